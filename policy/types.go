@@ -1,0 +1,77 @@
+package policy
+
+import "time"
+
+// Outcome is what happens when retry and wait are exhausted or disabled.
+type Outcome string
+
+const (
+	OutcomeSkip Outcome = "skip"
+	OutcomeStop Outcome = "stop"
+)
+
+// Action is the evaluator's decision.
+type Action string
+
+const (
+	ActionRetry Action = "retry" // same candidate after Delay
+	ActionWait  Action = "wait"  // wait for a validated reset (Deadline), then one attempt
+	ActionSkip  Action = "skip"  // switch to the next fallback candidate (the caller turns this into stop when none is left)
+	ActionStop  Action = "stop"  // manual recovery: surface the error
+)
+
+type Retry struct {
+	Enabled                bool `json:"enabled"`
+	MaxRetries             int  `json:"max_retries"`
+	InitialIntervalSeconds int  `json:"initial_interval_seconds"`
+}
+
+type WaitForReset struct {
+	Enabled        bool `json:"enabled"`
+	MaxWaitSeconds int  `json:"max_wait_seconds"`
+}
+
+type ClassPolicy struct {
+	Retry        Retry        `json:"retry"`
+	WaitForReset WaitForReset `json:"wait_for_reset"`
+	OnExhausted  Outcome      `json:"on_exhausted"`
+}
+
+// Document is the versioned per-class policy document (version 1).
+type Document struct {
+	Version        int         `json:"version"`
+	Transient      ClassPolicy `json:"transient"`
+	Hard           ClassPolicy `json:"hard"`
+	FallbackModels []string    `json:"fallback_models,omitempty"`
+}
+
+// Failure is what the evaluator needs to know about one failed attempt.
+type Failure struct {
+	Class      string         // "transient" | "hard" | "request" | "unclassified"
+	Code       string         // semantic code, for the record
+	Stale      bool           // evidence not tied to the current generation
+	Safe       bool           // the replay-safety gate passed (no output, no effect, prompt RPC completed, no cancel)
+	RetryAfter *time.Duration // validated hint, relative to Now
+	ResetAt    *time.Time     // validated hint
+	Now        time.Time
+}
+
+// Route is the per-turn (per route cycle) recovery state the caller keeps
+// and passes back in; Evaluate returns the updated copy.
+type Route struct {
+	Retries  map[string]int  // retries used per class
+	WaitUsed map[string]bool // reset wait used per class in this route cycle
+}
+
+// Decision is the evaluator's answer. Attempt is the 1-based ordinal of the
+// retry being scheduled (0 for stop/skip); MaxRetries is the class budget.
+type Decision struct {
+	Action     Action        `json:"action"`
+	Delay      time.Duration `json:"-"`
+	DelayMs    int64         `json:"delayMs"`
+	Deadline   time.Time     `json:"deadline,omitempty"`
+	Attempt    int           `json:"attempt"`
+	MaxRetries int           `json:"maxRetries"`
+	Class      string        `json:"class"`
+	Reason     string        `json:"reason"` // short machine word: "unsafe", "stale", "unclassified", "request_class", "reset_wait", "retry", "exhausted", ...
+}
