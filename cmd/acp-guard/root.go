@@ -65,6 +65,7 @@ func newRootCmd(s *streams) *cobra.Command {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	attachProxy(root, s)
 	// Subcommands register here; each lives in its own file.
 	for _, add := range subcommands {
 		root.AddCommand(add(s))

@@ -1,0 +1,369 @@
+// Package jsonscan finds what the relay needs in a JSON-RPC frame without
+// decoding it: the spans of top-level members, nested lookups by key path,
+// and bounded string prefixes. It allocates nothing on its hot paths and
+// checks structure as it goes, so a line it accepts is well-formed JSON
+// (strings are checked for termination, not for escape validity).
+package jsonscan
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+)
+
+// ErrSyntax reports a frame that is not a well-formed JSON value.
+var ErrSyntax = errors.New("jsonscan: malformed JSON")
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the closing quote of the string
+// whose opening quote is at b[i].
+func skipString(b []byte, i int) (int, error) {
+	i++ // opening quote
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return 0, ErrSyntax
+		}
+		end := i + j
+		// Count the backslashes immediately before the quote.
+		n := 0
+		for k := end - 1; k >= i && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			return end + 1, nil
+		}
+		i = end + 1
+	}
+}
+
+// Skip returns the index just past the JSON value starting at or after b[i]
+// (leading whitespace is skipped).
+func Skip(b []byte, i int) (int, error) {
+	i = skipSpace(b, i)
+	if i >= len(b) {
+		return 0, ErrSyntax
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return skipString(b, i)
+	case c == '{' || c == '[':
+		return skipComposite(b, i)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := i + 1
+		for j < len(b) {
+			c := b[j]
+			if (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' {
+				j++
+				continue
+			}
+			break
+		}
+		return j, nil
+	}
+	return 0, ErrSyntax
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, ErrSyntax
+	}
+	return i + len(lit), nil
+}
+
+// skipComposite skips an object or array with an explicit depth counter:
+// structure is checked (keys are strings, separators are where they belong)
+// without recursion, so deeply nested input cannot exhaust the stack.
+func skipComposite(b []byte, i int) (int, error) {
+	// stack of open brackets, kept small: depth beyond 1<<16 is refused.
+	var stackBuf [64]byte
+	stack := stackBuf[:0]
+	const (
+		wantValue = iota // a value (or a closing ']' right after '[')
+		wantKey          // a key (or '}' right after '{')
+		wantSep          // ',' or the closing bracket
+	)
+	state := wantValue
+	first := false
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return 0, ErrSyntax
+		}
+		c := b[i]
+		switch state {
+		case wantKey:
+			if c == '}' && first {
+				stack = stack[:len(stack)-1]
+				i++
+				if len(stack) == 0 {
+					return i, nil
+				}
+				state = wantSep
+				continue
+			}
+			if c != '"' {
+				return 0, ErrSyntax
+			}
+			j, err := skipString(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = skipSpace(b, j)
+			if i >= len(b) || b[i] != ':' {
+				return 0, ErrSyntax
+			}
+			i++
+			state, first = wantValue, false
+		case wantValue:
+			switch {
+			case c == '{' || c == '[':
+				if len(stack) >= 1<<16 {
+					return 0, ErrSyntax
+				}
+				stack = append(stack, c)
+				i++
+				first = true
+				if c == '{' {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+				continue
+			case c == ']' && first && len(stack) > 0 && stack[len(stack)-1] == '[':
+				stack = stack[:len(stack)-1]
+				i++
+				if len(stack) == 0 {
+					return i, nil
+				}
+				state = wantSep
+				continue
+			}
+			j, err := Skip(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = j
+			state, first = wantSep, false
+		case wantSep:
+			top := stack[len(stack)-1]
+			switch {
+			case c == ',':
+				i++
+				if top == '{' {
+					state = wantKey
+				} else {
+					state = wantValue
+				}
+				first = false
+			case (c == '}' && top == '{') || (c == ']' && top == '['):
+				stack = stack[:len(stack)-1]
+				i++
+				if len(stack) == 0 {
+					return i, nil
+				}
+			default:
+				return 0, ErrSyntax
+			}
+		}
+	}
+}
+
+// Members calls fn for each top-level member of the object in b, in order,
+// with the raw key (between the quotes, escapes not processed) and the raw
+// value span. It stops early when fn returns false. It returns ErrSyntax if
+// b (up to where it stopped) is not a well-formed object followed by
+// whitespace only.
+func Members(b []byte, fn func(key, val []byte) bool) error {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return ErrSyntax
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		if skipSpace(b, i+1) != len(b) {
+			return ErrSyntax
+		}
+		return nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return ErrSyntax
+		}
+		kend, err := skipString(b, i)
+		if err != nil {
+			return err
+		}
+		key := b[i+1 : kend-1]
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return ErrSyntax
+		}
+		vstart := skipSpace(b, i+1)
+		vend, err := Skip(b, vstart)
+		if err != nil {
+			return err
+		}
+		if !fn(key, b[vstart:vend]) {
+			return nil
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return ErrSyntax
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			if skipSpace(b, i+1) != len(b) {
+				return ErrSyntax
+			}
+			return nil
+		default:
+			return ErrSyntax
+		}
+	}
+}
+
+// Get returns the raw value at the key path inside the object b, or nil.
+// Keys are compared with the raw (unescaped) key bytes.
+func Get(b []byte, path ...string) []byte {
+	cur := b
+	for _, k := range path {
+		var found []byte
+		err := Members(cur, func(key, val []byte) bool {
+			if string(key) == k {
+				found = val
+				return false
+			}
+			return true
+		})
+		if err != nil || found == nil {
+			return nil
+		}
+		cur = found
+	}
+	return cur
+}
+
+// IsString reports whether the raw value is a JSON string.
+func IsString(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
+
+// String decodes a raw JSON string value. ok is false for non-strings.
+func String(raw []byte) (s string, ok bool) {
+	if !IsString(raw) {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	return unescape(inner), true
+}
+
+// StringPrefix decodes at most max bytes of a raw JSON string value and
+// reports whether the whole string fit. Only the prefix is decoded, so a
+// huge chunk costs no more than a small one.
+func StringPrefix(raw []byte, max int) (s string, complete bool, ok bool) {
+	if !IsString(raw) {
+		return "", false, false
+	}
+	inner := raw[1 : len(raw)-1]
+	// An escape is at most 12 input bytes (a surrogate pair) for at most 4
+	// output bytes, and a plain byte is one for one, so this window always
+	// yields max output bytes when the string is that long.
+	window := inner
+	if len(window) > 3*max+12 {
+		window = window[:3*max+12]
+	}
+	var out string
+	if bytes.IndexByte(window, '\\') < 0 {
+		out = string(window[:min(len(window), max+utf8.UTFMax)])
+	} else {
+		out = unescape(window)
+	}
+	if len(out) <= max && len(window) == len(inner) {
+		return out, true, true
+	}
+	if len(out) > max {
+		out = cutRunes(out, max)
+	}
+	return out, false, true
+}
+
+// unescape decodes JSON string escapes leniently: a broken escape is kept
+// literally.
+func unescape(in []byte) string {
+	out := make([]byte, 0, len(in))
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if c != '\\' || i+1 >= len(in) {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch in[i] {
+		case '"', '\\', '/':
+			out = append(out, in[i])
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			if i+4 >= len(in) {
+				out = append(out, '\\', 'u')
+				continue
+			}
+			r, err := strconv.ParseUint(string(in[i+1:i+5]), 16, 32)
+			if err != nil {
+				out = append(out, '\\', 'u')
+				continue
+			}
+			i += 4
+			rr := rune(r)
+			if rr >= 0xD800 && rr < 0xDC00 && i+6 < len(in) && in[i+1] == '\\' && in[i+2] == 'u' {
+				if r2, err := strconv.ParseUint(string(in[i+3:i+7]), 16, 32); err == nil && r2 >= 0xDC00 && r2 < 0xE000 {
+					rr = 0x10000 + (rr-0xD800)<<10 + (rune(r2) - 0xDC00)
+					i += 6
+				}
+			}
+			out = utf8.AppendRune(out, rr)
+		default:
+			out = append(out, '\\', in[i])
+		}
+	}
+	return string(out)
+}
+
+// cutRunes cuts s to at most n bytes without splitting a UTF-8 sequence.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for k := 0; k < utf8.UTFMax && cut > 0 && !utf8.RuneStart(s[cut]); k++ {
+		cut--
+	}
+	return s[:cut]
+}

@@ -1,0 +1,119 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/creack/pty"
+)
+
+// StartError is returned when the agent cannot be started. ExitCode is
+// 127 when it was not found and 126 when it cannot be executed.
+type StartError struct {
+	Argv0    string
+	ExitCode int
+	Err      error
+}
+
+func (e *StartError) Error() string {
+	what := "cannot execute"
+	if e.ExitCode == 127 {
+		what = "not found"
+	}
+	return fmt.Sprintf("agent %q %s: %v", e.Argv0, what, e.Err)
+}
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// child is the agent process and the parent's ends of its pipes.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // we write
+	stdout *os.File // we read
+	stderr *os.File // we read (a pty master with StderrPTY)
+	pgid   int
+}
+
+func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child, error) {
+	if len(argv) == 0 {
+		return nil, &StartError{ExitCode: 127, Err: errors.New("no agent command given")}
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		code := 127
+		if errors.Is(err, fs.ErrPermission) {
+			code = 126
+		}
+		return nil, &StartError{Argv0: argv[0], ExitCode: code, Err: err}
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent stdin pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("agent stdout pipe: %w", err)
+	}
+	var errR, errW *os.File
+	if stderrPTY {
+		errR, errW, err = pty.Open()
+	} else {
+		errR, errW, err = os.Pipe()
+	}
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("agent stderr: %w", err)
+	}
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Env = env
+	cmd.Dir = dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		code := 126
+		if errors.Is(err, fs.ErrNotExist) {
+			code = 127
+		}
+		return nil, &StartError{Argv0: argv[0], ExitCode: code, Err: err}
+	}
+	// The child has its copies; close ours so EOF propagates.
+	closeAll(inR, outW, errW)
+	return &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, pgid: cmd.Process.Pid}, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// signalGroup sends sig to the agent's whole process group.
+func (c *child) signalGroup(sig syscall.Signal) error {
+	err := syscall.Kill(-c.pgid, sig)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil
+	}
+	return err
+}
+
+// wait waits for the agent and converts its state to an ExitStatus.
+func (c *child) wait() ExitStatus {
+	err := c.cmd.Wait()
+	ps := c.cmd.ProcessState
+	if ps == nil {
+		return ExitStatus{Code: 1, StartErr: err}
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ExitStatus{Code: 128 + int(ws.Signal()), Signal: SignalName(ws.Signal())}
+	}
+	return ExitStatus{Code: ps.ExitCode()}
+}

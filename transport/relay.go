@@ -1,0 +1,506 @@
+package transport
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
+)
+
+// Verdict is what a hook decides about a frame.
+type Verdict uint8
+
+const (
+	Forward Verdict = iota // pass the frame on unchanged
+	Drop                   // do not forward (the hook answered or suppressed it)
+	Hold                   // responses only: do not forward and keep the client request pending
+)
+
+// Via marks who produced a frame that is written.
+type Via uint8
+
+const (
+	ViaPeer  Via = iota // the frame is the peer's own, unchanged
+	ViaGuard            // acp-guard produced or rewrote it
+)
+
+// Dir is a direction on the wire.
+type Dir uint8
+
+const (
+	C2A Dir = iota // client → agent
+	A2C            // agent → client
+)
+
+func (d Dir) String() string {
+	if d == C2A {
+		return "c2a"
+	}
+	return "a2c"
+}
+
+// ExitStatus describes how the agent ended.
+type ExitStatus struct {
+	Code     int    // exit code; 128+N when killed by signal N
+	Signal   string // e.g. "killed", "terminated" — empty when it exited
+	StartErr error  // the agent could not be started
+}
+
+// Output is where a Relay's decisions go: the live event loop writes to
+// pipes; the offline player records them.
+type Output interface {
+	Now() time.Time
+	WriteClient(line []byte)
+	WriteAgent(line []byte)
+	// Schedule arranges for fire to run on the relay's goroutine after d.
+	// The returned stop reports whether it prevented the call.
+	Schedule(d time.Duration, fire func()) (stop func() bool)
+}
+
+// Tap observes every frame that crosses the relay (for transcripts).
+// suppressed: an inbound frame that was not forwarded. via: who wrote an
+// outbound frame.
+type Tap interface {
+	Frame(dir Dir, line []byte, via Via, suppressed bool)
+	Stderr(line string)
+	Exit(st ExitStatus)
+}
+
+// Hooks is where observation, projection and recovery plug in. All methods
+// run on the relay's single goroutine, in arrival order, and must not block.
+type Hooks interface {
+	// ClientMsg sees a client frame before it is forwarded. For a client
+	// request, req is its new table entry; for a client response, req is the
+	// agent request it answers (nil if unknown).
+	ClientMsg(c Ctl, m *Msg, req *Request) Verdict
+	// AgentMsg sees an agent frame before it is forwarded. For a response,
+	// req is the pending client request it answers (nil if unknown). For an
+	// agent request, req is its new table entry. An oversized, discarded
+	// line arrives as KindInvalid with a nil Line.
+	AgentMsg(c Ctl, m *Msg, req *Request) Verdict
+	// ProxyResponse receives the agent's answer to a Ctl.Call.
+	ProxyResponse(c Ctl, m *Msg, req *Request)
+	// Stderr sees each agent stderr line (ANSI stripped).
+	Stderr(c Ctl, line string)
+	// AgentExit runs once the agent is gone and its output is drained,
+	// before pending client requests are answered.
+	AgentExit(c Ctl, st ExitStatus)
+	// ExitData returns the error data for a client request left pending
+	// when the agent exited (nil: the default). Called once per request.
+	ExitData(c Ctl, req *Request, st ExitStatus, base map[string]any) map[string]any
+	// ClientClosed runs when the client's input ends.
+	ClientClosed(c Ctl)
+	// KeepParams reports whether a client request's params must be kept.
+	KeepParams(method string) bool
+}
+
+// Ctl is what hooks may do.
+type Ctl interface {
+	Now() time.Time
+	Log() *slog.Logger
+	// ToClient writes a frame of the proxy's own to the client.
+	ToClient(line []byte)
+	// Reply answers a pending client request with line (a full response
+	// frame, terminator included) and removes it from the table. It returns
+	// false, writing nothing, when the request is no longer pending.
+	Reply(req *Request, line []byte) bool
+	// Call sends a request of the proxy's own to the agent; the answer goes
+	// to Hooks.ProxyResponse and never to the client.
+	Call(method string, sessionID string, params []byte, tag any) *Request
+	// After runs fire on the relay goroutine after d, unless stopped.
+	After(d time.Duration, fire func()) (stop func() bool)
+	// StderrTail returns the last stderr lines (redacted).
+	StderrTail() []string
+	// Pending reports whether a client request still awaits its answer.
+	Pending(req *Request) bool
+}
+
+// Config configures a Relay.
+type Config struct {
+	MaxLine  int64
+	Logger   *slog.Logger
+	Hooks    Hooks // nil: plain relay
+	Tap      Tap   // nil: no recording
+	Redact   func(string) string
+	RingSize int // stderr lines kept (default 40)
+}
+
+// Relay is the single-threaded state machine between client and agent:
+// the request table, dispatch to hooks, and the exactly-once guarantee for
+// client requests. It does no I/O of its own.
+type Relay struct {
+	cfg    Config
+	out    Output
+	log    *slog.Logger
+	hooks  Hooks
+	table  *requestTable
+	ring   *ring
+	exited bool
+	exit   ExitStatus
+	closed bool // client input ended
+	Counts Counts
+	redact func(string) string
+}
+
+// Counts are relay statistics.
+type Counts struct {
+	ClientFrames, AgentFrames    uint64
+	InvalidFromClient            uint64
+	InvalidFromAgent             uint64
+	OversizeFromClient           uint64
+	OversizeFromAgent            uint64
+	Rewritten, Injected, Dropped uint64
+}
+
+// NewRelay returns a relay writing to out.
+func NewRelay(cfg Config, out Output) *Relay {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Hooks == nil {
+		cfg.Hooks = NopHooks{}
+	}
+	if cfg.RingSize <= 0 {
+		cfg.RingSize = 40
+	}
+	redact := cfg.Redact
+	if redact == nil {
+		redact = func(s string) string { return s }
+	}
+	return &Relay{cfg: cfg, out: out, log: cfg.Logger, hooks: cfg.Hooks, table: newRequestTable(), ring: newRing(cfg.RingSize), redact: redact}
+}
+
+// Ctl interface.
+
+func (r *Relay) Now() time.Time       { return r.out.Now() }
+func (r *Relay) Log() *slog.Logger    { return r.log }
+func (r *Relay) StderrTail() []string { return r.ring.lines() }
+
+func (r *Relay) ToClient(line []byte) {
+	r.Counts.Injected++
+	r.tapOut(A2C, line)
+	r.out.WriteClient(line)
+}
+
+func (r *Relay) Pending(req *Request) bool {
+	cur, ok := r.table.client[req.Key]
+	return ok && cur == req
+}
+
+func (r *Relay) Reply(req *Request, line []byte) bool {
+	if !r.Pending(req) {
+		r.log.Warn("reply to a request that is not pending", "method", req.Method, "id", string(req.ID))
+		return false
+	}
+	delete(r.table.client, req.Key)
+	r.Counts.Rewritten++
+	r.tapOut(A2C, line)
+	r.out.WriteClient(line)
+	return true
+}
+
+func (r *Relay) Call(method, sessionID string, params []byte, tag any) *Request {
+	req := r.table.newProxy(method, sessionID, r.out.Now())
+	req.Tag = tag
+	line := make([]byte, 0, len(params)+len(method)+64)
+	line = append(line, `{"jsonrpc":"2.0","id":`...)
+	line = append(line, req.ID...)
+	line = append(line, `,"method":`...)
+	line = strconv.AppendQuote(line, method)
+	if params != nil {
+		line = append(line, `,"params":`...)
+		line = append(line, params...)
+	}
+	line = append(line, "}\n"...)
+	if r.exited {
+		// The agent is gone: answer the proxy's own request with an error
+		// at once so its owner does not wait forever.
+		resp := ParseMsg(ErrorResponse(req.ID, -32603, "agent exited", nil))
+		delete(r.table.proxy, req.Key)
+		r.hooks.ProxyResponse(r, &resp, req)
+		return req
+	}
+	r.tapOut(C2A, line)
+	r.out.WriteAgent(line)
+	return req
+}
+
+func (r *Relay) After(d time.Duration, fire func()) func() bool {
+	return r.out.Schedule(d, fire)
+}
+
+func (r *Relay) tapOut(dir Dir, line []byte) {
+	if r.cfg.Tap != nil {
+		r.cfg.Tap.Frame(dir, line, ViaGuard, false)
+	}
+}
+
+func (r *Relay) tapIn(dir Dir, line []byte, suppressed bool) {
+	if r.cfg.Tap != nil {
+		r.cfg.Tap.Frame(dir, line, ViaPeer, suppressed)
+	}
+}
+
+// FromClient handles one line read from the client.
+func (r *Relay) FromClient(l Line) {
+	if l.Oversize > 0 {
+		r.clientOversize(l)
+		return
+	}
+	r.Counts.ClientFrames++
+	m := ParseMsg(l.Bytes)
+	var req *Request
+	switch m.Kind {
+	case KindInvalid:
+		r.Counts.InvalidFromClient++
+		r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+	case KindRequest:
+		var dup bool
+		req, dup = r.table.add(FromClient, &m, r.out.Now(), r.hooks.KeepParams(m.Method))
+		if dup {
+			r.log.Warn("client reused the id of a pending request", "method", m.Method, "id", string(m.ID))
+		}
+		if r.exited {
+			// Nothing will answer it: do so now, exactly once.
+			r.tapIn(C2A, l.Bytes, true)
+			r.answerExited(req, r.exit)
+			return
+		}
+	case KindResponse:
+		key := KeyOf(m.ID)
+		req = r.table.agent[key]
+		delete(r.table.agent, key)
+	}
+	v := r.hooks.ClientMsg(r, &m, req)
+	if v != Forward {
+		r.Counts.Dropped++
+		r.tapIn(C2A, l.Bytes, true)
+		return
+	}
+	r.tapIn(C2A, l.Bytes, false)
+	r.out.WriteAgent(l.Bytes)
+}
+
+// FromAgent handles one line read from the agent.
+func (r *Relay) FromAgent(l Line) {
+	if l.Oversize > 0 {
+		r.agentOversize(l)
+		return
+	}
+	r.Counts.AgentFrames++
+	m := ParseMsg(l.Bytes)
+	var req *Request
+	switch m.Kind {
+	case KindInvalid:
+		r.Counts.InvalidFromAgent++
+		r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+	case KindRequest:
+		var dup bool
+		req, dup = r.table.add(FromAgent, &m, r.out.Now(), false)
+		if dup {
+			r.log.Warn("agent reused the id of a pending request", "method", m.Method, "id", string(m.ID))
+		}
+	case KindResponse:
+		key := KeyOf(m.ID)
+		if preq, ok := r.table.proxy[key]; ok {
+			delete(r.table.proxy, key)
+			r.tapIn(A2C, l.Bytes, true)
+			r.hooks.ProxyResponse(r, &m, preq)
+			return
+		}
+		req = r.table.client[key]
+		if req == nil {
+			r.log.Debug("response to no pending request; forwarded", "id", string(m.ID))
+		}
+	}
+	v := r.hooks.AgentMsg(r, &m, req)
+	if m.Kind == KindResponse && req != nil && v != Hold {
+		delete(r.table.client, req.Key)
+	}
+	if v != Forward {
+		r.Counts.Dropped++
+		r.tapIn(A2C, l.Bytes, true)
+		return
+	}
+	r.tapIn(A2C, l.Bytes, false)
+	r.out.WriteClient(l.Bytes)
+}
+
+var tailIDRe = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*\}\s*$`)
+
+// oversizeID finds the id of a discarded line from its head (top-level
+// members before the big value) or, failing that, its tail.
+func oversizeID(l Line) []byte {
+	var id []byte
+	_ = jsonscan.Members(trimEOL(l.Head), func(key, val []byte) bool {
+		if string(key) == "id" {
+			id = append([]byte(nil), val...)
+			return false
+		}
+		return true
+	})
+	if id == nil {
+		if m := tailIDRe.FindSubmatch(trimEOL(l.Tail)); m != nil {
+			id = append([]byte(nil), m[1]...)
+		}
+	}
+	return id
+}
+
+func (r *Relay) agentOversize(l Line) {
+	r.Counts.OversizeFromAgent++
+	id := oversizeID(l)
+	r.log.Error("agent line exceeds the line cap; discarded", "dir", "a2c", "bytes", l.Oversize, "max", r.cfg.MaxLine, "id", string(id))
+	m := Msg{Kind: KindInvalid}
+	r.hooks.AgentMsg(r, &m, nil)
+	if id == nil {
+		return
+	}
+	req := r.table.client[KeyOf(id)]
+	if req == nil {
+		return
+	}
+	msg := "acp-guard: the agent's response (" + strconv.FormatInt(l.Oversize, 10) + " bytes) exceeds the line cap (--max-line " + strconv.FormatInt(r.cfg.MaxLine, 10) + ") and was discarded"
+	data := map[string]any{"acpGuard": map[string]any{"reason": "line_too_long", "bytes": l.Oversize, "maxLine": r.cfg.MaxLine}}
+	r.Reply(req, ErrorResponse(req.ID, -32603, msg, data))
+}
+
+func (r *Relay) clientOversize(l Line) {
+	r.Counts.OversizeFromClient++
+	id := oversizeID(l)
+	r.log.Error("client line exceeds the line cap; discarded", "dir", "c2a", "bytes", l.Oversize, "max", r.cfg.MaxLine, "id", string(id))
+	if id == nil {
+		return
+	}
+	msg := "acp-guard: request (" + strconv.FormatInt(l.Oversize, 10) + " bytes) exceeds the line cap (--max-line " + strconv.FormatInt(r.cfg.MaxLine, 10) + ") and was discarded"
+	data := map[string]any{"acpGuard": map[string]any{"reason": "line_too_long", "bytes": l.Oversize, "maxLine": r.cfg.MaxLine}}
+	line := ErrorResponse(id, -32600, msg, data)
+	r.tapOut(A2C, line)
+	r.out.WriteClient(line)
+}
+
+// Stderr handles one agent stderr line (already stripped of ANSI escapes).
+func (r *Relay) Stderr(line string) {
+	red := r.redact(line)
+	r.ring.add(red)
+	if r.cfg.Tap != nil {
+		r.cfg.Tap.Stderr(line)
+	}
+	r.hooks.Stderr(r, line)
+}
+
+// ClientClosed records that the client's input ended.
+func (r *Relay) ClientClosed() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.hooks.ClientClosed(r)
+}
+
+// AgentExited answers every pending client request exactly once. Call it
+// after the agent's output has been drained.
+func (r *Relay) AgentExited(st ExitStatus) {
+	if r.exited {
+		return
+	}
+	r.exited = true
+	r.exit = st
+	if r.cfg.Tap != nil {
+		r.cfg.Tap.Exit(st)
+	}
+	r.hooks.AgentExit(r, st)
+	for _, req := range r.table.pendingClient() {
+		r.answerExited(req, st)
+	}
+	for k, preq := range r.table.proxy {
+		delete(r.table.proxy, k)
+		resp := ParseMsg(ErrorResponse(preq.ID, -32603, "agent exited", nil))
+		r.hooks.ProxyResponse(r, &resp, preq)
+	}
+	// Agent requests awaiting the client can no longer be answered usefully.
+	clear(r.table.agent)
+}
+
+func (r *Relay) answerExited(req *Request, st ExitStatus) {
+	exit := map[string]any{"code": st.Code}
+	if st.Signal != "" {
+		exit["signal"] = st.Signal
+	}
+	if st.StartErr != nil {
+		exit["startError"] = r.redact(st.StartErr.Error())
+	}
+	if tail := r.ring.lines(); len(tail) > 0 {
+		exit["stderr"] = tail
+	}
+	base := map[string]any{"agentExit": exit}
+	data := r.hooks.ExitData(r, req, st, base)
+	if data == nil {
+		data = base
+	}
+	msg := "acp-guard: the agent exited before answering"
+	switch {
+	case st.StartErr != nil:
+		msg = "acp-guard: the agent could not be started"
+	case st.Signal != "":
+		msg += " (killed by signal " + st.Signal + ")"
+	case st.Code >= 0:
+		msg += " (exit code " + strconv.Itoa(st.Code) + ")"
+	}
+	r.Reply(req, ErrorResponse(req.ID, -32603, msg, data))
+}
+
+// PendingClient returns the client requests awaiting an answer.
+func (r *Relay) PendingClient() []*Request { return r.table.pendingClient() }
+
+// ErrorResponse builds a JSON-RPC error response frame (newline included).
+func ErrorResponse(id []byte, code int, message string, data any) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	if len(id) == 0 {
+		b.WriteString("null")
+	} else {
+		b.Write(id)
+	}
+	b.WriteString(`,"error":{"code":`)
+	b.WriteString(strconv.Itoa(code))
+	b.WriteString(`,"message":`)
+	mb, _ := json.Marshal(message)
+	b.Write(mb)
+	if data != nil {
+		db, err := json.Marshal(data)
+		if err == nil {
+			b.WriteString(`,"data":`)
+			b.Write(db)
+		}
+	}
+	b.WriteString("}}\n")
+	return b.Bytes()
+}
+
+// escapeForLog bounds and escapes a payload for a log line.
+func escapeForLog(b []byte, max int) string {
+	if len(b) > max {
+		b = b[:max]
+	}
+	q := strconv.Quote(string(b))
+	return q[1 : len(q)-1]
+}
+
+// NopHooks is a plain relay: everything is forwarded.
+type NopHooks struct{}
+
+func (NopHooks) ClientMsg(Ctl, *Msg, *Request) Verdict { return Forward }
+func (NopHooks) AgentMsg(Ctl, *Msg, *Request) Verdict  { return Forward }
+func (NopHooks) ProxyResponse(Ctl, *Msg, *Request)     {}
+func (NopHooks) Stderr(Ctl, string)                    {}
+func (NopHooks) AgentExit(Ctl, ExitStatus)             {}
+func (NopHooks) ExitData(Ctl, *Request, ExitStatus, map[string]any) map[string]any {
+	return nil
+}
+func (NopHooks) ClientClosed(Ctl)       {}
+func (NopHooks) KeepParams(string) bool { return false }
