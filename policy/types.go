@@ -20,17 +20,24 @@ const (
 	ActionStop  Action = "stop"  // manual recovery: surface the error
 )
 
+// Retry is a class's same-candidate retry budget. When Enabled, MaxRetries
+// is the number of additional attempts (1–10) and InitialIntervalSeconds the
+// first delay (1–3600); later delays double. When disabled both are zero.
 type Retry struct {
 	Enabled                bool `json:"enabled"`
 	MaxRetries             int  `json:"max_retries"`
 	InitialIntervalSeconds int  `json:"initial_interval_seconds"`
 }
 
+// WaitForReset lets a validated future reset or retry-after hint replace the
+// next retry delay, at most once per class per route cycle. When Enabled,
+// MaxWaitSeconds (1–604800) bounds the hint; when disabled it is zero.
 type WaitForReset struct {
 	Enabled        bool `json:"enabled"`
 	MaxWaitSeconds int  `json:"max_wait_seconds"`
 }
 
+// ClassPolicy is the policy for one configurable class (transient or hard).
 type ClassPolicy struct {
 	Retry        Retry        `json:"retry"`
 	WaitForReset WaitForReset `json:"wait_for_reset"`
@@ -69,7 +76,7 @@ type Decision struct {
 	Action     Action        `json:"action"`
 	Delay      time.Duration `json:"-"`
 	DelayMs    int64         `json:"delayMs"`
-	Deadline   time.Time     `json:"deadline,omitempty"`
+	Deadline   time.Time     `json:"deadline,omitzero"`
 	Attempt    int           `json:"attempt"`
 	MaxRetries int           `json:"maxRetries"`
 	Class      string        `json:"class"`

@@ -1,31 +1,202 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
+	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/acp-guard/acp-guard/catalogue"
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/observers"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// guardOptions configure observation, classification and recovery.
+// version is acp-guard's version, set at build time with -ldflags.
+var version = "0.1.0-dev"
+
+// guardOptions configure observation, classification, recovery and
+// recording.
 type guardOptions struct {
-	adapter string
+	adapter    string
+	catalogue  string
+	policyFile string
+	fallback   []string
+	notices    string
+	stateDir   string
+	record     string
+	recordRaw  bool
 }
 
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
-	fs.StringVar(&o.adapter, "adapter", "", "which agent is behind the proxy (default: from initialize's agentInfo.name, else the command's basename)")
+	fs.StringVar(&o.adapter, "adapter", "", "which agent is behind the proxy, e.g. cursor-acp, codex-acp (default: initialize's agentInfo.name, else the command's basename)")
+	fs.StringVar(&o.catalogue, "catalogue", "", "load an operator-reviewed catalogue (JSON) instead of the embedded one; it must pass its own fixtures")
+	fs.StringVar(&o.policyFile, "policy", "", "recovery policy document (JSON); default: no retries, stop (skip with no fallback)")
+	fs.StringSliceVar(&o.fallback, "fallback-models", nil, "models to fall back to, in order, when a policy says skip")
+	fs.StringVar(&o.notices, "notices", guard.NoticesThought, "retry notices to the client: off, thought or message")
+	fs.StringVar(&o.stateDir, "state-dir", "", "directory for the attempt log (default: $XDG_STATE_HOME/acp-guard)")
+	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this file (0600)")
+	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
 }
 
 // guardWiring is what runProxy plugs into the relay.
 type guardWiring struct {
-	hooks  transport.Hooks
-	tap    transport.Tap
-	redact func(string) string
+	hooks   transport.Hooks
+	tap     transport.Tap
+	redact  func(string) string
+	closers []func() error
+}
+
+// loadEngine returns the embedded catalogue or the one in path.
+func loadEngine(path string) (*classify.Engine, error) {
+	if path == "" {
+		return catalogue.Default(), nil
+	}
+	e, err := catalogue.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--catalogue: %w", err)
+	}
+	return e, nil
+}
+
+// loadPolicy returns the default policy or the document in path.
+func loadPolicy(path string) (policy.Document, error) {
+	if path == "" {
+		return policy.Default(), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return policy.Document{}, fmt.Errorf("--policy: %w", err)
+	}
+	doc, err := policy.Parse(data)
+	if err != nil {
+		return policy.Document{}, fmt.Errorf("--policy %s:\n%w", path, err)
+	}
+	return doc, nil
 }
 
 func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
-	return &guardWiring{}, nil
+	gw := &guardWiring{redact: classify.Redact}
+	engine, err := loadEngine(o.guard.catalogue)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := loadPolicy(o.guard.policyFile)
+	if err != nil {
+		return nil, err
+	}
+	switch o.guard.notices {
+	case guard.NoticesOff, guard.NoticesThought, guard.NoticesMessage:
+	default:
+		return nil, fmt.Errorf("--notices: %q is not off, thought or message", o.guard.notices)
+	}
+	cfg := guard.Config{
+		Identity: observers.Identity{Flag: o.guard.adapter, Command: o.argv[0]},
+		Engine:   engine,
+		Policy:   doc,
+		Fallback: o.guard.fallback,
+		Notices:  o.guard.notices,
+		Logger:   log,
+	}
+	if recovers(doc, o.guard.fallback) {
+		// The attempt log is opened only when recovery can happen.
+		cfg.Attempts = &lazyLog{dir: o.guard.stateDir, log: log}
+		gw.closers = append(gw.closers, cfg.Attempts.(*lazyLog).close)
+	}
+	if o.guard.record != "" {
+		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{Redact: classify.Redact, RecordRaw: o.guard.recordRaw, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("--record: %w", err)
+		}
+		adapter, _ := cfg.Identity.Resolve()
+		rec.Meta(o.argv, adapter, version, engine.Version())
+		gw.tap = &recorderTap{rec: rec, start: time.Now()}
+		gw.closers = append(gw.closers, rec.Close)
+	}
+	gw.hooks = guard.New(cfg)
+	return gw, nil
 }
 
-func (g *guardWiring) close() {}
+// recovers reports whether a policy can ever retry, wait or switch.
+func recovers(doc policy.Document, fallback []string) bool {
+	for _, cp := range []policy.ClassPolicy{doc.Transient, doc.Hard} {
+		if cp.Retry.Enabled || cp.WaitForReset.Enabled {
+			return true
+		}
+	}
+	return len(fallback) > 0 || len(doc.FallbackModels) > 0
+}
+
+func (g *guardWiring) close() {
+	for _, c := range g.closers {
+		_ = c()
+	}
+}
+
+// recorderTap adapts a replay.Recorder to the relay's Tap.
+type recorderTap struct {
+	rec   *replay.Recorder
+	start time.Time
+}
+
+func (t *recorderTap) ms() int64 { return time.Since(t.start).Milliseconds() }
+
+func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
+	v := ""
+	if via == transport.ViaGuard {
+		v = "guard"
+	}
+	t.rec.Frame(t.ms(), dir.String(), line, v, suppressed)
+}
+
+func (t *recorderTap) Stderr(line string) { t.rec.Stderr(t.ms(), []byte(line)) }
+
+func (t *recorderTap) Exit(st transport.ExitStatus) {
+	t.rec.Exit(t.ms(), st.Code, st.Signal)
+	t.rec.Flush()
+}
+
+// lazyLog opens the attempt log on first use, so a session without
+// failures creates no files.
+type lazyLog struct {
+	dir    string
+	log    *slog.Logger
+	l      *policy.Log
+	failed bool
+}
+
+func (z *lazyLog) Append(r policy.Record) error {
+	if z.failed {
+		return nil
+	}
+	if z.l == nil {
+		dir := z.dir
+		if dir == "" {
+			d, err := policy.DefaultStateDir()
+			if err != nil {
+				z.failed = true
+				return err
+			}
+			dir = d
+		}
+		l, err := policy.OpenLog(dir)
+		if err != nil {
+			z.failed = true
+			return err
+		}
+		z.l = l
+	}
+	return z.l.Append(r)
+}
+
+func (z *lazyLog) close() error {
+	if z.l != nil {
+		return z.l.Close()
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+package classify
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Reasons an evidence envelope is unclassified.
+const (
+	ReasonNoMatch  = "no_match"
+	ReasonStale    = "stale"
+	ReasonConflict = "conflict"
+)
+
+// Engine classifies evidence with a compiled catalogue. It is immutable and
+// safe for concurrent use.
+type Engine struct {
+	cat   Catalogue
+	rules []*compiledRule // ordered by tier, then catalogue order
+	byID  map[string]*compiledRule
+}
+
+// Compile validates a catalogue and prepares it for classification. It
+// fails when any rule is malformed (bad ID, unknown code, adapter, source,
+// timing extractor, scope or confidence; a regex that is not RE2), when IDs
+// repeat, and when Lint reports anything (missing fixtures, fixtures naming
+// unknown rules, unreachable rules). Fixture pass/fail is Test's business.
+func Compile(c Catalogue) (*Engine, error) {
+	e, errs := compile(c)
+	if len(errs) == 0 {
+		for _, f := range e.lint() {
+			errs = append(errs, f.String())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("catalogue %q: %d problem(s): %s", c.Version, len(errs), strings.Join(errs, "; "))
+	}
+	return e, nil
+}
+
+// compile builds an engine from the rules that compile and reports the
+// others; the engine is usable for linting even when errs is not empty.
+func compile(c Catalogue) (*Engine, []string) {
+	var errs []string
+	if strings.TrimSpace(c.Version) == "" {
+		errs = append(errs, "version: empty")
+	}
+	e := &Engine{cat: c, byID: map[string]*compiledRule{}}
+	for i, r := range c.Rules {
+		cr, rerrs := compileRule(r, i)
+		errs = append(errs, rerrs...)
+		if _, dup := e.byID[r.ID]; dup {
+			errs = append(errs, fmt.Sprintf("rule %q: duplicate id", r.ID))
+			continue
+		}
+		if len(rerrs) == 0 {
+			e.rules = append(e.rules, cr)
+			e.byID[r.ID] = cr
+		}
+	}
+	sort.SliceStable(e.rules, func(i, j int) bool { return e.rules[i].Tier < e.rules[j].Tier })
+	return e, errs
+}
+
+// Version is the catalogue version stamped on every verdict.
+func (e *Engine) Version() string { return e.cat.Version }
+
+// Rules returns the rules in evaluation order.
+func (e *Engine) Rules() []Rule {
+	out := make([]Rule, len(e.rules))
+	for i, r := range e.rules {
+		out[i] = r.Rule
+	}
+	return out
+}
+
+// Rule returns the rule with the given ID.
+func (e *Engine) Rule(id string) (Rule, bool) {
+	r, ok := e.byID[id]
+	if !ok {
+		return Rule{}, false
+	}
+	return r.Rule, true
+}
+
+// Catalogue returns the catalogue the engine was compiled from.
+func (e *Engine) Catalogue() Catalogue { return e.cat }
+
+// Classify returns the verdict for ev. Tiers are tried in order and the
+// first rule that matches in the first tier with a match wins; if rules of
+// that tier disagree on the code the evidence is conflicting and the
+// verdict is unclassified. Stale evidence and evidence no rule matches are
+// unclassified too. The result depends only on ev (including ev.Now) and the
+// catalogue.
+func (e *Engine) Classify(ev Evidence) Verdict {
+	v, _ := e.classify(&ev)
+	return v
+}
+
+// classify also returns every rule that matched, in evaluation order, for
+// fixture collision checks.
+func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
+	vw := newView(ev)
+	unclassified := func(reason string) Verdict {
+		return Verdict{
+			Code:             CodeUnclassified,
+			Class:            ClassUnclassified,
+			Confidence:       "low",
+			Scope:            "unknown",
+			CatalogueVersion: e.cat.Version,
+			SafeExcerpt:      Sanitize(excerptText(vw)),
+			Reason:           reason,
+		}
+	}
+	var all []*compiledRule
+	for _, r := range e.rules {
+		if r.matches(vw) {
+			all = append(all, r)
+		}
+	}
+	if ev.Stale {
+		return unclassified(ReasonStale), all
+	}
+	if len(all) == 0 {
+		return unclassified(ReasonNoMatch), all
+	}
+	win := all[0]
+	var conflicts []string
+	for _, r := range all {
+		if r.Tier != win.Tier {
+			break
+		}
+		if r.Code != win.Code {
+			conflicts = append(conflicts, r.ID)
+		}
+	}
+	if len(conflicts) > 0 {
+		v := unclassified(ReasonConflict)
+		v.Conflicts = append([]string{win.ID}, conflicts...)
+		return v, all
+	}
+	v := Verdict{
+		Code:             win.Code,
+		Class:            ClassOf(win.Code),
+		Confidence:       win.Confidence,
+		Scope:            win.Scope,
+		Rule:             win.ID,
+		CatalogueVersion: e.cat.Version,
+		SafeExcerpt:      Sanitize(excerptText(vw)),
+	}
+	if win.prefix != nil {
+		v.SafeExcerpt = Sanitize(prefixSuffix(vw.text(FieldMessage), win.prefix.Prefix))
+	}
+	v.RetryAfter, v.ResetAt = extractTiming(win.Timing, vw, ev.Now)
+	return v, all
+}
+
+// excerptText picks the most specific text of the evidence for the excerpt.
+func excerptText(vw *view) string {
+	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+		t := vw.text(f)
+		if strings.TrimSpace(t) == "" {
+			continue
+		}
+		if f == FieldStderr {
+			// The last non-empty line is the one that says what happened.
+			lines := strings.Split(strings.TrimRight(t, "\n"), "\n")
+			for i := len(lines) - 1; i >= 0; i-- {
+				if strings.TrimSpace(lines[i]) != "" {
+					return lines[i]
+				}
+			}
+		}
+		return headBytes(t, 4096)
+	}
+	ev := vw.ev
+	switch {
+	case ev.Signal != "":
+		return "agent killed by signal " + ev.Signal
+	case ev.ExitCode != nil:
+		return fmt.Sprintf("agent exited with code %d", *ev.ExitCode)
+	}
+	return ""
+}
+
+// matches reports whether every condition of r holds for the evidence and
+// no veto fires.
+func (r *compiledRule) matches(vw *view) bool {
+	ev := vw.ev
+	if r.Adapter != AnyAdapter && r.Adapter != vw.adapter {
+		return false
+	}
+	if !r.sources[ev.Source] {
+		return false
+	}
+	if r.Match.RPCCode != nil && (ev.RPCCode == nil || *ev.RPCCode != *r.Match.RPCCode) {
+		return false
+	}
+	if r.httpSet != nil && !r.httpSet[ev.HTTPStatus] {
+		return false
+	}
+	if r.prefix != nil && !prefixMatches(vw.text(FieldMessage), r.prefix) {
+		return false
+	}
+	if r.re != nil {
+		if r.literal != "" && !r.anyLower(vw, r.literal) {
+			return false
+		}
+		if !r.anyText(vw, r.re.MatchString) {
+			return false
+		}
+	}
+	if len(r.fields) > 0 && !r.fieldsMatch(vw) {
+		return false
+	}
+	for _, veto := range r.vetoes {
+		if r.anyText(vw, veto.MatchString) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *compiledRule) anyLower(vw *view, lit string) bool {
+	for _, f := range r.in {
+		if strings.Contains(vw.lower(f), lit) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *compiledRule) anyText(vw *view, match func(string) bool) bool {
+	for _, f := range r.in {
+		if t := vw.text(f); t != "" && match(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldsMatch reports whether one JSON object satisfies every field match.
+func (r *compiledRule) fieldsMatch(vw *view) bool {
+	var buf []any
+	for _, obj := range vw.objectNodes() {
+		ok := true
+		for _, f := range r.fields {
+			buf = buf[:0]
+			for _, p := range f.paths {
+				buf = lookup(obj, p, buf)
+			}
+			if !f.holds(buf) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (f *compiledField) holds(vals []any) bool {
+	if len(vals) == 0 {
+		return false
+	}
+	if f.values == nil && f.re == nil {
+		return true
+	}
+	for _, v := range vals {
+		s, ok := scalarText(v)
+		if !ok {
+			continue
+		}
+		if f.values != nil && !f.values[s] {
+			continue
+		}
+		if f.re != nil && !f.re.MatchString(headBytes(s, MaxScanBytes)) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// prefixMatches implements the control-chunk test: after Unicode trimming
+// the text starts case-insensitively with the prefix and the rest, trimmed,
+// is non-empty and at most MaxSuffixBytes long.
+func prefixMatches(text string, p *PrefixMatch) bool {
+	t := strings.TrimFunc(text, unicode.IsSpace)
+	if len(t) < len(p.Prefix) || !strings.EqualFold(t[:len(p.Prefix)], p.Prefix) {
+		return false
+	}
+	suffix := strings.TrimFunc(t[len(p.Prefix):], unicode.IsSpace)
+	return suffix != "" && len(suffix) <= p.MaxSuffixBytes
+}
+
+// prefixSuffix returns the trimmed text after the prefix.
+func prefixSuffix(text, prefix string) string {
+	t := strings.TrimFunc(text, unicode.IsSpace)
+	if len(t) < len(prefix) {
+		return t
+	}
+	return strings.TrimFunc(t[len(prefix):], unicode.IsSpace)
+}
+
+// ErrUnknownRule is returned when an ID names no rule.
+var ErrUnknownRule = errors.New("unknown rule")

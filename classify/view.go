@@ -1,0 +1,265 @@
+package classify
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
+// Input bounds: the engine never scans more than this much text per field,
+// decodes at most maxDocs embedded JSON documents and walks at most
+// maxNodes JSON objects, whatever the evidence holds.
+const (
+	MaxScanBytes = 64 << 10
+	maxDocs      = 16
+	maxNodes     = 4096
+	maxLeaves    = 512
+	maxDepth     = 3 // JSON found inside strings of JSON found inside strings…
+)
+
+// view is the bounded, lazily computed text and structure of one Evidence.
+type view struct {
+	ev      *Evidence
+	adapter string
+
+	texts     map[string]string // field → text (bounded)
+	lowers    map[string]string // field → lower-cased text, for literal prefilters
+	objects   []map[string]any  // every JSON object reachable from data and embedded documents
+	objectsOK bool
+}
+
+func newView(ev *Evidence) *view {
+	return &view{ev: ev, adapter: NormalizeAdapter(ev.Adapter), texts: map[string]string{}, lowers: map[string]string{}}
+}
+
+// text returns the bounded text of a field.
+func (v *view) text(field string) string {
+	if t, ok := v.texts[field]; ok {
+		return t
+	}
+	var t string
+	switch field {
+	case FieldMessage:
+		t = headBytes(v.ev.Message, MaxScanBytes)
+	case FieldData:
+		t = dataText(v.ev.Data)
+	case FieldStderr:
+		t = stderrText(v.ev.Stderr)
+	}
+	v.texts[field] = t
+	return t
+}
+
+func (v *view) lower(field string) string {
+	if t, ok := v.lowers[field]; ok {
+		return t
+	}
+	t := strings.ToLower(v.text(field))
+	v.lowers[field] = t
+	return t
+}
+
+// headBytes returns at most n leading bytes of s.
+func headBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// stderrText joins the most recent stderr lines that fit in MaxScanBytes.
+func stderrText(lines []string) string {
+	total := 0
+	start := len(lines)
+	for start > 0 {
+		l := len(lines[start-1]) + 1
+		if total+l > MaxScanBytes {
+			break
+		}
+		total += l
+		start--
+	}
+	if start == len(lines) && len(lines) > 0 {
+		// A single line longer than the cap: keep its tail.
+		last := lines[len(lines)-1]
+		return last[len(last)-MaxScanBytes:]
+	}
+	return strings.Join(lines[start:], "\n")
+}
+
+// dataText is the text rules see for Evidence.Data: the string leaves of
+// the JSON value joined by newlines, or the raw bytes when it is not JSON.
+func dataText(data json.RawMessage) string {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return ""
+	}
+	raw := data
+	if len(raw) > MaxScanBytes {
+		raw = raw[:MaxScanBytes]
+	}
+	val, ok := decodeJSON(raw)
+	if !ok {
+		return string(raw)
+	}
+	var leaves []string
+	size := 0
+	walkStrings(val, func(s string) bool {
+		leaves = append(leaves, s)
+		size += len(s) + 1
+		return len(leaves) < maxLeaves && size < MaxScanBytes
+	})
+	return headBytes(strings.Join(leaves, "\n"), MaxScanBytes)
+}
+
+func decodeJSON(b []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// walkStrings calls f for each string leaf in document order until f
+// returns false.
+func walkStrings(v any, f func(string) bool) bool {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case []any:
+		for _, e := range x {
+			if !walkStrings(e, f) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(x) {
+			if !walkStrings(x[k], f) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// objectNodes returns every JSON object in the evidence: those inside
+// Evidence.Data and inside JSON objects embedded in the message, the data's
+// strings and stderr (e.g. `API Error: 529 {"type":"error",…}`).
+func (v *view) objectNodes() []map[string]any {
+	if v.objectsOK {
+		return v.objects
+	}
+	v.objectsOK = true
+	c := &collector{}
+	if d := bytes.TrimSpace(v.ev.Data); len(d) > 0 && len(d) <= MaxScanBytes {
+		if val, ok := decodeJSON(d); ok {
+			c.addValue(val, 0)
+		}
+	}
+	c.scanText(v.text(FieldMessage), 0)
+	c.scanText(v.text(FieldStderr), 0)
+	v.objects = c.objects
+	return v.objects
+}
+
+type collector struct {
+	objects []map[string]any
+	docs    int
+}
+
+func (c *collector) addValue(val any, depth int) {
+	switch x := val.(type) {
+	case map[string]any:
+		if len(c.objects) >= maxNodes {
+			return
+		}
+		c.objects = append(c.objects, x)
+		for _, k := range sortedKeys(x) {
+			c.addValue(x[k], depth)
+		}
+	case []any:
+		for _, e := range x {
+			c.addValue(e, depth)
+		}
+	case string:
+		if depth < maxDepth && strings.IndexByte(x, '{') >= 0 {
+			c.scanText(x, depth+1)
+		}
+	}
+}
+
+// scanText decodes JSON objects embedded in free text, trying at most a few
+// opening braces so that adversarial text costs linear time.
+func (c *collector) scanText(s string, depth int) {
+	const maxTries = 8
+	tries := 0
+	for i := 0; i < len(s) && tries < maxTries && c.docs < maxDocs; {
+		j := strings.IndexByte(s[i:], '{')
+		if j < 0 {
+			return
+		}
+		i += j
+		tries++
+		dec := json.NewDecoder(strings.NewReader(s[i:]))
+		dec.UseNumber()
+		var val any
+		if err := dec.Decode(&val); err != nil {
+			i++
+			continue
+		}
+		c.docs++
+		c.addValue(val, depth)
+		i += int(dec.InputOffset())
+	}
+}
+
+// lookup returns the values at path below node; arrays are traversed.
+func lookup(node any, path []string, out []any) []any {
+	if len(path) == 0 {
+		if arr, ok := node.([]any); ok {
+			return append(out, arr...)
+		}
+		return append(out, node)
+	}
+	switch x := node.(type) {
+	case map[string]any:
+		if next, ok := x[path[0]]; ok {
+			return lookup(next, path[1:], out)
+		}
+	case []any:
+		for _, e := range x {
+			out = lookup(e, path, out)
+		}
+	}
+	return out
+}
+
+// scalarText renders a JSON scalar for comparison; ok is false for
+// objects and arrays.
+func scalarText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		if x {
+			return "true", true
+		}
+		return "false", true
+	case nil:
+		return "null", true
+	}
+	return "", false
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // deterministic walk order
+	return keys
+}

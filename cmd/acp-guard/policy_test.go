@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acp-guard/acp-guard/policy"
+)
+
+// runPolicyCLI runs acp-guard with args and returns its exit code and output.
+func runPolicyCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestPolicyCheck(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `{"version":1,
+	 "transient":{"retry":{"enabled":true,"max_retries":3,"initial_interval_seconds":5},"wait_for_reset":{"enabled":true,"max_wait_seconds":300},"on_exhausted":"skip"},
+	 "hard":{"on_exhausted":"stop"},"fallback_models":["model-b"]}`)
+	bad := write("bad.json", `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":0,"initial_interval_seconds":5},"on_exhausted":"skip"}}`)
+	broken := write("broken.json", "{\"version\":1,\n oops}")
+	big := write("big.json", strings.Repeat(" ", 1<<20+1))
+
+	for _, tt := range []struct {
+		name        string
+		stdin       string
+		args        []string
+		code        int
+		out, errOut string
+	}{
+		{"valid document prints its schedule", "", []string{"policy", "check", good}, 0,
+			"transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\nhard: stop immediately\nfallback models: model-b\n", ""},
+		{"invalid document: field-addressed errors, exit 1", "", []string{"policy", "check", bad}, 1, "",
+			bad + ": transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)\n" +
+				bad + ": hard: required: the document must cover both transient and hard\n"},
+		{"syntax error names the line", "", []string{"policy", "check", broken}, 1, "",
+			"acp-guard: " + broken + ": policy: line 2, column 2: invalid character 'o' looking for beginning of object key string\n"},
+		{"legacy from stdin", `"try_next"`, []string{"policy", "check", "-"}, 0,
+			"transient: skip immediately\nhard: skip immediately\n", ""},
+		{"normalized JSON", `"stop"`, []string{"policy", "check", "--json", "-"}, 0,
+			strings.ReplaceAll(string(policy.Default().Normalized()), `"skip"`, `"stop"`), ""},
+		{"missing file", "", []string{"policy", "check", filepath.Join(dir, "none.json")}, 1, "",
+			"acp-guard: open " + filepath.Join(dir, "none.json") + ": no such file or directory\n"},
+		{"oversized file", "", []string{"policy", "check", big}, 1, "",
+			"acp-guard: " + big + ": policy document larger than 1048576 bytes\n"},
+		{"no file is a usage error", "", []string{"policy", "check"}, 2, "",
+			"acp-guard: accepts 1 arg(s), received 0\n"},
+		{"default", "", []string{"policy", "default"}, 0, string(policy.Default().Normalized()), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runPolicyCLI(t, tt.stdin, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit code: got %d, want %d (stderr %q)", code, tt.code, errOut)
+			}
+			if out != tt.out {
+				t.Errorf("stdout:\ngot  %q\nwant %q", out, tt.out)
+			}
+			if errOut != tt.errOut {
+				t.Errorf("stderr:\ngot  %q\nwant %q", errOut, tt.errOut)
+			}
+		})
+	}
+}
+
+// The default document printed by `policy default` passes `policy check`.
+func TestPolicyDefaultChecks(t *testing.T) {
+	_, def, _ := runPolicyCLI(t, "", "policy", "default")
+	code, out, errOut := runPolicyCLI(t, def, "policy", "check", "-")
+	if code != 0 || out != "transient: skip immediately\nhard: skip immediately\n" {
+		t.Errorf("check of the default: got %d %q %q, want 0 and immediate skip", code, out, errOut)
+	}
+}

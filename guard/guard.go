@@ -1,0 +1,308 @@
+package guard
+
+import (
+	"log/slog"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
+	"github.com/acp-guard/acp-guard/observers"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+// Notice channels.
+const (
+	NoticesOff     = "off"
+	NoticesThought = "thought"
+	NoticesMessage = "message"
+)
+
+// AttemptLog receives every attempt and decision (append-only).
+type AttemptLog interface {
+	Append(policy.Record) error
+}
+
+// Config configures a Guard.
+type Config struct {
+	Identity   observers.Identity // adapter sources; AgentInfo is learned from initialize
+	Engine     *classify.Engine
+	Policy     policy.Document
+	Fallback   []string // fallback models (added after the policy document's)
+	Notices    string   // off | thought | message (default thought)
+	Signatures []observers.ControlSignature
+	Attempts   AttemptLog // nil: none
+	OnTurn     func(TurnReport)
+	Logger     *slog.Logger
+}
+
+// Guard implements transport.Hooks.
+type Guard struct {
+	cfg      Config
+	log      *slog.Logger
+	adapter  string
+	tracker  *observers.Tracker
+	sessions map[string]*sessionInfo
+	prompts  map[*transport.Request]*prompt
+	closed   bool
+}
+
+// sessionInfo is what the guard learned about a session from the agent.
+type sessionInfo struct {
+	models       []string // available model ids (session/set_model)
+	modelOption  string   // id of a model config option (session/set_config_option)
+	optionValues []string
+	currentModel string
+}
+
+var _ transport.Hooks = (*Guard)(nil)
+
+// New returns a Guard.
+func New(cfg Config) *Guard {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Notices == "" {
+		cfg.Notices = NoticesThought
+	}
+	if cfg.Signatures == nil {
+		cfg.Signatures = observers.DefaultSignatures
+	}
+	g := &Guard{
+		cfg:      cfg,
+		log:      cfg.Logger,
+		sessions: make(map[string]*sessionInfo),
+		prompts:  make(map[*transport.Request]*prompt),
+	}
+	g.adapter, _ = cfg.Identity.Resolve()
+	g.tracker = observers.NewTracker(g.adapter, cfg.Signatures)
+	return g
+}
+
+// Adapter returns the adapter currently in effect.
+func (g *Guard) Adapter() string { return g.adapter }
+
+func (g *Guard) setAgentInfo(name string) {
+	g.cfg.Identity.AgentInfo = name
+	adapter, src := g.cfg.Identity.Resolve()
+	if adapter != g.adapter {
+		g.log.Info("adapter identified", "adapter", adapter, "from", src)
+	}
+	g.adapter = adapter
+	g.tracker.Adapter = adapter
+}
+
+// KeepParams keeps session/prompt params so a retry can send them again.
+func (g *Guard) KeepParams(method string) bool {
+	return method == acp.AgentMethodSessionPrompt || method == acp.AgentMethodSessionSetModel
+}
+
+// ClientMsg observes client frames: prompts start turns; cancels are
+// recorded and end pending waits.
+func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
+	switch m.Kind {
+	case transport.KindRequest:
+		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
+			t := g.tracker.Start(req.SessionID, c.Now())
+			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t}
+			req.Tag = p
+			g.prompts[req] = p
+		}
+	case transport.KindNotification:
+		if m.Method == acp.AgentMethodSessionCancel {
+			sid, _ := jsonscan.String(jsonscan.Get(m.Params, "sessionId"))
+			g.tracker.Cancel(sid)
+			g.cancelWaits(c, sid)
+		}
+	}
+	return transport.Forward
+}
+
+// AgentMsg observes agent frames and settles prompt turns.
+func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
+	switch m.Kind {
+	case transport.KindInvalid:
+		g.tracker.Unparseable()
+	case transport.KindNotification:
+		if m.Method == acp.ClientMethodSessionUpdate {
+			if u, ok := observers.ParseUpdate(m.Params); ok && g.tracker.Observe(u) {
+				return transport.Drop
+			}
+		}
+	case transport.KindRequest:
+		if req != nil {
+			g.tracker.Effect(req.SessionID, m.Method)
+		}
+	case transport.KindResponse:
+		if req == nil {
+			return transport.Forward
+		}
+		switch req.Method {
+		case acp.AgentMethodInitialize:
+			if name, ok := jsonscan.String(jsonscan.Get(m.Result, "agentInfo", "name")); ok {
+				g.setAgentInfo(name)
+			}
+		case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
+			g.learnSession(req, m)
+		case acp.AgentMethodSessionSetModel:
+			if m.Error == nil {
+				if model, ok := jsonscan.String(jsonscan.Get(req.Params, "modelId")); ok {
+					g.session(req.SessionID).currentModel = model
+				}
+			}
+		case acp.AgentMethodSessionPrompt:
+			if p, ok := req.Tag.(*prompt); ok {
+				return g.settle(c, p, m, false)
+			}
+		}
+	}
+	return transport.Forward
+}
+
+// ProxyResponse handles answers to the guard's own requests.
+func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
+	switch tag := req.Tag.(type) {
+	case *prompt:
+		g.settle(c, tag, m, true)
+	case *modelSwitch:
+		g.switched(c, tag, m)
+	}
+}
+
+// Stderr adds the line to open turns' evidence.
+func (g *Guard) Stderr(c transport.Ctl, line string) { g.tracker.Stderr(line) }
+
+// ClientClosed stops every pending timer: nobody is left to answer.
+func (g *Guard) ClientClosed(c transport.Ctl) {
+	g.closed = true
+	for _, p := range g.prompts {
+		p.stopTimer()
+	}
+}
+
+// AgentExit marks open turns and stops timers; pending prompts are then
+// answered by the relay through ExitData.
+func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
+	g.tracker.Exit()
+	for _, p := range g.prompts {
+		p.stopTimer()
+	}
+}
+
+// ExitData adds a verdict on the agent's death to a pending prompt's error.
+func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
+	p, ok := req.Tag.(*prompt)
+	if !ok {
+		return nil
+	}
+	delete(g.prompts, req)
+	ev := classify.Evidence{
+		Source:     classify.SourceExit,
+		Adapter:    g.adapter,
+		Stderr:     p.turn.Stderr(),
+		Signal:     st.Signal,
+		Phase:      "prompt",
+		Generation: p.turn.Generation,
+		Now:        c.Now(),
+	}
+	code := st.Code
+	ev.ExitCode = &code
+	if st.StartErr != nil {
+		ev.Message = st.StartErr.Error()
+	}
+	v := g.classify(ev)
+	pe := newProviderError(v, p.turn, g.adapter, classify.SourceExit, c.Now())
+	pe.Recovery = Recovery{Action: string(policy.ActionStop), Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: "agent_exited"}
+	base["providerError"] = pe
+	g.report(p, TurnReport{Outcome: OutcomeFailed, Error: &RPCError{Code: -32603, Message: "agent exited"}, ProviderError: &pe})
+	return base
+}
+
+func (g *Guard) classify(ev classify.Evidence) classify.Verdict {
+	if g.cfg.Engine == nil {
+		return classify.Verdict{Code: "unclassified", Class: classify.ClassUnclassified, Confidence: "low", Scope: "unknown",
+			SafeExcerpt: classify.Sanitize(ev.Message)}
+	}
+	return g.cfg.Engine.Classify(ev)
+}
+
+func (g *Guard) session(id string) *sessionInfo {
+	s := g.sessions[id]
+	if s == nil {
+		s = &sessionInfo{}
+		g.sessions[id] = s
+	}
+	return s
+}
+
+// learnSession records the models a new or loaded session offers.
+func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
+	if m.Result == nil {
+		return
+	}
+	sid := req.SessionID
+	if s, ok := jsonscan.String(jsonscan.Get(m.Result, "sessionId")); ok {
+		sid = s
+	}
+	if sid == "" {
+		return
+	}
+	info := g.session(sid)
+	if cur, ok := jsonscan.String(jsonscan.Get(m.Result, "models", "currentModelId")); ok {
+		info.currentModel = cur
+	}
+	if list := jsonscan.Get(m.Result, "models", "availableModels"); list != nil {
+		info.models = stringsAt(list, "modelId")
+	}
+	if opts := jsonscan.Get(m.Result, "configOptions"); opts != nil {
+		forEachElement(opts, func(opt []byte) {
+			id, _ := jsonscan.String(jsonscan.Get(opt, "id"))
+			cat, _ := jsonscan.String(jsonscan.Get(opt, "category"))
+			if cat == "model" || (cat == "" && id == "model") {
+				info.modelOption = id
+				info.optionValues = stringsAt(jsonscan.Get(opt, "options"), "value")
+				if cur, ok := jsonscan.String(jsonscan.Get(opt, "currentValue")); ok && info.currentModel == "" {
+					info.currentModel = cur
+				}
+			}
+		})
+	}
+}
+
+// forEachElement calls fn for each element of a raw JSON array.
+func forEachElement(arr []byte, fn func([]byte)) {
+	if len(arr) == 0 || arr[0] != '[' {
+		return
+	}
+	i := 1
+	for {
+		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\n' || arr[i] == '\t' || arr[i] == '\r' || arr[i] == ',') {
+			i++
+		}
+		if i >= len(arr) || arr[i] == ']' {
+			return
+		}
+		end, err := jsonscan.Skip(arr, i)
+		if err != nil {
+			return
+		}
+		fn(arr[i:end])
+		i = end
+	}
+}
+
+// stringsAt collects the string field key of each object in a raw array.
+func stringsAt(arr []byte, key string) []string {
+	var out []string
+	forEachElement(arr, func(el []byte) {
+		if s, ok := jsonscan.String(jsonscan.Get(el, key)); ok {
+			out = append(out, s)
+		}
+	})
+	return out
+}
+
+// now is a helper for reports.
+func utc(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

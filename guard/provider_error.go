@@ -1,0 +1,107 @@
+package guard
+
+import (
+	"strings"
+	"time"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/observers"
+)
+
+// Schema names the ProviderError format.
+const Schema = "acp-guard.provider-error/1"
+
+// ProviderError is the structured failure added to a JSON-RPC error's data
+// under "providerError" (DESIGN.md, "Wire contracts"). Field order is the
+// wire order.
+type ProviderError struct {
+	Schema           string        `json:"schema"`
+	Code             string        `json:"code"`
+	Class            string        `json:"class"`
+	Confidence       string        `json:"confidence"`
+	Scope            string        `json:"scope"`
+	Rule             string        `json:"rule"`
+	CatalogueVersion string        `json:"catalogueVersion"`
+	Source           string        `json:"source"`
+	ProviderID       string        `json:"providerId"`
+	SessionID        string        `json:"sessionId"`
+	Generation       int64         `json:"generation"`
+	Phase            string        `json:"phase"`
+	OccurredAt       string        `json:"occurredAt"`
+	RetryAfterMs     *int64        `json:"retryAfterMs"`
+	ResetAt          *string       `json:"resetAt"`
+	ReplaySafe       bool          `json:"replaySafe"`
+	Evidence         EvidenceFlags `json:"evidence"`
+	SafeExcerpt      string        `json:"safeExcerpt"`
+	Model            string        `json:"model,omitempty"`
+	Recovery         Recovery      `json:"recovery"`
+}
+
+// EvidenceFlags are the turn's evidence as the client sees it.
+type EvidenceFlags struct {
+	AssistantOutput bool `json:"assistantOutput"`
+	Thoughts        bool `json:"thoughts"`
+	ToolActivity    bool `json:"toolActivity"`
+	Effects         bool `json:"effects,omitempty"`
+	Cancelled       bool `json:"cancelled,omitempty"`
+	AgentExited     bool `json:"agentExited,omitempty"`
+}
+
+// Recovery says what acp-guard did about the failure.
+type Recovery struct {
+	Action     string `json:"action"` // stop (the final answer), or retry/wait/skip in the attempt log
+	Attempt    int    `json:"attempt"`
+	MaxRetries int    `json:"maxRetries"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// sourceFor is the ProviderError.source for an adapter ("cursor-acp" →
+// "cursor_acp"); unknown adapters report the evidence source.
+func sourceFor(adapter string, ev classify.Source) string {
+	if adapter == "" {
+		return string(ev)
+	}
+	return strings.NewReplacer("-", "_", "@", "", "/", "_").Replace(adapter)
+}
+
+func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src classify.Source, now time.Time) ProviderError {
+	pe := ProviderError{
+		Schema:           Schema,
+		Code:             v.Code,
+		Class:            string(v.Class),
+		Confidence:       v.Confidence,
+		Scope:            v.Scope,
+		Rule:             v.Rule,
+		CatalogueVersion: v.CatalogueVersion,
+		Source:           sourceFor(adapter, src),
+		ProviderID:       adapter,
+		Phase:            "prompt",
+		OccurredAt:       now.UTC().Format("2006-01-02T15:04:05.000Z"),
+		SafeExcerpt:      v.SafeExcerpt,
+	}
+	if pe.ProviderID == "" {
+		pe.ProviderID = "unknown"
+	}
+	if t != nil {
+		pe.SessionID = t.SessionID
+		pe.Generation = t.Generation
+		pe.ReplaySafe = t.ReplaySafe()
+		pe.Evidence = EvidenceFlags{
+			AssistantOutput: t.Evidence.AssistantOutput,
+			Thoughts:        t.Evidence.Thoughts,
+			ToolActivity:    t.Evidence.ToolActivity || t.Evidence.ToolUpdates > 0,
+			Effects:         t.Evidence.Effects > 0,
+			Cancelled:       t.Evidence.Cancelled,
+			AgentExited:     t.Evidence.Exited,
+		}
+	}
+	if v.RetryAfter != nil {
+		ms := v.RetryAfter.Milliseconds()
+		pe.RetryAfterMs = &ms
+	}
+	if v.ResetAt != nil {
+		s := v.ResetAt.UTC().Format(time.RFC3339)
+		pe.ResetAt = &s
+	}
+	return pe
+}

@@ -1,0 +1,75 @@
+package guard
+
+import (
+	"encoding/json"
+
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
+	"github.com/acp-guard/acp-guard/policy"
+)
+
+// Outcomes of a prompt turn (DESIGN.md, replay --json).
+const (
+	OutcomePassed    = "passed"
+	OutcomeRewritten = "rewritten"
+	OutcomeAnnotated = "annotated"
+	OutcomeRetried   = "retried"
+	OutcomeFailed    = "failed"
+)
+
+// RPCError is a JSON-RPC error's code and message.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// TurnReport is one line of `acp-guard replay --json`: how a client prompt
+// turn ended.
+type TurnReport struct {
+	SessionID     string           `json:"sessionId"`
+	RequestID     json.RawMessage  `json:"requestId"`
+	Generation    int64            `json:"generation"`
+	Outcome       string           `json:"outcome"`
+	StopReason    string           `json:"stopReason,omitempty"`
+	Error         *RPCError        `json:"error,omitempty"`
+	ProviderError *ProviderError   `json:"providerError,omitempty"`
+	Decision      *policy.Decision `json:"decision,omitempty"`
+	Attempts      int              `json:"attempts,omitempty"`
+	Suppressed    int              `json:"suppressed"`
+}
+
+func (g *Guard) report(p *prompt, r TurnReport) {
+	if p.reported {
+		return
+	}
+	p.reported = true
+	r.SessionID = p.session
+	r.RequestID = json.RawMessage(append([]byte(nil), p.client.ID...))
+	r.Generation = p.first.Generation
+	r.Suppressed = p.suppressed
+	if p.turn != p.first {
+		r.Suppressed += 0
+	}
+	if p.attempt > 0 {
+		r.Attempts = p.attempt + 1
+	}
+	if r.Decision == nil && len(p.decisions) > 0 {
+		d := p.decisions[len(p.decisions)-1]
+		r.Decision = &d
+	}
+	if g.cfg.OnTurn != nil {
+		g.cfg.OnTurn(r)
+	}
+	g.log.Info("turn settled", "session", p.session, "id", string(p.client.ID), "outcome", r.Outcome, "attempts", p.attempt+1)
+}
+
+func rpcError(raw []byte) *RPCError {
+	if raw == nil {
+		return nil
+	}
+	e := &RPCError{}
+	if code, err := jsonInt(jsonscan.Get(raw, "code")); err == nil {
+		e.Code = code
+	}
+	e.Message, _ = jsonscan.String(jsonscan.Get(raw, "message"))
+	return e
+}

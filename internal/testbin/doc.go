@@ -1,0 +1,12 @@
+// Package testbin builds the acp-guard binary for end-to-end tests.
+//
+// Tests that run the real program (over real pipes, with real child
+// processes) call Path, which builds ./cmd/acp-guard once per test process
+// with `go build` into a private temporary directory and returns the
+// executable's path. A package's TestMain should call Cleanup after the
+// tests to remove that directory.
+//
+// It imports nothing from acp-guard; only tests import it.
+//
+//	transport (e2e tests) ──► testbin ──► go build ./cmd/acp-guard
+package testbin

@@ -1,0 +1,76 @@
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+var (
+	once   sync.Once
+	dir    string
+	binary string
+	err    error
+)
+
+// Path returns the path of an acp-guard binary built from this checkout,
+// building it on the first call of the test process. It fails tb if the
+// build fails. Setting ACP_GUARD_TEST_RACE=1 builds it with -race.
+func Path(tb testing.TB) string {
+	tb.Helper()
+	once.Do(build)
+	if err != nil {
+		tb.Fatalf("building acp-guard: %v", err)
+	}
+	return binary
+}
+
+// Cleanup removes the directory Path built into. Call it from TestMain
+// after m.Run.
+func Cleanup() {
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+func build() {
+	root, rerr := moduleRoot()
+	if rerr != nil {
+		err = rerr
+		return
+	}
+	dir, err = os.MkdirTemp("", "acp-guard-testbin-")
+	if err != nil {
+		return
+	}
+	binary = filepath.Join(dir, "acp-guard")
+	args := []string{"build", "-o", binary}
+	if os.Getenv("ACP_GUARD_TEST_RACE") == "1" {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/acp-guard")
+	// go test puts its own GOROOT/bin first on PATH, so this is the go
+	// command that is running the tests.
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, berr := cmd.CombinedOutput(); berr != nil {
+		err = fmt.Errorf("go %v in %s: %w\n%s", args, root, berr, out)
+	}
+}
+
+// moduleRoot is the directory holding go.mod, two levels above this file.
+func moduleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("testbin: cannot locate its own source file")
+	}
+	root := filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	if _, serr := os.Stat(filepath.Join(root, "go.mod")); serr != nil {
+		return "", fmt.Errorf("testbin: no go.mod in %s: %w", root, serr)
+	}
+	return root, nil
+}

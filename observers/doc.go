@@ -1,0 +1,18 @@
+// Package observers turns the ordered frames of each prompt turn into
+// evidence: per session, the active prompt generation, and per turn what
+// the recovery gate needs (assistant output, thoughts, tool activity,
+// agent→client effect requests, unparseable lines, cancellation, stderr,
+// exit, the stop reason or error). It also hosts the adapters' control-chunk
+// observers, such as Cursor's "Error: RetriableError:" projection, which
+// suppress diagnostic chunks and leave a pending marker on the turn.
+//
+// Everything here runs on the relay's single goroutine, in arrival order,
+// with no I/O and no clock: time is passed in. Evidence is bounded: flags,
+// counts and a few short lines, never copies of output.
+//
+// Dependencies (imports point one way):
+//
+//	cmd/acp-guard → replay → guard → observers → internal/jsonscan
+//	                               ↘ classify ← catalogue
+//	                               ↘ policy
+package observers

@@ -1,0 +1,268 @@
+package observers
+
+import (
+	"time"
+)
+
+// Evidence is what one prompt turn showed, bounded: flags and counts.
+type Evidence struct {
+	AssistantOutput bool `json:"assistantOutput"`
+	Thoughts        bool `json:"thoughts"`
+	ToolActivity    bool `json:"toolActivity"` // a new tool_call was seen
+	ToolCalls       int  `json:"-"`
+	ToolUpdates     int  `json:"-"`
+	Effects         int  `json:"-"` // agent→client effect requests
+	Unparseable     int  `json:"-"` // stdout lines that were not JSON (or too long)
+	Cancelled       bool `json:"-"`
+	Suppressed      int  `json:"-"` // control chunks suppressed
+	Exited          bool `json:"-"` // the agent died during the turn
+}
+
+// Turn is one prompt attempt of a session (the client's prompt, or a
+// retry the proxy sent on its behalf).
+type Turn struct {
+	SessionID  string
+	Generation int64
+	Started    time.Time
+	Evidence   Evidence
+	// Marker is the control signature whose match is pending (nil: none).
+	Marker *ControlSignature
+	// StopReason is the result's stopReason, once the prompt returned.
+	StopReason string
+	Returned   bool
+	stderr     []string
+}
+
+const maxTurnStderr = 20
+
+// Stderr returns the stderr lines that arrived during the turn (bounded:
+// the last few).
+func (t *Turn) Stderr() []string { return append([]string(nil), t.stderr...) }
+
+// ReplaySafe is the effect-safety gate on the evidence alone: no assistant
+// output, no thought, no tool call, no effect request, no unparseable
+// line, no cancel, and the agent still alive.
+func (t *Turn) ReplaySafe() bool {
+	e := t.Evidence
+	return !e.AssistantOutput && !e.Thoughts && !e.ToolActivity && e.ToolUpdates == 0 &&
+		e.Effects == 0 && e.Unparseable == 0 && !e.Cancelled && !e.Exited
+}
+
+// session tracks one ACP session.
+type session struct {
+	generation int64
+	active     *Turn
+}
+
+// Tracker owns the per-session turn state. It is not safe for concurrent
+// use: the relay calls it from its single goroutine.
+type Tracker struct {
+	Adapter    string
+	Signatures []ControlSignature
+	sessions   map[string]*session
+}
+
+// NewTracker returns a tracker for adapter with the given signatures.
+func NewTracker(adapter string, sigs []ControlSignature) *Tracker {
+	return &Tracker{Adapter: adapter, Signatures: sigs, sessions: make(map[string]*session)}
+}
+
+func (tr *Tracker) session(id string) *session {
+	s := tr.sessions[id]
+	if s == nil {
+		s = &session{}
+		tr.sessions[id] = s
+	}
+	return s
+}
+
+// Start begins a new prompt generation for the session and returns its turn.
+func (tr *Tracker) Start(sessionID string, now time.Time) *Turn {
+	s := tr.session(sessionID)
+	s.generation++
+	t := &Turn{SessionID: sessionID, Generation: s.generation, Started: now}
+	s.active = t
+	return t
+}
+
+// Active returns the session's active turn, or nil.
+func (tr *Tracker) Active(sessionID string) *Turn {
+	if s := tr.sessions[sessionID]; s != nil {
+		return s.active
+	}
+	return nil
+}
+
+// Current reports whether t is its session's active generation.
+func (tr *Tracker) Current(t *Turn) bool {
+	s := tr.sessions[t.SessionID]
+	return s != nil && s.active == t && s.generation == t.Generation
+}
+
+// Generation returns the session's latest generation.
+func (tr *Tracker) Generation(sessionID string) int64 {
+	if s := tr.sessions[sessionID]; s != nil {
+		return s.generation
+	}
+	return 0
+}
+
+// Return records that the turn's session/prompt returned; the turn stays
+// active (late updates still count against it) until the next Start.
+func (tr *Tracker) Return(t *Turn, stopReason string) {
+	t.Returned = true
+	t.StopReason = stopReason
+}
+
+// UpdateKind is the kind of a session/update, as far as evidence goes.
+type UpdateKind uint8
+
+const (
+	UpdateOther UpdateKind = iota
+	UpdateMessage
+	UpdateThought
+	UpdateToolCall
+	UpdateToolCallUpdate
+	UpdatePlan
+)
+
+// KindOf maps the sessionUpdate discriminator to an UpdateKind.
+func KindOf(sessionUpdate string) UpdateKind {
+	switch sessionUpdate {
+	case "agent_message_chunk":
+		return UpdateMessage
+	case "agent_thought_chunk":
+		return UpdateThought
+	case "tool_call":
+		return UpdateToolCall
+	case "tool_call_update":
+		return UpdateToolCallUpdate
+	case "plan":
+		return UpdatePlan
+	}
+	return UpdateOther
+}
+
+// Update observes one session/update for sessionID and reports whether the
+// frame must be suppressed. text is the decoded start of a text chunk
+// (complete: it is the whole text); empty is true for a chunk without
+// text content. Updates for a session with no active turn (between
+// prompts, or for a stale generation) are evidence of nothing and never
+// match a signature.
+func (tr *Tracker) Update(sessionID string, kind UpdateKind, text string, complete, nonEmpty bool) (suppress bool) {
+	t := tr.Active(sessionID)
+	if t == nil {
+		return false
+	}
+	return tr.update(t, kind, text, complete, nonEmpty)
+}
+
+func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEmpty bool) (suppress bool) {
+	if t.Generation == 0 {
+		return false
+	}
+	switch kind {
+	case UpdateMessage:
+		if !nonEmpty {
+			return false
+		}
+		if !t.Returned {
+			for i := range tr.Signatures {
+				sig := &tr.Signatures[i]
+				if sig.Match(tr.Adapter, text, complete) {
+					t.Marker = sig
+					t.Evidence.Suppressed++
+					return true
+				}
+			}
+		}
+		t.Evidence.AssistantOutput = true
+		t.Marker = nil // the agent resumed its own attempt
+	case UpdateThought:
+		if nonEmpty {
+			t.Evidence.Thoughts = true
+			t.Marker = nil
+		}
+	case UpdateToolCall:
+		t.Evidence.ToolCalls++
+		t.Evidence.ToolActivity = true
+		t.Marker = nil
+	case UpdateToolCallUpdate:
+		// An in-flight tool's update proves no renewed generation: the
+		// marker stays (spec: such updates arrive during error settlement).
+		t.Evidence.ToolUpdates++
+	case UpdatePlan:
+		t.Evidence.AssistantOutput = true
+	}
+	return false
+}
+
+// EffectMethods are agent→client requests that act on the world (or ask
+// the user to): a turn that made one is never replayed.
+var EffectMethods = map[string]bool{
+	"fs/write_text_file":         true,
+	"terminal/create":            true,
+	"terminal/kill":              true,
+	"terminal/output":            true,
+	"terminal/release":           true,
+	"terminal/wait_for_exit":     true,
+	"session/request_permission": true,
+}
+
+// IsEffect reports whether an agent→client request method is an effect.
+func IsEffect(method string) bool {
+	if EffectMethods[method] {
+		return true
+	}
+	return len(method) > 9 && method[:9] == "terminal/"
+}
+
+// Effect records an agent→client request in the session's active turn.
+func (tr *Tracker) Effect(sessionID, method string) {
+	if !IsEffect(method) {
+		return
+	}
+	if t := tr.Active(sessionID); t != nil {
+		t.Evidence.Effects++
+	} else if sessionID == "" {
+		tr.each(func(t *Turn) { t.Evidence.Effects++ })
+	}
+}
+
+// Cancel records a client session/cancel.
+func (tr *Tracker) Cancel(sessionID string) {
+	if t := tr.Active(sessionID); t != nil && !t.Returned {
+		t.Evidence.Cancelled = true
+	}
+}
+
+// Unparseable records a stdout line that could not be attributed to a
+// session: every open turn is marked, failing closed.
+func (tr *Tracker) Unparseable() {
+	tr.each(func(t *Turn) { t.Evidence.Unparseable++ })
+}
+
+// Stderr records a stderr line in every open turn (bounded).
+func (tr *Tracker) Stderr(line string) {
+	tr.each(func(t *Turn) {
+		if len(t.stderr) == maxTurnStderr {
+			copy(t.stderr, t.stderr[1:])
+			t.stderr = t.stderr[:maxTurnStderr-1]
+		}
+		t.stderr = append(t.stderr, line)
+	})
+}
+
+// Exit records that the agent died; open turns are marked.
+func (tr *Tracker) Exit() {
+	tr.each(func(t *Turn) { t.Evidence.Exited = true })
+}
+
+// each calls fn for every turn whose prompt has not returned yet.
+func (tr *Tracker) each(fn func(*Turn)) {
+	for _, s := range tr.sessions {
+		if s.active != nil && !s.active.Returned {
+			fn(s.active)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+// Package policy owns acp-guard's recovery policy: the versioned per-class
+// policy document, its validation, the pure evaluator that turns one failed
+// attempt into a decision (stop, wait for a reset, retry, skip), the human
+// schedule a document implies, the clock abstraction the recovery engine
+// uses, and the append-only attempt log.
+//
+// # Place in the module
+//
+//	cmd/acp-guard ──► replay ──► transport / observers ──► classify ◄── catalogue
+//	      │                                │
+//	      └────────────────────────────────┴──► policy   (beside classify)
+//
+// policy imports nothing from the module: callers translate a classify
+// verdict and the turn's evidence into a [Failure]. It must not import
+// transport or replay.
+//
+// # The policy document (version 1)
+//
+// A JSON object with exactly these fields; both classes are required:
+//
+//	{"version": 1,
+//	 "transient": {"retry": {"enabled": true, "max_retries": 3, "initial_interval_seconds": 5},
+//	               "wait_for_reset": {"enabled": true, "max_wait_seconds": 300},
+//	               "on_exhausted": "skip"},
+//	 "hard":      {"retry": {"enabled": false, "max_retries": 0, "initial_interval_seconds": 0},
+//	               "wait_for_reset": {"enabled": false, "max_wait_seconds": 0},
+//	               "on_exhausted": "stop"},
+//	 "fallback_models": ["model-b", "model-c"]}
+//
+// Fields:
+//
+//   - version: 1.
+//   - transient, hard: the two configurable classes. "request" and
+//     "unclassified" are not configurable (request failures are never
+//     retried, unclassified ones always stop) and, like any other key,
+//     are refused.
+//   - retry: enabled (required), max_retries 1–10 and
+//     initial_interval_seconds 1–3600 when enabled, both 0 when disabled.
+//     Retry n (0-based) waits initial·2ⁿ seconds, each delay capped at 24 h.
+//     A missing retry section means disabled.
+//   - wait_for_reset: enabled (required), max_wait_seconds 1–604800 (7 days)
+//     when enabled, 0 when disabled. A missing section means disabled.
+//   - on_exhausted (required): "skip" (next fallback model) or "stop".
+//   - fallback_models (optional): non-empty, unique model ids, tried in
+//     order when a class ends in skip.
+//
+// Unknown fields are errors. All problems are reported together as a
+// [ValidationError] whose [FieldError]s name the field by path, e.g.
+// "transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)".
+//
+// Legacy rules are accepted in two shapes and normalized once (spec 000):
+// a bare JSON string ("try_next", "stop" or "retry_same"), or an object
+// {"version":1,"legacy":"retry_same"} that may also carry fallback_models.
+// try_next is no wait, no retry, then skip for both classes; stop is the
+// same ending in stop; retry_same is one retry after 5 s, then stop.
+// [Document.Normalized] always writes the version 1 shape.
+//
+// [Default] is immediate skip for both classes (retry and wait disabled).
+//
+// # Evaluation
+//
+// [Evaluate] follows spec 000 "Per-class policy" in order: stale,
+// unclassified, request-class and unsafe failures stop (configuration cannot
+// override the replay-safety gate); a validated future reset hint within
+// max_wait_seconds is waited for once per class per route cycle; retries
+// follow while the budget lasts; then on_exhausted. The wait and its
+// attempt do not consume the retry budget. The caller keeps a [Route] per
+// route cycle (per prompt turn) and passes it back with each failure.
+//
+// # Attempt log
+//
+// [OpenLog] appends one JSON [Record] per line to
+// <state dir>/attempts.jsonl (directory 0700, file 0600, O_APPEND, synced
+// per record). Each record carries the classification, the decision, the
+// attempt ordinal and a snapshot of the policy, so a later edit of the
+// policy never rewrites why an earlier decision was made. [ReadLog] reads
+// it back, ignoring a truncated last line.
+package policy

@@ -1,0 +1,270 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Directions of transcript events.
+const (
+	DirMeta   = "meta"   // the first event: who was recorded
+	DirC2A    = "c2a"    // a frame from the client side to the agent
+	DirA2C    = "a2c"    // a frame from the agent side to the client
+	DirStderr = "stderr" // one line of the agent's stderr
+	DirExit   = "exit"   // the agent's exit
+)
+
+// ViaGuard marks a frame that acp-guard emitted itself or rewrote.
+const ViaGuard = "guard"
+
+// Event is one transcript line. See the package documentation for the format.
+type Event struct {
+	TMs int64  // milliseconds since the recording started
+	Dir string // one of the Dir constants
+
+	// Msg is the frame's exact bytes for c2a/a2c (valid JSON, embedded
+	// verbatim), or a JSON string holding the text for stderr.
+	Msg json.RawMessage
+	// Raw is the frame's text when it is not valid JSON, or the exact line
+	// when it is valid JSON surrounded by white space (Msg then holds the
+	// JSON without it).
+	Raw *string
+
+	Code   *int   // exit code, exit events only
+	Signal string // signal name, exit events only
+
+	Via        string // "guard" when the proxy emitted or rewrote the frame
+	Suppressed bool   // an original frame the proxy did not forward
+	CRLF       bool   // the line ended in "\r\n"
+
+	Argv                        []string // meta only
+	Adapter, Version, Catalogue string   // meta only
+
+	// Line is the 1-based line number the Reader read the event from; 0 for
+	// events that were not read. It is not part of the format.
+	Line int
+}
+
+// Bytes returns the frame's exact line bytes, without the line ending, for a
+// c2a or a2c event. The result must not be modified.
+func (e Event) Bytes() []byte {
+	if e.Raw != nil {
+		return []byte(*e.Raw)
+	}
+	return e.Msg
+}
+
+// IsJSON reports whether a c2a or a2c event's frame is valid JSON.
+func (e Event) IsJSON() bool { return e.Msg != nil }
+
+// Original reports whether the peer itself sent the frame (it carries no via).
+func (e Event) Original() bool { return e.Via == "" }
+
+// Text returns a stderr event's line, or "" for other events.
+func (e Event) Text() string {
+	if e.Dir != DirStderr {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(e.Msg, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// StderrEvent returns the event for one line of stderr text.
+func StderrEvent(tMs int64, text string) Event {
+	return Event{TMs: tMs, Dir: DirStderr, Msg: appendString(nil, text)}
+}
+
+// MarshalJSON encodes e as one compact transcript line (without "\n"), with
+// the fields in a fixed order. Msg is embedded as is.
+func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Msg != nil && !json.Valid(e.Msg) {
+		return nil, errors.New(`replay: event "msg" is not valid JSON`)
+	}
+	if err := e.validate(); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return e.appendJSON(nil), nil
+}
+
+// appendJSON appends e's encoding to dst. The caller guarantees that Msg is
+// valid JSON without surrounding white space.
+func (e Event) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"t_ms":`...)
+	dst = strconv.AppendInt(dst, e.TMs, 10)
+	dst = append(dst, `,"dir":`...)
+	dst = appendString(dst, e.Dir)
+	if e.Code != nil {
+		dst = append(dst, `,"code":`...)
+		dst = strconv.AppendInt(dst, int64(*e.Code), 10)
+	}
+	if e.Signal != "" {
+		dst = append(dst, `,"signal":`...)
+		dst = appendString(dst, e.Signal)
+	}
+	if e.Argv != nil {
+		dst = append(dst, `,"argv":[`...)
+		for i, a := range e.Argv {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, a)
+		}
+		dst = append(dst, ']')
+	}
+	for _, f := range [...]struct{ key, val string }{
+		{`,"adapter":`, e.Adapter}, {`,"version":`, e.Version},
+		{`,"catalogue":`, e.Catalogue}, {`,"via":`, e.Via},
+	} {
+		if f.val != "" {
+			dst = append(dst, f.key...)
+			dst = appendString(dst, f.val)
+		}
+	}
+	if e.Suppressed {
+		dst = append(dst, `,"suppressed":true`...)
+	}
+	if e.CRLF {
+		dst = append(dst, `,"crlf":true`...)
+	}
+	if e.Raw != nil {
+		dst = append(dst, `,"raw":`...)
+		dst = appendString(dst, *e.Raw)
+	}
+	if e.Msg != nil {
+		dst = append(dst, `,"msg":`...)
+		dst = append(dst, e.Msg...)
+	}
+	return append(dst, '}')
+}
+
+// wireEvent is the decoding shape of an event; pointers tell absent fields
+// from zero values.
+type wireEvent struct {
+	TMs        *int64          `json:"t_ms"`
+	Dir        *string         `json:"dir"`
+	Msg        json.RawMessage `json:"msg"`
+	Raw        *string         `json:"raw"`
+	Code       *int            `json:"code"`
+	Signal     string          `json:"signal"`
+	Via        string          `json:"via"`
+	Suppressed bool            `json:"suppressed"`
+	CRLF       bool            `json:"crlf"`
+	Argv       []string        `json:"argv"`
+	Adapter    string          `json:"adapter"`
+	Version    string          `json:"version"`
+	Catalogue  string          `json:"catalogue"`
+}
+
+// UnmarshalJSON decodes and validates one transcript line. Msg keeps the
+// line's bytes for the frame exactly.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var w wireEvent
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	if w.Dir == nil {
+		return errors.New(`missing "dir"`)
+	}
+	ev := Event{
+		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal,
+		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
+		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
+	}
+	if w.TMs != nil {
+		ev.TMs = *w.TMs
+	} else if ev.Dir != DirMeta {
+		return errors.New(`missing "t_ms"`)
+	}
+	if err := ev.validate(); err != nil {
+		return err
+	}
+	*e = ev
+	return nil
+}
+
+// validate checks the fields each direction requires. Msg is known to be
+// valid JSON.
+func (e Event) validate() error {
+	if e.TMs < 0 {
+		return fmt.Errorf(`negative "t_ms" %d`, e.TMs)
+	}
+	switch e.Dir {
+	case DirMeta:
+	case DirC2A, DirA2C:
+		if e.Msg == nil && e.Raw == nil {
+			return fmt.Errorf(`%s event: missing "msg" or "raw"`, e.Dir)
+		}
+		if e.Msg != nil && (len(bytes.TrimSpace(e.Msg)) != len(e.Msg) || bytes.IndexByte(e.Msg, '\n') >= 0) {
+			return fmt.Errorf(`%s event: "msg" has white space outside the frame`, e.Dir)
+		}
+	case DirStderr:
+		if len(e.Msg) == 0 || e.Msg[0] != '"' {
+			return errors.New(`stderr event: "msg" must be a string`)
+		}
+	case DirExit:
+		if e.Code == nil {
+			return errors.New(`exit event: missing "code"`)
+		}
+	default:
+		return fmt.Errorf(`unknown "dir" %q`, e.Dir)
+	}
+	return nil
+}
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD;
+// control characters, U+2028 and U+2029 are escaped; HTML is left alone.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,215 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+)
+
+// RecorderOptions configure a Recorder.
+type RecorderOptions struct {
+	// Redact rewrites text to hide secrets (the proxy passes the
+	// classifier's sanitizer). It is applied to each frame line, stderr line
+	// and argv element. Nil records without redaction.
+	Redact func(string) string
+	// RecordRaw turns redaction off even when Redact is set (--record-raw).
+	RecordRaw bool
+	// Logger receives the one warning about a write failure. Nil discards.
+	Logger *slog.Logger
+}
+
+// Recorder writes a transcript. A write failure is logged once, after which
+// the Recorder drops every event: recording never fails or stops the relay.
+// It is not safe for concurrent use; the proxy calls it from its one event
+// loop.
+type Recorder struct {
+	w       *bufio.Writer
+	closer  io.Closer
+	opts    RecorderOptions
+	log     *slog.Logger
+	scratch []byte
+	err     error // first failure; the Recorder is inert once set
+}
+
+// OpenRecorder creates (or truncates) the transcript file at path with mode
+// 0600, creating missing parent directories with mode 0700. An existing file
+// with wider permissions is narrowed to 0600.
+func OpenRecorder(path string, opts RecorderOptions) (*Recorder, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("replay: creating transcript directory: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("replay: opening transcript: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("replay: opening transcript: %w", err)
+	}
+	// Only a regular file is ours to narrow (never /dev/stdout and the like).
+	if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("replay: restricting transcript permissions: %w", err)
+		}
+	}
+	r := NewRecorder(f, opts)
+	r.closer = f
+	return r, nil
+}
+
+// NewRecorder returns a Recorder writing to w. Close flushes but does not
+// close w.
+func NewRecorder(w io.Writer, opts RecorderOptions) *Recorder {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Recorder{w: bufio.NewWriterSize(w, 64<<10), opts: opts, log: log}
+}
+
+// Meta records the meta event; call it first.
+func (r *Recorder) Meta(argv []string, adapter, version, catalogue string) {
+	if r.err != nil {
+		return
+	}
+	red := make([]string, len(argv))
+	for i, a := range argv {
+		red[i] = r.redact(a)
+	}
+	r.write(Event{Dir: DirMeta, Argv: red, Adapter: adapter, Version: version, Catalogue: catalogue})
+}
+
+// Frame records one frame that crossed the proxy in direction dir (DirC2A or
+// DirA2C). line is the frame with or without its line ending; a trailing
+// "\r\n" is noted as crlf. via is "" for a frame the peer sent or ViaGuard for
+// one the proxy emitted or rewrote; suppressed marks an original frame that
+// the proxy did not forward. line is not retained.
+func (r *Recorder) Frame(tMs int64, dir string, line []byte, via string, suppressed bool) {
+	if r.err != nil {
+		return
+	}
+	if dir != DirC2A && dir != DirA2C {
+		r.log.Error("replay: frame with bad direction dropped", "dir", dir)
+		return
+	}
+	ev := Event{TMs: tMs, Dir: dir, Via: via, Suppressed: suppressed}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		ev.CRLF = true
+		line = line[:n-1]
+	}
+	if r.redacting() {
+		s := string(line)
+		if red := r.opts.Redact(s); red != s {
+			line = []byte(red)
+		}
+	}
+	// Embed a valid JSON frame as is. JSON with white space around it keeps
+	// the exact text in raw as well; a frame containing "\n" (only possible
+	// when Redact put it there) cannot be embedded.
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case bytes.IndexByte(line, '\n') < 0 && json.Valid(line):
+		ev.Msg = trimmed
+		if len(trimmed) != len(line) {
+			raw := string(line)
+			ev.Raw = &raw
+		}
+	default:
+		raw := string(line)
+		ev.Raw = &raw
+	}
+	r.write(ev)
+}
+
+// Stderr records one line of the agent's stderr (with or without its line
+// ending).
+func (r *Recorder) Stderr(tMs int64, line []byte) {
+	if r.err != nil {
+		return
+	}
+	line = bytes.TrimSuffix(line, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	r.write(StderrEvent(tMs, r.redact(string(line))))
+}
+
+// Exit records the agent's exit and flushes. signal is "" unless a signal
+// killed the agent.
+func (r *Recorder) Exit(tMs int64, code int, signal string) {
+	if r.err != nil {
+		return
+	}
+	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, Signal: signal})
+	r.Flush()
+}
+
+// Flush writes buffered events out.
+func (r *Recorder) Flush() {
+	if r.err != nil {
+		return
+	}
+	if err := r.w.Flush(); err != nil {
+		r.fail(err)
+	}
+}
+
+// Close flushes and closes the file OpenRecorder opened. It returns an error
+// only when closing fails; write failures were logged already.
+func (r *Recorder) Close() error {
+	r.Flush()
+	if r.err == nil {
+		r.err = errClosed
+	}
+	if r.closer == nil {
+		return nil
+	}
+	c := r.closer
+	r.closer = nil
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("replay: closing transcript: %w", err)
+	}
+	return nil
+}
+
+// Err returns the failure that made the Recorder inert, or nil.
+func (r *Recorder) Err() error {
+	if r.err == errClosed {
+		return nil
+	}
+	return r.err
+}
+
+var errClosed = errors.New("replay: recorder closed")
+
+func (r *Recorder) redacting() bool { return r.opts.Redact != nil && !r.opts.RecordRaw }
+
+func (r *Recorder) redact(s string) string {
+	if !r.redacting() {
+		return s
+	}
+	return r.opts.Redact(s)
+}
+
+func (r *Recorder) write(ev Event) {
+	r.scratch = ev.appendJSON(r.scratch[:0])
+	r.scratch = append(r.scratch, '\n')
+	if _, err := r.w.Write(r.scratch); err != nil {
+		r.fail(err)
+	}
+	if cap(r.scratch) > 1<<20 {
+		r.scratch = nil
+	}
+}
+
+func (r *Recorder) fail(err error) {
+	r.err = err
+	r.log.Warn("replay: transcript write failed; recording stopped", "err", err)
+}

@@ -1,0 +1,260 @@
+package transport_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
+)
+
+// frameGen makes random frames from a seed: JSON with unicode and escapes,
+// LF and CRLF endings, empty lines, padded JSON and lines that are not JSON.
+type frameGen struct {
+	r        *rand.Rand
+	requests bool // also make client requests (ids "req-N")
+	n        int
+}
+
+func newFrameGen(seed uint64, requests bool) *frameGen {
+	return &frameGen{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), requests: requests}
+}
+
+// pieces of JSON string content: raw unicode, escapes, plain text.
+var strPieces = []string{
+	"a", "xyz", " ", "é", "日本語", "🙂", "\u2028", "ß", "Ω", "\u00a0",
+	`\"`, `\\`, `\/`, `\n`, `\r\n`, `\t`, `\u0000`, `\u001b[31m`, `\ud83d\ude00`, `\u2028`,
+	"Error: RetriableError: ", "}", "{", `\"id\":1`, "\u007f",
+}
+
+func (g *frameGen) str(max int) string {
+	var b strings.Builder
+	for n := g.r.IntN(max); n > 0; n-- {
+		b.WriteString(strPieces[g.r.IntN(len(strPieces))])
+	}
+	return b.String()
+}
+
+func (g *frameGen) eol() string {
+	if g.r.IntN(5) == 0 {
+		return "\r\n"
+	}
+	return "\n"
+}
+
+// frame returns one frame with its terminator, and the id when it is a
+// client request.
+func (g *frameGen) frame() (frame string, reqID string) {
+	g.n++
+	switch k := g.r.IntN(10); {
+	case k < 3:
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"x/note","params":{"n":%d,"s":"%s"}}`, g.n, g.str(40)) + g.eol(), ""
+	case k < 4 && g.requests:
+		id := fmt.Sprintf("req-%d", g.n)
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"x/ask","params":{"s":"%s"}}`, id, g.str(20)) + g.eol(), `"` + id + `"`
+	case k < 5:
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"s":"%s","list":[1,2.5e3,-0,true,null]}}`, g.n, g.str(20)) + g.eol(), ""
+	case k < 6:
+		// Not JSON: printable noise, control bytes, invalid UTF-8, a lone CR.
+		var b []byte
+		for n := 1 + g.r.IntN(60); n > 0; n-- {
+			c := byte(g.r.IntN(256))
+			if c == '\n' {
+				c = '\r'
+			}
+			b = append(b, c)
+		}
+		return "!not json " + string(b) + g.eol(), ""
+	case k < 7:
+		return `{"jsonrpc":"2.0","id":` + fmt.Sprint(g.n) + `,"result":` + g.eol(), "" // truncated JSON
+	case k < 8:
+		return g.eol(), "" // empty line
+	case k < 9:
+		return fmt.Sprintf(" \t{ \"jsonrpc\" : \"2.0\" , \"method\" : \"x/padded\" , \"params\" : { \"s\" : \"%s\" } }  ", g.str(10)) + g.eol(), ""
+	default:
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-%d","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}`, g.n, g.str(80)) + g.eol(), ""
+	}
+}
+
+// bigFrame is a notification of about size bytes.
+func (g *frameGen) bigFrame(size int) string {
+	var b strings.Builder
+	b.Grow(size + 100)
+	b.WriteString(`{"jsonrpc":"2.0","method":"x/big","params":{"s":"`)
+	for b.Len() < size {
+		b.WriteString(strPieces[g.r.IntN(len(strPieces))])
+	}
+	b.WriteString(`"}}`)
+	b.WriteString(g.eol())
+	return b.String()
+}
+
+// stream makes n frames with one big frame of bigSize (0: none) at a random
+// place; it returns the bytes and the request ids in order.
+func (g *frameGen) stream(n, bigSize int) ([]byte, []string) {
+	var b bytes.Buffer
+	var ids []string
+	big := -1
+	if bigSize > 0 {
+		big = g.r.IntN(n)
+	}
+	for i := range n {
+		if i == big {
+			b.WriteString(g.bigFrame(bigSize))
+		}
+		f, id := g.frame()
+		b.WriteString(f)
+		if id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return b.Bytes(), ids
+}
+
+// firstDiff describes where got and want first differ.
+func firstDiff(got, want []byte) string {
+	n := min(len(got), len(want))
+	for i := range n {
+		if got[i] != want[i] {
+			lo := max(0, i-40)
+			return fmt.Sprintf("first difference at byte %d of %d (got %d bytes): got %q, want %q",
+				i, len(want), len(got), got[lo:min(len(got), i+40)], want[lo:min(len(want), i+40)])
+		}
+	}
+	return fmt.Sprintf("got %d bytes, want %d (one is a prefix of the other)", len(got), len(want))
+}
+
+// writeAsync writes b to the guard's stdin from another goroutine and
+// closes it when close is set; the returned channel yields the write error.
+// The test waits on the channel; the goroutine exits when the write ends.
+func (g *guard) writeAsync(b []byte, closeAfter bool) <-chan error {
+	in := g.in
+	if closeAfter {
+		g.in = nil
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := in.Write(b)
+		if closeAfter {
+			in.Close()
+		}
+		errc <- err
+	}()
+	return errc
+}
+
+// TestE2ERoundTripThroughCat sends random frames to `cat` as the agent:
+// what comes back must be exactly what was sent, followed by one error per
+// client request (cat never answers; it exits at EOF).
+func TestE2ERoundTripThroughCat(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		seed     uint64
+		frames   int
+		big      int
+		requests bool
+		tail     string // appended unterminated final line
+	}{
+		{name: "small frames", seed: 1, frames: 3000},
+		{name: "with requests", seed: 2, frames: 3000, requests: true},
+		{name: "20 MiB frame", seed: 3, frames: 500, big: 20 << 20, requests: true},
+		{name: "final line unterminated", seed: 4, frames: 200, tail: `{"jsonrpc":"2.0","method":"x/last"}`},
+		{name: "final line unterminated not JSON", seed: 5, frames: 10, tail: "\r"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in, ids := newFrameGen(tt.seed, tt.requests).stream(tt.frames, tt.big)
+			in = append(in, tt.tail...)
+			g := startGuard(t, nil, "cat")
+			werr := g.writeAsync(in, true)
+			got := g.rest()
+			if err := <-werr; err != nil {
+				t.Fatalf("writing: %v", err)
+			}
+			if code := g.wait(); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+			if len(got) < len(in) || !bytes.Equal(got[:len(in)], in) {
+				t.Fatalf("relayed bytes differ: %s", firstDiff(got, in))
+			}
+			// The rest: exactly one error per client request, in order.
+			var gotIDs []string
+			for _, ln := range bytes.SplitAfter(got[len(in):], []byte("\n")) {
+				if len(ln) == 0 {
+					continue
+				}
+				var m rpcMsg
+				if err := json.Unmarshal(ln, &m); err != nil || m.Error == nil || m.Error.Code != -32603 {
+					t.Fatalf("after the relayed bytes: %q, want an error response (-32603)", trunc(ln, 300))
+				}
+				gotIDs = append(gotIDs, string(m.ID))
+			}
+			if fmt.Sprint(gotIDs) != fmt.Sprint(ids) {
+				t.Errorf("errors for ids %v, want %v", gotIDs, ids)
+			}
+		})
+	}
+}
+
+// TestE2EAgentFramesExact makes the demo agent write random frames (the
+// test/echo extension) and checks the client receives them byte for byte.
+func TestE2EAgentFramesExact(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		seed   uint64
+		frames int
+		big    int
+	}{
+		{name: "small frames", seed: 11, frames: 2000},
+		{name: "20 MiB frame", seed: 12, frames: 100, big: 20 << 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			gen := newFrameGen(tt.seed, false)
+			var want, send bytes.Buffer
+			for i := range tt.frames {
+				if tt.big > 0 && i == tt.frames/2 {
+					f := gen.bigFrame(tt.big)
+					want.WriteString(f)
+					send.WriteString(echoFrame([]byte(f)))
+				}
+				f, _ := gen.frame()
+				want.WriteString(f)
+				send.WriteString(echoFrame([]byte(f)))
+			}
+			g := startGuard(t, nil, demoAgent(t, "echo")...)
+			werr := g.writeAsync(append(send.Bytes(), request("end", "test/echo", `{"payload":""}`)...), false)
+			got := make([]byte, want.Len())
+			if _, err := io.ReadFull(g.out, got); err != nil {
+				t.Fatalf("reading %d bytes: %v", want.Len(), err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				t.Fatalf("relayed bytes differ: %s", firstDiff(got, want.Bytes()))
+			}
+			if err := <-werr; err != nil {
+				t.Fatalf("writing: %v", err)
+			}
+			// The empty payload of the last echo comes out as an empty line.
+			if ln := g.line(); string(ln) != "\n" {
+				t.Fatalf("got %q, want the empty line of the last echo", ln)
+			}
+			if m := g.msg(); string(m.ID) != `"end"` || m.Error != nil {
+				t.Fatalf("got %s, want the answer to the last echo", m.raw)
+			}
+			g.closeIn()
+			if rest := g.rest(); len(rest) != 0 {
+				t.Errorf("unexpected output after the last answer: %q", trunc(rest, 300))
+			}
+			if code := g.wait(); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+		})
+	}
+}
+
+// demoAgent is the argv of the demo agent running scenario.
+func demoAgent(t *testing.T, scenario string, flags ...string) []string {
+	return append([]string{testbin.Path(t), "demo-agent", "--scenario", scenario}, flags...)
+}
