@@ -16,12 +16,14 @@ import (
 	"time"
 )
 
-// Binaries are the programs a session runs. Guard is the acp-guard binary,
-// which is also the agent (acp-guard demo-agent); ByteCopy is
-// bench/cmd/bytecopy.
+// Binaries are the programs a session runs. Guard is the acp-guard binary;
+// ByteCopy is bench/cmd/bytecopy; Agent runs the demo agent (acp-guard
+// demo-agent), Guard when empty. A separate Agent copy lets a profiler tell
+// the relay from the agent by command name.
 type Binaries struct {
 	Guard    string
 	ByteCopy string
+	Agent    string
 }
 
 // Build compiles acp-guard and bytecopy into dir with the go command and
@@ -50,7 +52,11 @@ func goTool() string {
 // Argv returns the command line of mode m around the agent of workload w.
 // extra are flags put before "--" in acp-guard's command line.
 func (b Binaries) Argv(m Mode, w Workload, extra ...string) []string {
-	agent := append([]string{b.Guard}, w.AgentArgs()...)
+	bin := b.Agent
+	if bin == "" {
+		bin = b.Guard
+	}
+	agent := append([]string{bin}, w.AgentArgs()...)
 	switch m {
 	case ByteCopy:
 		return append([]string{b.ByteCopy, "--"}, agent...)

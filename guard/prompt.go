@@ -52,6 +52,7 @@ type failure struct {
 	msg       *transport.Msg // the agent's response (annotated), nil for a rewrite
 	rewrite   string         // the constant diagnostic of a control-chunk projection
 	signature *observers.ControlSignature
+	excerpt   string // the control chunk's suffix (untrusted; sanitized on use)
 	turn      *observers.Turn
 }
 
@@ -79,7 +80,7 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, fromProxy b
 				Source: classify.SourceMessageChunk, Adapter: g.adapter, Message: sig.Diagnostic,
 				Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now(),
 			})
-			return g.fail(c, p, &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, turn: t}, fromProxy)
+			return g.fail(c, p, &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, excerpt: t.MarkerSuffix, turn: t}, fromProxy)
 		}
 		return g.succeed(c, p, m, stopReason, fromProxy)
 	}
@@ -198,6 +199,9 @@ func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.D
 	if f.signature != nil {
 		pe.Source = f.signature.Source
 		pe.ProviderID = f.signature.Adapter
+		if f.excerpt != "" {
+			pe.SafeExcerpt = classify.Sanitize(f.excerpt)
+		}
 	}
 	pe.Model = p.model
 	pe.Recovery = Recovery{Action: string(policy.ActionStop), Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: d.Reason}

@@ -63,3 +63,12 @@ func (s *ControlSignature) Match(adapter, text string, complete bool) bool {
 	}
 	return true
 }
+
+// Suffix returns the trimmed text after the prefix of a matching chunk.
+func (s *ControlSignature) Suffix(text string) string {
+	t := strings.TrimFunc(text, unicode.IsSpace)
+	if len(t) < len(s.Prefix) {
+		return ""
+	}
+	return strings.TrimFunc(t[len(s.Prefix):], unicode.IsSpace)
+}

@@ -27,6 +27,10 @@ type Turn struct {
 	Evidence   Evidence
 	// Marker is the control signature whose match is pending (nil: none).
 	Marker *ControlSignature
+	// MarkerSuffix is the matched chunk's text after the prefix (at most
+	// the signature's MaxSuffix bytes); it is untrusted provider text, to
+	// be sanitized before it goes anywhere.
+	MarkerSuffix string
 	// StopReason is the result's stopReason, once the prompt returned.
 	StopReason string
 	Returned   bool
@@ -171,6 +175,7 @@ func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEm
 				sig := &tr.Signatures[i]
 				if sig.Match(tr.Adapter, text, complete) {
 					t.Marker = sig
+					t.MarkerSuffix = sig.Suffix(text)
 					t.Evidence.Suppressed++
 					return true
 				}

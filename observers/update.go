@@ -16,30 +16,12 @@ type SessionUpdate struct {
 // ParseUpdate locates the fields of a session/update's params.
 func ParseUpdate(params []byte) (SessionUpdate, bool) {
 	var u SessionUpdate
-	var upd []byte
-	_ = jsonscan.Members(params, func(key, val []byte) bool {
-		switch string(key) {
-		case "sessionId":
-			u.SessionRaw = val
-		case "update":
-			upd = val
-		}
-		return u.SessionRaw == nil || upd == nil
-	})
+	u.SessionRaw = jsonscan.Value(jsonscan.Seek(params, "sessionId"))
+	upd := jsonscan.Seek(params, "update")
 	if u.SessionRaw == nil || upd == nil {
 		return u, false
 	}
-	var kindRaw, content []byte
-	_ = jsonscan.Members(upd, func(key, val []byte) bool {
-		switch string(key) {
-		case "sessionUpdate":
-			kindRaw = val
-		case "content":
-			content = val
-		}
-		return kindRaw == nil || content == nil
-	})
-	switch string(kindRaw) {
+	switch string(jsonscan.Value(jsonscan.Seek(upd, "sessionUpdate"))) {
 	case `"agent_message_chunk"`:
 		u.Kind = UpdateMessage
 	case `"agent_thought_chunk"`:
@@ -53,14 +35,8 @@ func ParseUpdate(params []byte) (SessionUpdate, bool) {
 	default:
 		u.Kind = UpdateOther
 	}
-	if (u.Kind == UpdateMessage || u.Kind == UpdateThought) && content != nil {
-		_ = jsonscan.Members(content, func(key, val []byte) bool {
-			if string(key) == "text" {
-				u.TextRaw = val
-				return false
-			}
-			return true
-		})
+	if u.Kind == UpdateMessage || u.Kind == UpdateThought {
+		u.TextRaw = jsonscan.Value(jsonscan.Seek(jsonscan.Seek(upd, "content"), "text"))
 	}
 	return u, true
 }

@@ -258,3 +258,82 @@ func TestE2EAgentFramesExact(t *testing.T) {
 func demoAgent(t *testing.T, scenario string, flags ...string) []string {
 	return append([]string{testbin.Path(t), "demo-agent", "--scenario", scenario}, flags...)
 }
+
+// TestE2EInterleavedCat writes many small frames while reading the echo at
+// the same time: both directions are busy at once and the order holds.
+func TestE2EInterleavedCat(t *testing.T) {
+	in, _ := newFrameGen(21, false).stream(50000, 0)
+	g := startGuard(t, nil, "cat")
+	werr := g.writeAsync(in, true)
+	got := g.rest()
+	if err := <-werr; err != nil {
+		t.Fatalf("writing: %v", err)
+	}
+	if !bytes.Equal(got, in) {
+		t.Fatalf("relayed bytes differ: %s", firstDiff(got, in))
+	}
+	if code := g.wait(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2EInterleavedStreamAndEcho runs a streaming prompt turn while the
+// client sends a numbered echo frame after another: each direction keeps
+// its order, and the prompt's answer follows all its notifications.
+func TestE2EInterleavedStreamAndEcho(t *testing.T) {
+	const updates, echoes = 20000, 3000
+	g := startGuard(t, nil, demoAgent(t, "stream", "--count", fmt.Sprint(updates))...)
+	sid := g.openSession()
+	var send bytes.Buffer
+	send.WriteString(prompt(3, sid))
+	for i := range echoes {
+		send.WriteString(echoFrame(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"x/seq","params":{"n":%d}}`, i)))
+	}
+	send.WriteString(request("end", "test/echo", `{"payload":"e30="}`)) // "{}"
+	werr := g.writeAsync(send.Bytes(), false)
+
+	var nUpdates, nextSeq int
+	promptDone, endDone := false, false
+	for !promptDone || !endDone {
+		m := g.msg()
+		switch {
+		case m.Method == "session/update":
+			if promptDone {
+				t.Fatalf("session/update after the prompt's answer: %s", trunc(m.raw, 200))
+			}
+			nUpdates++
+		case m.Method == "x/seq":
+			var p struct{ N int }
+			if err := json.Unmarshal(m.Params, &p); err != nil {
+				t.Fatalf("x/seq params: %v", err)
+			}
+			if p.N != nextSeq {
+				t.Fatalf("echo %d arrived when %d was due", p.N, nextSeq)
+			}
+			nextSeq++
+		case string(m.ID) == "3":
+			if m.Error != nil {
+				t.Fatalf("prompt failed: %s", m.raw)
+			}
+			promptDone = true
+		case string(m.ID) == `"end"`:
+			endDone = true
+		case string(m.raw) == "{}\n":
+		default:
+			t.Fatalf("unexpected frame %s", trunc(m.raw, 200))
+		}
+	}
+	if err := <-werr; err != nil {
+		t.Fatalf("writing: %v", err)
+	}
+	if nUpdates != updates {
+		t.Errorf("got %d session/update frames before the answer, want %d", nUpdates, updates)
+	}
+	if nextSeq != echoes {
+		t.Errorf("got %d echo frames, want %d", nextSeq, echoes)
+	}
+	g.closeIn()
+	if code := g.wait(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}

@@ -367,3 +367,53 @@ func cutRunes(s string, n int) string {
 	}
 	return s[:cut]
 }
+
+// Seek returns b from the start of the value of the top-level member key
+// of the object at the start of b, to the end of b: the value is located
+// but not skipped, so descending into a large nested object costs nothing
+// beyond the members before it. It returns nil when the key is absent or
+// the object is malformed before it. Use Value to cut the value itself.
+func Seek(b []byte, key string) []byte {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil
+	}
+	i = skipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		kend, err := skipString(b, i)
+		if err != nil {
+			return nil
+		}
+		k := b[i+1 : kend-1]
+		i = skipSpace(b, kend)
+		if i >= len(b) || b[i] != ':' {
+			return nil
+		}
+		vstart := skipSpace(b, i+1)
+		if string(k) == key {
+			return b[vstart:]
+		}
+		vend, err := Skip(b, vstart)
+		if err != nil {
+			return nil
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) || b[i] != ',' {
+			return nil
+		}
+		i = skipSpace(b, i+1)
+	}
+	return nil
+}
+
+// Value cuts the JSON value at the start of b (as returned by Seek).
+func Value(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	end, err := Skip(b, 0)
+	if err != nil {
+		return nil
+	}
+	return b[:end]
+}

@@ -6,6 +6,9 @@
 // executable's path. A package's TestMain should call Cleanup after the
 // tests to remove that directory.
 //
+// Environment: ACP_GUARD_TEST_BIN=/path/to/acp-guard tests that binary
+// instead of building one; ACP_GUARD_TEST_RACE=1 builds with -race.
+//
 // It imports nothing from acp-guard; only tests import it.
 //
 //	transport (e2e tests) ──► testbin ──► go build ./cmd/acp-guard

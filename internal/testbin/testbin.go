@@ -19,10 +19,18 @@ var (
 
 // Path returns the path of an acp-guard binary built from this checkout,
 // building it on the first call of the test process. It fails tb if the
-// build fails. Setting ACP_GUARD_TEST_RACE=1 builds it with -race.
+// build fails. Setting ACP_GUARD_TEST_RACE=1 builds it with -race;
+// setting ACP_GUARD_TEST_BIN to an executable uses that one instead of
+// building (e.g. to test an installed or differently built binary).
 func Path(tb testing.TB) string {
 	tb.Helper()
-	once.Do(build)
+	once.Do(func() {
+		if p := os.Getenv("ACP_GUARD_TEST_BIN"); p != "" {
+			binary, err = filepath.Abs(p)
+			return
+		}
+		build()
+	})
 	if err != nil {
 		tb.Fatalf("building acp-guard: %v", err)
 	}

@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.scale, "scale", 1, "multiply each workload's measured prompts by this")
 	fs.StringVar(&o.bins.Guard, "guard", "", "acp-guard binary (default: build it)")
 	fs.StringVar(&o.bins.ByteCopy, "bytecopy", "", "bytecopy binary (default: build it)")
+	fs.StringVar(&o.bins.Agent, "agent", "", "binary run as `AGENT demo-agent` (default: the acp-guard binary)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

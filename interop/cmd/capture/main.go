@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 0, "per-capture timeout (default: the scenario's)")
 	verbose := fs.Bool("v", false, "copy the fake provider's request log to stderr")
 	list := fs.Bool("list", false, "list agents and scenarios")
+	summarize := fs.Bool("summarize", false, "print a Markdown summary of the captures in -out instead of capturing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -81,6 +82,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "capture: -scenario:", err)
 		return 2
+	}
+	if *summarize {
+		for _, a := range agents {
+			var sums []capture.Summary
+			for _, s := range scens {
+				sum, err := capture.Summarize(*out, a, s)
+				if err != nil {
+					continue // not captured
+				}
+				sums = append(sums, sum)
+			}
+			capture.Markdown(stdout, sums)
+		}
+		return 0
 	}
 	var logw io.Writer = io.Discard
 	if *verbose {

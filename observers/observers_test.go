@@ -1,0 +1,223 @@
+package observers
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// chunk builds session/update params for a text chunk.
+func chunk(session, kind, text string) []byte {
+	b, _ := json.Marshal(map[string]any{"sessionId": session, "update": map[string]any{
+		"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": text}}})
+	return b
+}
+
+func toolCall(session, kind string) []byte {
+	b, _ := json.Marshal(map[string]any{"sessionId": session, "update": map[string]any{
+		"sessionUpdate": kind, "toolCallId": "t1", "title": "Read File", "status": "in_progress"}})
+	return b
+}
+
+func observe(t *testing.T, tr *Tracker, params []byte) bool {
+	t.Helper()
+	u, ok := ParseUpdate(params)
+	if !ok {
+		t.Fatalf("ParseUpdate(%s) failed", params)
+	}
+	return tr.Observe(u)
+}
+
+func TestCursorMatch(t *testing.T) {
+	sig := CursorRetriable
+	for _, tt := range []struct {
+		name    string
+		adapter string
+		text    string
+		want    bool
+	}{
+		{"ping timeout", AdapterCursor, "Error: RetriableError: [unavailable] PING timed out", true},
+		{"connection stalled", AdapterCursor, "Error: RetriableError: Connection stalled", true},
+		{"http2 reset", AdapterCursor, "Error: RetriableError: HTTP/2 stream closed with error code CANCEL (0x8)", true},
+		{"case-insensitive prefix", AdapterCursor, "error: retriableerror: upstream reset", true},
+		{"surrounding whitespace", AdapterCursor, "\n\t  Error: RetriableError: x  \n", true},
+		{"unicode whitespace trim", AdapterCursor, "\u00a0Error: RetriableError:\u2003stalled\u3000", true},
+		{"cursor's own [canceled] label does not veto", AdapterCursor, "Error: RetriableError: [canceled] stream reset", true},
+		{"suffix exactly 256 bytes", AdapterCursor, "Error: RetriableError: " + strings.Repeat("x", 256), true},
+		{"suffix 257 bytes", AdapterCursor, "Error: RetriableError: " + strings.Repeat("x", 257), false},
+		{"empty suffix", AdapterCursor, "Error: RetriableError:", false},
+		{"blank suffix", AdapterCursor, "Error: RetriableError:   \u2003 ", false},
+		{"prose before the prefix", AdapterCursor, "I saw Error: RetriableError: PING timed out", false},
+		{"context canceled veto", AdapterCursor, "Error: RetriableError: context canceled", false},
+		{"deadline veto", AdapterCursor, "Error: RetriableError: context deadline exceeded", false},
+		{"retry escalation veto", AdapterCursor, "Error: RetriableError: escalating after retries", false},
+		{"retry limit veto", AdapterCursor, "Error: RetriableError: exceeded retry limit", false},
+		{"other adapter", AdapterCodex, "Error: RetriableError: [unavailable] PING timed out", false},
+		{"no adapter", "", "Error: RetriableError: [unavailable] PING timed out", false},
+		{"different error", AdapterCursor, "Error: FatalError: nope", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sig.Match(tt.adapter, tt.text, true); got != tt.want {
+				t.Errorf("Match(%q, %q) = %v, want %v", tt.adapter, tt.text, got, tt.want)
+			}
+		})
+	}
+}
+
+// step is one frame of a turn scenario.
+type step struct {
+	params       []byte
+	wantSuppress bool
+}
+
+func TestCursorProjectionTurns(t *testing.T) {
+	const s = "sess-1"
+	ctrl := chunk(s, "agent_message_chunk", "Error: RetriableError: [unavailable] PING timed out")
+	for _, tt := range []struct {
+		name       string
+		adapter    string
+		steps      []step
+		wantMarker bool
+		wantSafe   bool
+	}{
+		{"control chunk alone", AdapterCursor, []step{{ctrl, true}}, true, true},
+		{"observed incident: thought and Read File in flight, then control chunk", AdapterCursor, []step{
+			{chunk(s, "agent_thought_chunk", "Let me read the file"), false},
+			{toolCall(s, "tool_call"), false},
+			{ctrl, true},
+		}, true, false},
+		{"later assistant text clears (Cursor resumed)", AdapterCursor, []step{{ctrl, true}, {chunk(s, "agent_message_chunk", "Here is the answer"), false}}, false, false},
+		{"later thought clears", AdapterCursor, []step{{ctrl, true}, {chunk(s, "agent_thought_chunk", "retrying"), false}}, false, false},
+		{"new tool call clears", AdapterCursor, []step{{ctrl, true}, {toolCall(s, "tool_call"), false}}, false, false},
+		{"in-flight tool update does not clear", AdapterCursor, []step{{toolCall(s, "tool_call"), false}, {ctrl, true}, {toolCall(s, "tool_call_update"), false}}, true, false},
+		{"a later match sets it again", AdapterCursor, []step{{ctrl, true}, {chunk(s, "agent_message_chunk", "resumed"), false}, {ctrl, true}}, true, false},
+		{"blank chunk neither clears nor counts", AdapterCursor, []step{{ctrl, true}, {chunk(s, "agent_message_chunk", " \n"), false}}, true, true},
+		{"other adapter: forwarded and counted as output", AdapterCodex, []step{{ctrl, false}}, false, false},
+		{"other session's update does not touch this turn", AdapterCursor, []step{{chunk("other", "agent_message_chunk", "hello"), false}, {ctrl, true}}, true, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker(tt.adapter, DefaultSignatures)
+			tr.Start("other", time.Time{}) // another session with its own turn
+			turn := tr.Start(s, time.Time{})
+			for i, st := range tt.steps {
+				if got := observe(t, tr, st.params); got != st.wantSuppress {
+					t.Errorf("step %d: suppress = %v, want %v", i, got, st.wantSuppress)
+				}
+			}
+			if got := turn.Marker != nil; got != tt.wantMarker {
+				t.Errorf("marker pending = %v, want %v", got, tt.wantMarker)
+			}
+			if got := turn.ReplaySafe(); got != tt.wantSafe {
+				t.Errorf("ReplaySafe = %v, want %v (evidence %+v)", got, tt.wantSafe, turn.Evidence)
+			}
+		})
+	}
+}
+
+func TestStaleAndInactive(t *testing.T) {
+	ctrl := chunk("s", "agent_message_chunk", "Error: RetriableError: x")
+	tr := NewTracker(AdapterCursor, DefaultSignatures)
+	// No prompt yet: generation 0, nothing matches.
+	if observe(t, tr, ctrl) {
+		t.Error("matched with no active turn")
+	}
+	first := tr.Start("s", time.Time{})
+	second := tr.Start("s", time.Time{})
+	if tr.Current(first) || !tr.Current(second) {
+		t.Errorf("Current(first)=%v Current(second)=%v", tr.Current(first), tr.Current(second))
+	}
+	if !observe(t, tr, ctrl) || first.Marker != nil || second.Marker == nil {
+		t.Error("the match must land on the active generation only")
+	}
+	// After the prompt returned, late chunks are forwarded, never suppressed.
+	tr.Return(second, "end_turn")
+	if observe(t, tr, ctrl) {
+		t.Error("suppressed a chunk after the prompt returned")
+	}
+}
+
+func TestEvidenceGate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		do   func(tr *Tracker)
+		safe bool
+	}{
+		{"nothing happened", func(tr *Tracker) {}, true},
+		{"write effect", func(tr *Tracker) { tr.Effect("s", "fs/write_text_file") }, false},
+		{"terminal effect", func(tr *Tracker) { tr.Effect("s", "terminal/create") }, false},
+		{"permission request", func(tr *Tracker) { tr.Effect("s", "session/request_permission") }, false},
+		{"read is not an effect", func(tr *Tracker) { tr.Effect("s", "fs/read_text_file") }, true},
+		{"unparseable line", func(tr *Tracker) { tr.Unparseable() }, false},
+		{"cancel", func(tr *Tracker) { tr.Cancel("s") }, false},
+		{"agent exit", func(tr *Tracker) { tr.Exit() }, false},
+		{"stderr alone", func(tr *Tracker) { tr.Stderr("warning: slow") }, true},
+		{"plan", func(tr *Tracker) {
+			observe(t, tr, []byte(`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`))
+		}, false},
+		{"available commands are not output", func(tr *Tracker) {
+			observe(t, tr, []byte(`{"sessionId":"s","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}`))
+		}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker(AdapterCursor, DefaultSignatures)
+			turn := tr.Start("s", time.Time{})
+			tt.do(tr)
+			if got := turn.ReplaySafe(); got != tt.safe {
+				t.Errorf("ReplaySafe = %v, want %v (%+v)", got, tt.safe, turn.Evidence)
+			}
+		})
+	}
+}
+
+func TestStderrBounded(t *testing.T) {
+	tr := NewTracker("", nil)
+	turn := tr.Start("s", time.Time{})
+	for i := 0; i < 1000; i++ {
+		tr.Stderr(strings.Repeat("x", 10))
+	}
+	if got := len(turn.Stderr()); got != maxTurnStderr {
+		t.Errorf("kept %d stderr lines, want %d", got, maxTurnStderr)
+	}
+}
+
+func TestIdentityOrder(t *testing.T) {
+	for _, tt := range []struct {
+		id         Identity
+		want, from string
+	}{
+		{Identity{Flag: "cursor-acp", AgentInfo: "codex-acp", Command: "/usr/bin/gemini"}, AdapterCursor, "flag"},
+		{Identity{Meta: "codex-acp", AgentInfo: "gemini-cli"}, AdapterCodex, "meta"},
+		{Identity{AgentInfo: "@zed-industries/claude-agent-acp", Command: "node"}, AdapterClaude, "agentInfo"},
+		{Identity{Command: "/home/u/.local/bin/cursor-agent"}, AdapterCursor, "command"},
+		{Identity{Command: "npx"}, "npx", "command"},
+	} {
+		got, from := tt.id.Resolve()
+		if got != tt.want || from != tt.from {
+			t.Errorf("%+v: got %q from %s, want %q from %s", tt.id, got, from, tt.want, tt.from)
+		}
+	}
+}
+
+func BenchmarkObserveNonMatchingChunk(b *testing.B) {
+	tr := NewTracker(AdapterCursor, DefaultSignatures)
+	tr.Start("sess-1", time.Time{})
+	params := chunk("sess-1", "agent_message_chunk", "Here is some ordinary assistant text for the user.")
+	b.ReportAllocs()
+	for b.Loop() {
+		u, _ := ParseUpdate(params)
+		tr.Observe(u)
+	}
+}
+
+func BenchmarkObserveOtherAdapter64KiB(b *testing.B) {
+	tr := NewTracker(AdapterCodex, DefaultSignatures)
+	tr.Start("sess-1", time.Time{})
+	params := chunk("sess-1", "agent_message_chunk", strings.Repeat("lorem ipsum ", 64<<10/12))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(params)))
+	for b.Loop() {
+		u, _ := ParseUpdate(params)
+		tr.Observe(u)
+	}
+}

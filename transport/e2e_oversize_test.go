@@ -1,0 +1,179 @@
+package transport_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const mib = 1 << 20
+
+// hugeAgent is a shell agent that reads one request, prints prefix, n
+// bytes of 'a' and suffix as one line, then each of after, and then
+// consumes stdin until EOF.
+func hugeAgent(prefix string, n int, suffix string, after ...string) []string {
+	script := fmt.Sprintf(`read -r req; printf '%%s' '%s'; head -c %d /dev/zero | tr '\0' a; printf '%%s\n' '%s'`, prefix, n, suffix)
+	for _, a := range after {
+		script += fmt.Sprintf(`; printf '%%s\n' '%s'`, a)
+	}
+	return []string{"sh", "-c", script + "; exec cat >/dev/null"}
+}
+
+// TestE2EOversizeAgentLine: a line over --max-line is discarded without
+// stopping the relay; a discarded response still answers its request, once.
+func TestE2EOversizeAgentLine(t *testing.T) {
+	const after = `{"jsonrpc":"2.0","method":"x/after","params":{}}`
+	const huge = 5 * mib
+	for _, tt := range []struct {
+		name           string
+		prefix, suffix string
+		after          []string
+		wantErrorFor   string // id of the request answered with an error; "" none
+	}{
+		{
+			name:   "response, id before the payload",
+			prefix: `{"jsonrpc":"2.0","id":1,"result":{"blob":"`, suffix: `"}}`,
+			after:        []string{after},
+			wantErrorFor: "1",
+		},
+		{
+			name:   "response, id after the payload",
+			prefix: `{"jsonrpc":"2.0","result":{"blob":"`, suffix: `"},"id":1}`,
+			after:        []string{after},
+			wantErrorFor: "1",
+		},
+		{
+			name:   "notification, then the real answer",
+			prefix: `{"jsonrpc":"2.0","method":"session/update","params":{"blob":"`, suffix: `"}}`,
+			after: []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, after},
+		},
+		{
+			name:   "not JSON",
+			prefix: `garbage `, suffix: ``,
+			after: []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, after},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := startGuard(t, []string{"--max-line", strconv.Itoa(mib)}, hugeAgent(tt.prefix, huge, tt.suffix, tt.after...)...)
+			g.send(request(1, "x/big", ""))
+			var msgs []rpcMsg
+			if tt.wantErrorFor != "" {
+				m := g.msg()
+				msgs = append(msgs, m)
+				if string(m.ID) != tt.wantErrorFor || m.Error == nil {
+					t.Fatalf("first frame %s, want an error for id %s", trunc(m.raw, 300), tt.wantErrorFor)
+				}
+				for _, want := range []string{"exceeds the line cap", "--max-line 1048576"} {
+					if !strings.Contains(m.Error.Message, want) {
+						t.Errorf("error message %q does not say %q", m.Error.Message, want)
+					}
+				}
+				var data struct {
+					AcpGuard struct {
+						Reason  string
+						Bytes   int64
+						MaxLine int64
+					}
+				}
+				if err := json.Unmarshal(m.Error.Data, &data); err != nil {
+					t.Fatalf("error data %s: %v", m.Error.Data, err)
+				}
+				if data.AcpGuard.Reason != "line_too_long" || data.AcpGuard.Bytes < huge || data.AcpGuard.MaxLine != mib {
+					t.Errorf("error data %s: want reason line_too_long, bytes ≥ %d, maxLine %d", m.Error.Data, huge, mib)
+				}
+			}
+			// The frames after the huge line arrive unchanged.
+			for _, want := range tt.after {
+				if got := g.line(); string(got) != want+"\n" {
+					t.Fatalf("got %q, want %q", trunc(got, 300), want+"\n")
+				}
+			}
+			g.closeIn()
+			msgs = append(msgs, g.restMsgs()...)
+			if code := g.wait(); code != 0 {
+				t.Errorf("exit code %d, want 0", code)
+			}
+			if tt.wantErrorFor != "" {
+				if n := len(responsesByID(msgs)[tt.wantErrorFor]); n != 1 {
+					t.Errorf("got %d responses to id %s, want 1", n, tt.wantErrorFor)
+				}
+			}
+			// Logged with its size.
+			log := g.allStderr()
+			m := regexp.MustCompile(`msg="agent line exceeds the line cap; discarded".* bytes=(\d+)`).FindStringSubmatch(log)
+			if m == nil {
+				t.Fatalf("no log of the discarded line:\n%s", log)
+			}
+			want := len(tt.prefix) + huge + len(tt.suffix) + 1
+			if m[1] != strconv.Itoa(want) {
+				t.Errorf("logged bytes=%s, want %d", m[1], want)
+			}
+			if !strings.Contains(log, "oversize_from_agent=1") {
+				t.Errorf("the summary does not count one oversized line:\n%s", log)
+			}
+		})
+	}
+}
+
+// TestE2EOversizeClientLine: a client request over the cap never reaches
+// the agent; the client gets one error for it, and later frames pass.
+func TestE2EOversizeClientLine(t *testing.T) {
+	g := startGuard(t, []string{"--max-line", strconv.Itoa(mib)}, "cat")
+	big := `{"jsonrpc":"2.0","id":9,"method":"x/big","params":{"s":"` + strings.Repeat("b", 2*mib) + `"}}` + "\n"
+	const next = `{"jsonrpc":"2.0","method":"x/next"}` + "\n"
+	werr := g.writeAsync([]byte(big+next), true)
+	m := g.msg()
+	if string(m.ID) != "9" || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "exceeds the line cap") {
+		t.Fatalf("got %s, want one -32600 error for id 9 naming the line cap", trunc(m.raw, 300))
+	}
+	if got := string(g.line()); got != next {
+		t.Fatalf("got %q, want %q", got, next)
+	}
+	if rest := g.rest(); len(rest) != 0 {
+		t.Errorf("more output: %q", trunc(rest, 300))
+	}
+	if err := <-werr; err != nil {
+		t.Fatalf("writing: %v", err)
+	}
+	if code := g.wait(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+}
+
+// TestE2EOversizeMemoryBounded pushes a 512 MiB line through a proxy with
+// a 1 MiB cap and checks acp-guard's peak resident set stays far below it.
+func TestE2EOversizeMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pushes 512 MiB through a pipe")
+	}
+	const (
+		huge  = 512 * mib
+		bound = 64 * mib
+	)
+	answer := `{"jsonrpc":"2.0","id":1,"result":{}}`
+	g := startGuard(t, []string{"--max-line", strconv.Itoa(mib)}, hugeAgent("", huge, "", answer)...)
+	g.send(request(1, "x/big", ""))
+	if got := string(g.line()); got != answer+"\n" {
+		t.Fatalf("got %q, want %q", got, answer+"\n")
+	}
+	// The agent still runs (it waits for EOF), so acp-guard does too.
+	hwm := vmHWM(t, g.pid())
+	g.closeIn()
+	if code := g.wait(); code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	rss := g.maxRSS() // includes the waited-for agent (sh, head, tr)
+	t.Logf("512 MiB line through --max-line 1MiB: acp-guard VmHWM %.1f MiB, rusage maxrss %.1f MiB", float64(hwm)/mib, float64(rss)/mib)
+	if hwm > bound {
+		t.Errorf("acp-guard VmHWM %d bytes, want < %d", hwm, bound)
+	}
+	if rss > bound {
+		t.Errorf("maxrss %d bytes, want < %d", rss, bound)
+	}
+	if log := g.allStderr(); !strings.Contains(log, "bytes="+strconv.Itoa(huge+1)) {
+		t.Errorf("the log does not name the line's size %d:\n%s", huge+1, log)
+	}
+}
