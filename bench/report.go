@@ -44,6 +44,16 @@ func P50Ratio(results []Result, r Result) float64 {
 	return float64(r.Percentile(50)) / float64(base.Percentile(50))
 }
 
+// CPURatio is the relay CPU time per prompt of r over the byte-copy
+// relay's on the same workload (0 if either is missing or zero).
+func CPURatio(results []Result, r Result) float64 {
+	base, ok := find(results, r.Workload.Name, ByteCopy)
+	if !ok || base.CPUPerPrompt() == 0 {
+		return 0
+	}
+	return float64(r.CPUPerPrompt()) / float64(base.CPUPerPrompt())
+}
+
 // Check is one target and how acp-guard fared.
 type Check struct {
 	Target string
@@ -88,12 +98,16 @@ func Checks(results []Result) []Check {
 // the order given, followed by the target checks.
 func Markdown(w io.Writer, results []Result) error {
 	var b strings.Builder
-	b.WriteString("| workload | config | MB/s | frames/s | p50 | p99 | peak RSS | throughput ÷ bytecopy | p50 ÷ bytecopy |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| workload | config | B/frame | MB/s | frames/s | p50 | p99 | peak RSS | relay CPU/prompt | throughput ÷ bytecopy | p50 ÷ bytecopy | CPU ÷ bytecopy |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range results {
-		rss := "—"
+		rss, cpu, cr := "—", "—", "—"
 		if r.Mode.Relayed() {
 			rss = fmt.Sprintf("%.1f MiB", r.PeakRSSMiB())
+			cpu = fmtDuration(r.CPUPerPrompt())
+			if x := CPURatio(results, r); x > 0 && r.Mode != ByteCopy {
+				cr = fmt.Sprintf("%.1f×", x)
+			}
 		}
 		tr, pr := "—", "—"
 		if r.Mode != ByteCopy {
@@ -104,9 +118,9 @@ func Markdown(w io.Writer, results []Result) error {
 				pr = fmt.Sprintf("%.2f×", x)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.1f | %s | %s | %s | %s | %s | %s |\n",
-			r.Workload.Name, r.Mode, r.MBps(), humanCount(r.FramesPerSec()),
-			fmtDuration(r.Percentile(50)), fmtDuration(r.Percentile(99)), rss, tr, pr)
+		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Workload.Name, r.Mode, r.BytesPerFrame(), r.MBps(), humanCount(r.FramesPerSec()),
+			fmtDuration(r.Percentile(50)), fmtDuration(r.Percentile(99)), rss, cpu, tr, pr, cr)
 	}
 	if checks := Checks(results); len(checks) > 0 {
 		b.WriteString("\n| target | acp-guard | met |\n|---|--:|:-:|\n")

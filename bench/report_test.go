@@ -50,6 +50,8 @@ func TestResultAddMerge(t *testing.T) {
 	b := Result{PeakRSS: 5 << 20}
 	b.Add(Turn{Frames: 30, Bytes: 1_000_000, Elapsed: 500 * time.Millisecond})
 	a.PeakRSS = 3 << 20
+	a.RelayCPU = 4 * time.Millisecond
+	b.RelayCPU = 6 * time.Millisecond
 	a.Merge(b)
 	if a.Prompts != 2 || a.Frames != 40 || a.Bytes != 2_000_000 || a.Elapsed != time.Second || len(a.Latencies) != 2 {
 		t.Errorf("got %+v, want 2 prompts, 40 frames, 2e6 bytes, 1s, 2 latencies", a)
@@ -63,6 +65,18 @@ func TestResultAddMerge(t *testing.T) {
 	if got, want := a.FramesPerSec(), 40.0; got != want {
 		t.Errorf("got %v frames/s, want %v", got, want)
 	}
+	if got, want := a.CPUPerPrompt(), 5*time.Millisecond; got != want {
+		t.Errorf("got CPU per prompt %v, want %v", got, want)
+	}
+	if got := (Result{}).CPUPerPrompt(); got != 0 {
+		t.Errorf("empty result: got CPU per prompt %v, want 0", got)
+	}
+	if got, want := a.BytesPerFrame(), int64(50_000); got != want {
+		t.Errorf("got %d bytes per frame, want %d", got, want)
+	}
+	if got := (Result{}).BytesPerFrame(); got != 0 {
+		t.Errorf("empty result: got %d bytes per frame, want 0", got)
+	}
 	if got := (Result{}).MBps(); got != 0 {
 		t.Errorf("empty result: got %v MB/s, want 0", got)
 	}
@@ -71,8 +85,12 @@ func TestResultAddMerge(t *testing.T) {
 // fake builds a result with the given throughput (MB/s over one second),
 // median latency and RSS.
 func fake(w Workload, m Mode, mbps float64, p50 time.Duration, rssMiB int64) Result {
-	return Result{Mode: m, Workload: w, Prompts: 1, Bytes: int64(mbps * 1e6), Frames: 1000,
+	r := Result{Mode: m, Workload: w, Prompts: 1, Bytes: int64(mbps * 1e6), Frames: 1000,
 		Elapsed: time.Second, Latencies: []time.Duration{p50}, PeakRSS: rssMiB << 20}
+	if m.Relayed() {
+		r.RelayCPU = time.Duration(rssMiB) * time.Millisecond // any figure that differs
+	}
+	return r
 }
 
 func TestChecks(t *testing.T) {
@@ -124,9 +142,9 @@ func TestMarkdown(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"| stream-64B | direct | 1000.0 | 1000 | 2.00 ms | 2.00 ms | — | 2.00× | 0.50× |",
-		"| stream-64B | bytecopy | 500.0 | 1000 | 4.00 ms | 4.00 ms | 3.0 MiB | — | — |",
-		"| stream-64B | acp-guard | 250.0 | 1000 | 8.00 ms | 8.00 ms | 12.0 MiB | 0.50× | 2.00× |",
+		"| stream-64B | direct | 1000000 | 1000.0 | 1000 | 2.00 ms | 2.00 ms | — | — | 2.00× | 0.50× | — |",
+		"| stream-64B | bytecopy | 500000 | 500.0 | 1000 | 4.00 ms | 4.00 ms | 3.0 MiB | 3.00 ms | — | — | — |",
+		"| stream-64B | acp-guard | 250000 | 250.0 | 1000 | 8.00 ms | 8.00 ms | 12.0 MiB | 12.00 ms | 0.50× | 2.00× | 4.0× |",
 		"| stream-64B: throughput ≥ 0.8× bytecopy | 0.50× | **no** |",
 		"| stream-64B: peak RSS ≤ 16 MiB | 12.0 MiB | yes |",
 	} {
@@ -170,6 +188,28 @@ func TestParseVmHWM(t *testing.T) {
 			got, err := parseVmHWM([]byte(tt.status))
 			if (err != nil) != tt.wantErr || got != tt.want {
 				t.Errorf("got %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		stat    string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"plain", "42 (acp-guard) S 1 42 42 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 5 0 100 0", 2800 * time.Millisecond, false},
+		{"name with spaces and parens", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0", 30 * time.Millisecond, false},
+		{"no name", "7 R 1", 0, true},
+		{"truncated", "7 (x) R 1 2 3", 0, true},
+		{"not a number", "7 (x) R 1 7 7 0 -1 0 0 0 0 0 x 2 0 0", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStatCPU([]byte(tt.stat))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("got %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

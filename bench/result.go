@@ -18,6 +18,10 @@ type Result struct {
 	Elapsed   time.Duration // sum of the measured prompts' times
 	Latencies []time.Duration
 	PeakRSS   int64 // bytes; the relay's VmHWM (0 in Direct mode)
+	// RelayCPU is the CPU time (user+system, 10 ms resolution) the relay
+	// process used during the measured prompts (0 in Direct mode). Unlike
+	// wall time it hardly depends on what else the machine is doing.
+	RelayCPU time.Duration
 }
 
 // Add accounts one measured prompt.
@@ -38,6 +42,15 @@ func (r *Result) Merge(o Result) {
 	r.Elapsed += o.Elapsed
 	r.Latencies = append(r.Latencies, o.Latencies...)
 	r.PeakRSS = max(r.PeakRSS, o.PeakRSS)
+	r.RelayCPU += o.RelayCPU
+}
+
+// CPUPerPrompt is the relay's CPU time per measured prompt.
+func (r Result) CPUPerPrompt() time.Duration {
+	if r.Prompts == 0 {
+		return 0
+	}
+	return r.RelayCPU / time.Duration(r.Prompts)
 }
 
 // MBps is throughput in megabytes (10^6 bytes) per second of prompt time.
@@ -54,6 +67,14 @@ func (r Result) FramesPerSec() float64 {
 		return 0
 	}
 	return float64(r.Frames) / r.Elapsed.Seconds()
+}
+
+// BytesPerFrame is the mean frame size, terminator included.
+func (r Result) BytesPerFrame() int64 {
+	if r.Frames == 0 {
+		return 0
+	}
+	return r.Bytes / r.Frames
 }
 
 // Percentile returns the p-th percentile (0 < p ≤ 100) of the prompt
@@ -96,7 +117,14 @@ func Run(ctx context.Context, b Binaries, m Mode, w Workload, prompts int) (Resu
 // open session, and reads the relay's peak RSS. It does not close s.
 func Measure(s *Session, w Workload, prompts int) (Result, error) {
 	res := Result{Mode: s.Mode, Workload: w, Latencies: make([]time.Duration, 0, prompts)}
+	var cpu0 time.Duration
 	for i := range w.Warmup + prompts {
+		if i == w.Warmup && s.Mode.Relayed() {
+			var err error
+			if cpu0, err = s.CPUTime(); err != nil {
+				return res, fmt.Errorf("%s: CPU time: %w", s.Mode, err)
+			}
+		}
 		t, err := s.Client.Prompt()
 		if err != nil {
 			return res, fmt.Errorf("%s %s: prompt %d: %w%s", s.Mode, w.Name, i+1, err, s.stderrNote())
@@ -106,6 +134,11 @@ func Measure(s *Session, w Workload, prompts int) (Result, error) {
 		}
 	}
 	if s.Mode.Relayed() {
+		cpu1, err := s.CPUTime()
+		if err != nil {
+			return res, fmt.Errorf("%s: CPU time: %w", s.Mode, err)
+		}
+		res.RelayCPU = cpu1 - cpu0
 		rss, err := s.PeakRSS()
 		if err != nil {
 			return res, fmt.Errorf("%s: peak RSS: %w", s.Mode, err)

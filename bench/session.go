@@ -123,6 +123,41 @@ func (s *Session) PeakRSS() (int64, error) {
 	return parseVmHWM(b)
 }
 
+// CPUTime returns the user+system CPU time the process the client talks to
+// has used so far, all its threads, not its children (/proc/PID/stat).
+func (s *Session) CPUTime() (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(b)
+}
+
+// clockTick is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// parseStatCPU returns utime+stime from a /proc/PID/stat line.
+func parseStatCPU(stat []byte) (time.Duration, error) {
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, errors.New("stat: no command name")
+	}
+	f := bytes.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, errors.New("stat: too few fields")
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // fields 14 utime and 15 stime
+		n, err := strconv.ParseInt(string(s), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("stat: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * clockTick, nil
+}
+
 // parseVmHWM finds "VmHWM:  1234 kB" in a /proc/PID/status file.
 func parseVmHWM(status []byte) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))

@@ -1,17 +1,43 @@
 package catalogue
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/acp-guard/acp-guard/classify"
 )
 
-func TestEmbeddedCatalogueCompilesAndPasses(t *testing.T) {
+func embedded(t testing.TB) classify.Catalogue {
+	t.Helper()
 	c, err := Embedded()
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := classify.Compile(c)
+	return c
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	e := Default()
+	if e.Version() == "" {
+		t.Fatal("got empty version")
+	}
+	if f := e.Lint(); len(f) > 0 {
+		t.Errorf("got lint findings %v, want none", f)
+	}
+	if got := Default(); got != e {
+		t.Errorf("Default: got a new engine on the second call, want the same one")
+	}
+}
+
+// TestFixtures runs every fixture: each positive fixture is classified by
+// its own rule and collides with no other rule of its tier; each negative
+// fixture is not matched by its rule.
+func TestFixtures(t *testing.T) {
+	e, err := classify.Compile(embedded(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,5 +46,214 @@ func TestEmbeddedCatalogueCompilesAndPasses(t *testing.T) {
 		for _, f := range r.Failures {
 			t.Errorf("%s: %s", r.Rule, f)
 		}
+		if r.Positives == 0 || r.Negatives == 0 {
+			t.Errorf("%s: got %d positive and %d negative fixtures, want at least one of each", r.Rule, r.Positives, r.Negatives)
+		}
 	}
+	if got := len(rep.Rules); got != len(e.Rules()) {
+		t.Errorf("got %d rules in the report, want %d", got, len(e.Rules()))
+	}
+}
+
+func TestEveryRuleCodeHasAClass(t *testing.T) {
+	for _, r := range Default().Rules() {
+		if c := classify.ClassOf(r.Code); c == classify.ClassUnclassified {
+			t.Errorf("rule %s: code %q has no class", r.ID, r.Code)
+		}
+	}
+}
+
+// TestOnlyCursorRulesReadAssistantText guards against topic-word matching:
+// assistant text is prose, and only Cursor's control-chunk projection may
+// read it.
+func TestOnlyCursorRulesReadAssistantText(t *testing.T) {
+	for _, r := range Default().Rules() {
+		for _, s := range r.Sources {
+			if s == classify.SourceMessageChunk && r.Adapter != "cursor-acp" {
+				t.Errorf("rule %s (adapter %s) reads message chunks", r.ID, r.Adapter)
+			}
+		}
+	}
+}
+
+func decode(t testing.TB, f classify.Fixture) classify.Evidence {
+	t.Helper()
+	var ev classify.Evidence
+	if err := json.Unmarshal(f.Evidence, &ev); err != nil {
+		t.Fatalf("%s: %v", f.Name, err)
+	}
+	ev.Now = classify.DefaultFixtureNow
+	if f.Now != "" {
+		ev.Now, _ = time.Parse(time.RFC3339, f.Now)
+	}
+	return ev
+}
+
+// TestAdapterScoping replays every positive fixture of an adapter-scoped
+// rule under every other adapter identity: the rule must never fire.
+func TestAdapterScoping(t *testing.T) {
+	e := Default()
+	scoped := map[string]string{}
+	for _, r := range e.Rules() {
+		if r.Adapter != classify.AnyAdapter {
+			scoped[r.ID] = r.Adapter
+		}
+	}
+	n := 0
+	for _, f := range embedded(t).Fixtures {
+		own, ok := scoped[f.Rule]
+		if !ok || !f.Match {
+			continue
+		}
+		for _, other := range append([]string{"", "aider", "opencode"}, classify.Adapters...) {
+			if other == own {
+				continue
+			}
+			ev := decode(t, f)
+			ev.Adapter = other
+			if v := e.Classify(ev); v.Rule == f.Rule {
+				t.Errorf("%s: rule scoped to %s fired for adapter %q", f.Name, own, other)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatal("no adapter-scoped fixtures")
+	}
+}
+
+func TestStaleEvidenceIsUnclassified(t *testing.T) {
+	e := Default()
+	for _, f := range embedded(t).Fixtures {
+		if !f.Match {
+			continue
+		}
+		ev := decode(t, f)
+		ev.Stale = true
+		if v := e.Classify(ev); v.Code != classify.CodeUnclassified || v.Reason != classify.ReasonStale || v.RetryAfter != nil || v.ResetAt != nil {
+			t.Errorf("%s: stale evidence got %+v, want unclassified (stale) without hints", f.Name, v)
+		}
+	}
+}
+
+func TestConflictingEvidenceIsUnclassified(t *testing.T) {
+	e := Default()
+	for _, tt := range []struct {
+		name string
+		ev   classify.Evidence
+	}{
+		{"two anthropic bodies", classify.Evidence{Source: classify.SourceRPCError,
+			Message: `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			Data:    json.RawMessage(`{"previous":{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}}`)}},
+		{"openai quota and rate limit", classify.Evidence{Source: classify.SourceHTTP, HTTPStatus: 429,
+			Data: json.RawMessage(`[{"error":{"code":"insufficient_quota"}},{"error":{"code":"rate_limit_exceeded"}}]`)}},
+		{"network refused and a provider key error", classify.Evidence{Source: classify.SourceRPCError,
+			Message: "connect ECONNREFUSED 127.0.0.1:443; Incorrect API key provided"}},
+	} {
+		v := e.Classify(tt.ev)
+		if v.Code != classify.CodeUnclassified || v.Reason != classify.ReasonConflict || len(v.Conflicts) < 2 {
+			t.Errorf("%s: got code %s reason %q conflicts %v, want unclassified conflict", tt.name, v.Code, v.Reason, v.Conflicts)
+		}
+	}
+}
+
+// prose is what agents say about failures; none of it is a failure.
+var prose = []string{
+	"the session died on rate limit, so I moved the card",
+	"I hit a 429 earlier and the provider was overloaded; retrying with Retry-After support now.",
+	"Quota handling: when the quota is exceeded we back off and try again in 20s.",
+	"The API key is invalid in the test fixture, so I regenerated it.",
+	"Fixed the ECONNREFUSED handling in server.go and the 503 Service Unavailable page.",
+	"Prompt is too long for the summarizer, so I split it.",
+	"Selected model is at capacity according to the docs; I picked another.",
+	"You exceeded your current quota — just kidding, everything worked.",
+	"Error: the test for 'stream disconnected before completion' now passes.",
+	"error: RetriableError handling is in retry.go",
+}
+
+func TestAgentProseNeverClassifies(t *testing.T) {
+	e := Default()
+	for _, p := range prose {
+		for _, a := range append([]string{""}, classify.Adapters...) {
+			v := e.Classify(classify.Evidence{Source: classify.SourceMessageChunk, Adapter: a, Message: p, Now: classify.DefaultFixtureNow})
+			if v.Code != classify.CodeUnclassified {
+				t.Errorf("chunk %q (adapter %q): got %s by %s, want unclassified", p, a, v.Code, v.Rule)
+			}
+		}
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, c any) string {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := embedded(t)
+	good.Version = "operator-1"
+	e, err := Load(write("good.json", good))
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if e.Version() != "operator-1" {
+		t.Errorf("got version %q, want operator-1", e.Version())
+	}
+
+	bad := embedded(t)
+	bad.Fixtures = append([]classify.Fixture(nil), bad.Fixtures...)
+	for i, f := range bad.Fixtures {
+		if f.Rule == "net.dns.v1" && f.Match {
+			bad.Fixtures[i].Rule = "net.timeout.v1"
+			bad.Fixtures[i].Name = "misfiled dns fixture"
+			break
+		}
+	}
+	if _, err := Load(write("bad.json", bad)); err == nil || !strings.Contains(err.Error(), "misfiled dns fixture") {
+		t.Errorf("failing fixture: got %v, want an error naming the fixture", err)
+	}
+
+	noFixtures := embedded(t)
+	noFixtures.Fixtures = nil
+	if _, err := Load(write("nofix.json", noFixtures)); err == nil || !strings.Contains(err.Error(), "no positive fixture") {
+		t.Errorf("no fixtures: got %v, want a missing-fixture error", err)
+	}
+
+	for name, body := range map[string]string{
+		"syntax":  `{"version":`,
+		"unknown": `{"version":"x","rules":[],"extra":1}`,
+		"trailer": `{"version":"x","rules":[]} {}`,
+	} {
+		p := filepath.Join(dir, name+".json")
+		os.WriteFile(p, []byte(body), 0o600)
+		if _, err := Load(p); err == nil {
+			t.Errorf("%s: got nil error", name)
+		}
+	}
+	if _, err := Load(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("missing file: got nil error")
+	}
+}
+
+func BenchmarkClassifyCorpus(b *testing.B) {
+	e := Default()
+	var evs []classify.Evidence
+	for _, f := range embedded(b).Fixtures {
+		evs = append(evs, decode(b, f))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		for _, ev := range evs {
+			e.Classify(ev)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(evs))/b.Elapsed().Seconds(), "verdicts/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/verdict")
 }

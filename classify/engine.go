@@ -149,19 +149,83 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 		Scope:            win.Scope,
 		Rule:             win.ID,
 		CatalogueVersion: e.cat.Version,
-		SafeExcerpt:      Sanitize(excerptText(vw)),
-	}
-	if win.prefix != nil {
-		v.SafeExcerpt = Sanitize(prefixSuffix(vw.text(FieldMessage), win.prefix.Prefix))
+		SafeExcerpt:      Sanitize(win.excerpt(vw)),
 	}
 	v.RetryAfter, v.ResetAt = extractTiming(win.Timing, vw, ev.Now)
 	return v, all
 }
 
+// excerpt picks the text that made r match: the suffix of a prefix match,
+// the line around a regex match, else the evidence's most specific text.
+func (r *compiledRule) excerpt(vw *view) string {
+	if r.prefix != nil {
+		return prefixSuffix(vw.text(FieldMessage), r.prefix.Prefix)
+	}
+	if r.re != nil {
+		for _, f := range r.in {
+			t := vw.text(f)
+			if loc := r.re.FindStringIndex(t); loc != nil {
+				return around(t, loc[0])
+			}
+		}
+	}
+	return excerptText(vw)
+}
+
+// around returns the text from the start of the line holding byte i (at
+// most 512 bytes back) to at most 4 KiB further.
+func around(t string, i int) string {
+	start := strings.LastIndexByte(t[:i], '\n') + 1
+	if i-start > 512 {
+		start = i - 512
+	}
+	return headBytes(t[start:], 4096)
+}
+
+// genericRPCMessage matches JSON-RPC messages that say nothing by themselves.
+func genericRPCMessage(m string) bool {
+	switch strings.ToLower(strings.TrimSpace(m)) {
+	case "", "internal error", "server error", "invalid params", "invalid request", "unknown error":
+		return true
+	}
+	return false
+}
+
+// dataMessage returns the human-readable message of structured error data
+// ({"message":…} or {"error":{"message":…}}), or "".
+func dataMessage(data []byte) string {
+	if len(data) == 0 || len(data) > MaxScanBytes {
+		return ""
+	}
+	val, ok := decodeJSON(data)
+	if !ok {
+		return ""
+	}
+	obj, _ := val.(map[string]any)
+	if m, ok := obj["message"].(string); ok {
+		return m
+	}
+	if e, ok := obj["error"].(map[string]any); ok {
+		if m, ok := e["message"].(string); ok {
+			return m
+		}
+	}
+	return ""
+}
+
 // excerptText picks the most specific text of the evidence for the excerpt.
 func excerptText(vw *view) string {
-	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+	fields := []string{FieldMessage, FieldData, FieldStderr}
+	if genericRPCMessage(vw.text(FieldMessage)) {
+		fields = []string{FieldData, FieldMessage, FieldStderr}
+	}
+	for _, f := range fields {
 		t := vw.text(f)
+		if f == FieldData {
+			if m := dataMessage(vw.ev.Data); m != "" {
+				t = m
+			}
+		}
 		if strings.TrimSpace(t) == "" {
 			continue
 		}
@@ -206,7 +270,7 @@ func (r *compiledRule) matches(vw *view) bool {
 		return false
 	}
 	if r.re != nil {
-		if r.literal != "" && !r.anyLower(vw, r.literal) {
+		if r.lits != nil && !r.anyLower(vw, r.lits) {
 			return false
 		}
 		if !r.anyText(vw, r.re.MatchString) {
@@ -224,10 +288,13 @@ func (r *compiledRule) matches(vw *view) bool {
 	return true
 }
 
-func (r *compiledRule) anyLower(vw *view, lit string) bool {
+func (r *compiledRule) anyLower(vw *view, lits []string) bool {
 	for _, f := range r.in {
-		if strings.Contains(vw.lower(f), lit) {
-			return true
+		t := vw.lower(f)
+		for _, l := range lits {
+			if strings.Contains(t, l) {
+				return true
+			}
 		}
 	}
 	return false

@@ -224,8 +224,9 @@ func TestLintAndTest(t *testing.T) {
 	}, Fixtures: []Fixture{
 		fixture("a.wide.v1", true, `{"source":"rpc_error","message":"limit"}`),
 		fixture("a.wide.v1", false, `{"source":"rpc_error","message":"nothing"}`),
-		fixture("a.narrow.v1", true, `{"source":"rpc_error","message":"rate limit"}`), // won by a.wide.v1: unreachable
-		fixture("a.lonely.v1", true, `{"source":"rpc_error","message":"quota limit"}`), // won by tier 2
+		fixture("a.narrow.v1", true, `{"source":"rpc_error","message":"rate limit"}`),            // won by a.wide.v1: unreachable
+		fixture("a.lonely.v1", true, `{"source":"rpc_error","message":"quota limit"}`),           // won by tier 2
+		fixture("a.wide.v1", true, `{"source":"rpc_error","message":"rate limit, quota limit"}`), // narrow collides
 		fixture("a.ghost.v1", true, `{"source":"rpc_error"}`),
 		fixture("a.wide.v1", true, `{"source":"rpc_error","mesage":"typo"}`),
 	}}
@@ -237,8 +238,8 @@ func TestLintAndTest(t *testing.T) {
 		`rule "a.narrow.v1": unreachable: no positive fixture is classified by this rule`,
 		`rule "a.narrow.v1": no negative fixture`,
 		`rule "a.lonely.v1": unreachable: no positive fixture is classified by this rule`,
-		`fixture "#4 (a.ghost.v1)": names unknown rule "a.ghost.v1"`,
-		`fixture "#5 (a.wide.v1)": evidence: json: unknown field "mesage"`,
+		`fixture "#5 (a.ghost.v1)": names unknown rule "a.ghost.v1"`,
+		`fixture "#6 (a.wide.v1)": evidence: json: unknown field "mesage"`,
 	} {
 		if !got[want] {
 			t.Errorf("Lint: missing finding %q; got %v", want, got)
@@ -257,7 +258,7 @@ func TestLintAndTest(t *testing.T) {
 	for _, r := range rep.Rules {
 		byRule[r.Rule] = r
 	}
-	if f := byRule["a.wide.v1"].Failures; len(f) != 2 || !strings.Contains(f[0], "collision") {
+	if f := byRule["a.wide.v1"].Failures; len(f) != 2 || !strings.Contains(f[0], `collision: rule "a.narrow.v1"`) || !strings.Contains(f[1], "unknown field") {
 		t.Errorf("a.wide.v1: got failures %q, want a collision and an evidence error", f)
 	}
 	if f := byRule["a.narrow.v1"].Failures; len(f) != 1 || !strings.Contains(f[0], `got rule "a.wide.v1"`) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"time"
 	"unicode"
@@ -117,7 +118,7 @@ type compiledRule struct {
 	index   int
 	sources map[Source]bool
 	in      []string
-	literal string // lower-cased
+	lits    []string // lower-cased; the text must contain one of them before re runs
 	re      *regexp.Regexp
 	vetoes  []*regexp.Regexp
 	fields  []compiledField
@@ -197,14 +198,18 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 		if m.Regex == "" {
 			bad("match.literal without match.regex")
 		}
-		cr.literal = strings.ToLower(m.Literal)
 	}
 	if m.Regex != "" {
 		re, err := regexp.Compile(m.Regex)
 		if err != nil {
 			bad("match.regex: %v", err)
+		} else {
+			cr.re = re
+			cr.lits = prefilterLiterals(m.Regex)
 		}
-		cr.re = re
+	}
+	if m.Literal != "" {
+		cr.lits = []string{strings.ToLower(m.Literal)}
 	}
 	for i, f := range m.Fields {
 		if f.Path == "" {
@@ -251,4 +256,69 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 		cr.vetoes = append(cr.vetoes, re)
 	}
 	return cr, errs
+}
+
+// prefilterLiterals derives, from an RE2 pattern, lower-cased literals of
+// which every match contains at least one: for an alternation one literal
+// per branch, for a concatenation the best of its parts. nil means no
+// useful prefilter. Text is lower-cased before the test, so literals of
+// case-insensitive parts are safe too (exotic folds such as U+017F ſ → s
+// aside, which acp-guard's signatures do not rely on).
+func prefilterLiterals(pattern string) []string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil
+	}
+	lits := requiredLiterals(re.Simplify())
+	for _, l := range lits {
+		if len(l) < 3 {
+			return nil
+		}
+	}
+	return lits
+}
+
+func requiredLiterals(re *syntax.Regexp) []string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return []string{strings.ToLower(string(re.Rune))}
+	case syntax.OpCapture:
+		return requiredLiterals(re.Sub[0])
+	case syntax.OpPlus:
+		return requiredLiterals(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiterals(re.Sub[0])
+		}
+	case syntax.OpAlternate:
+		var out []string
+		for _, sub := range re.Sub {
+			l := requiredLiterals(sub)
+			if l == nil {
+				return nil
+			}
+			out = append(out, l...)
+		}
+		return out
+	case syntax.OpConcat:
+		var best []string
+		for _, sub := range re.Sub {
+			l := requiredLiterals(sub)
+			if l != nil && (best == nil || shortest(l) > shortest(best)) {
+				best = l
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+func shortest(lits []string) int {
+	n := -1
+	for _, l := range lits {
+		if n < 0 || len(l) < n {
+			n = len(l)
+		}
+	}
+	return n
 }

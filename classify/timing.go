@@ -317,6 +317,9 @@ var (
 		`(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?:\s*\(?\s*(utc|gmt|[A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?)\s*\)?)?)`)
 )
 
+// isoClockRe reads "You will regain access on 2026-08-01 at 00:00 UTC".
+var isoClockRe = regexp.MustCompile(`(?i)\b(?:regain access|try again|retry|resets?|available(?: again)?)\s+(?:on|at|after)\s+(\d{4})-(\d{2})-(\d{2})(?:,?\s+at)?\s+(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*(utc|gmt|z)\b)?`)
+
 var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 
 // textHints reads hints written in prose by providers and agents.
@@ -355,6 +358,24 @@ func relativeHint(s string) time.Duration {
 // clock time without a date is its next occurrence after now; without a
 // zone it is UTC.
 func absoluteHint(s string, now time.Time) time.Time {
+	for _, m := range isoClockRe.FindAllStringSubmatch(s, 8) {
+		y, _ := strconv.Atoi(m[1])
+		mo, _ := strconv.Atoi(m[2])
+		d, _ := strconv.Atoi(m[3])
+		h, _ := strconv.Atoi(m[4])
+		mi, _ := strconv.Atoi(m[5])
+		sec, _ := strconv.Atoi(m[6])
+		if mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+			continue
+		}
+		t := time.Date(y, time.Month(mo), d, h, mi, sec, 0, time.UTC)
+		if t.Day() != d {
+			continue
+		}
+		if t = validReset(t, now); !t.IsZero() {
+			return t
+		}
+	}
 	for _, m := range absoluteRe.FindAllStringSubmatch(s, 8) {
 		if t := absoluteFromMatch(m, now); !t.IsZero() {
 			return t

@@ -166,6 +166,9 @@ func TestTextHints(t *testing.T) {
 		{"rfc3339", pinned, "limit resets at 2026-11-29T18:00:00Z", 0, "2026-11-29T18:00:00Z"},
 		{"rfc3339 past", pinned, "limit resets at 2026-11-29T08:00:00Z", 0, ""},
 		{"year 100000", pinned, "resets at 100000-01-01T00:00:00Z", 0, ""},
+		{"regain access", pinned, "You will regain access on 2026-12-01 at 00:00 UTC.", 0, "2026-12-01T00:00:00Z"},
+		{"regain access past", pinned, "You will regain access on 2026-08-01 at 00:00 UTC.", 0, ""},
+		{"regain access bad date", pinned, "You will regain access on 2026-02-30 at 00:00 UTC.", 0, ""},
 		{"both", pinned, "Rate limited. Please try again in 20s or after the limit resets at 2026-11-29T13:00:00Z", 20 * time.Second, "2026-11-29T13:00:00Z"},
 	} {
 		vw := newView(&Evidence{Source: SourceRPCError, Message: tt.text})

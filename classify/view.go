@@ -159,7 +159,14 @@ func (v *view) objectNodes() []map[string]any {
 		}
 	}
 	c.scanText(v.text(FieldMessage), 0)
-	c.scanText(v.text(FieldStderr), 0)
+	// Stderr line by line: stack traces and JS object dumps are full of
+	// braces that are not JSON, and must not use up the budget of the line
+	// that holds the provider's error body.
+	for _, line := range strings.Split(v.text(FieldStderr), "\n") {
+		if strings.IndexByte(line, '{') >= 0 {
+			c.scanText(line, 0)
+		}
+	}
 	v.objects = c.objects
 	return v.objects
 }

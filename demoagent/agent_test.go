@@ -1,13 +1,13 @@
 package demoagent
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
-	"context"
 )
 
 func TestInitialize(t *testing.T) {
@@ -145,14 +145,16 @@ func TestScenarioTurns(t *testing.T) {
 			"message: Error: RetriableError: [unavailable] PING timed out", "message: Here is the answer", "result end_turn"}},
 		{"codex-error", Options{Scenario: "codex-error"}, []string{"error -32603 Internal error"}},
 		{"claude-error", Options{Scenario: "claude-error"}, []string{
-			`error -32603 API Error: 529 {"error":{"message":"Overloaded","type":"overloaded_error"},"type":"error"}`}},
+			`error -32603 Internal error: API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_demo_529"}`}},
 		{"gemini-error", Options{Scenario: "gemini-error"}, []string{
-			`error -32603 {"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}],"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`}},
+			`error 429 {"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"7s"}]}}`}},
 		{"auth-error", Options{Scenario: "auth-error"}, []string{"error -32000 Authentication required"}},
 		{"auth-error claude", Options{Scenario: "auth-error", AgentName: "claude-agent-acp"}, []string{
-			`error -32603 API Error: 401 {"error":{"message":"invalid x-api-key","type":"authentication_error"},"type":"error"}`}},
+			"error -32603 Internal error: Invalid API key · Fix external API key"}},
 		{"context-overflow claude", Options{Scenario: "context-overflow", AgentName: "claude-agent-acp"}, []string{
-			`error -32603 API Error: 400 {"error":{"message":"prompt is too long: 215000 tokens \u003e 200000 maximum","type":"invalid_request_error"},"type":"error"}`}},
+			"error -32603 Internal error: Prompt is too long"}},
+		{"context-overflow gemini", Options{Scenario: "context-overflow", AgentName: "gemini-cli"}, []string{
+			`error 400 {"error":{"code":400,"message":"The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}`}},
 		{"unknown-error", Options{Scenario: "unknown-error"}, []string{"error -32603 Internal error"}},
 		{"text-then-fail", Options{Scenario: "text-then-fail"}, []string{"message: Partial answer before the failure.", "error -32603 Internal error"}},
 		{"text-then-fail cursor", Options{Scenario: "text-then-fail", AgentName: "cursor-agent"}, []string{"message: Partial answer before the failure.", "error -32603 Internal error"}},

@@ -44,10 +44,23 @@
 //   - test/mirror (request): answered {"line": base64 of the request line
 //     exactly as received, without its line terminator}.
 //
+// # Provider errors
+//
+// The error scenarios and Options.Error imitate what real adapters send
+// (docs/real-agent-errors.md): codex-acp's -32603 "Internal error" with
+// data {message, codex_error_info}; claude-agent-acp's -32603 "Internal
+// error: API Error: <status> <body>"; gemini's HTTP status as the code with
+// the API error body as the message; Cursor's "Error: RetriableError: …"
+// message chunk followed by end_turn. The shape follows the agent name
+// (cursor, codex, claude, gemini, else generic). testdata/failures.golden
+// holds every family × kind as the client sees it.
+//
 // # Lifetime
 //
-// Run returns nil at stdin EOF ("hang" and "ignore-term" stay until their
-// context ends), ctx.Err() when ctx is cancelled, and an *ExitError when a
-// script ends the process ("crash", "crash-signal"); the command turns that
-// into an exit code or a signal to itself.
+// At stdin EOF the turns in flight finish (requests to the client fail at
+// once, as no answer can come) and Run returns nil; "hang" and
+// "ignore-term" instead stay until ctx ends, as a stuck process stays until
+// it is killed. Run returns ctx.Err() when ctx is cancelled, and an
+// *ExitError when a script ends the process ("crash", "crash-signal"),
+// which the command turns into an exit code or a signal to itself.
 package demoagent

@@ -76,7 +76,7 @@ func providerFailure(family, kind string, now time.Time, resetIn time.Duration) 
 	case familyCursor:
 		return cursorFailure(kind, secs)
 	case familyCodex:
-		return codexFailure(kind, secs, resetAt)
+		return codexFailure(kind, secs)
 	case familyClaude:
 		return claudeFailure(kind, resetAt)
 	case familyGemini:
@@ -105,59 +105,63 @@ func cursorFailure(kind string, secs int64) (failure, error) {
 	case KindContextOverflow:
 		return failure{rpc: &rpcError{Code: codeInternalError, Message: "Prompt is too long: the conversation exceeds the model's context window"}}, nil
 	case KindUnknown:
-		text = "Error: the demo frobnicator returned an unexpected value"
+		return failure{rpc: &rpcError{Code: codeInternalError, Message: "the demo frobnicator returned an unexpected value"}}, nil
 	default:
 		return failure{}, unknownKind(kind)
 	}
 	return failure{chunk: text}, nil
 }
 
-// codexFailure imitates codex-acp: code -32603 "Internal error" with the
-// codex error message and codex_error_info in data.
-func codexFailure(kind string, secs int64, resetAt time.Time) (failure, error) {
+// codexFailure imitates codex-acp 0.16 (docs/real-agent-errors.md): code
+// -32603 "Internal error", data {message, codex_error_info}.
+func codexFailure(kind string, secs int64) (failure, error) {
 	type data struct {
-		Message         string `json:"message"`
-		CodexErrorInfo  any    `json:"codex_error_info,omitempty"`
-		ResetsInSeconds *int64 `json:"resets_in_seconds,omitempty"`
-		ResetsAt        *int64 `json:"resets_at,omitempty"`
+		Message        string `json:"message"`
+		CodexErrorInfo any    `json:"codex_error_info"`
 	}
+	const url = ", url: https://api.openai.com/v1/responses"
 	var d data
 	switch kind {
 	case KindTransient:
-		d = data{
-			Message:        "stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)",
-			CodexErrorInfo: map[string]any{"response_stream_disconnected": map[string]any{"http_status_code": nil}},
-		}
+		d = data{"stream disconnected before completion: Transport error: network error: error decoding response body", "other"}
 	case KindOverloaded:
-		d = data{Message: "exceeded retry limit, last status: 503 Service Unavailable",
-			CodexErrorInfo: map[string]any{"response_too_many_failed_attempts": map[string]any{"http_status_code": 503}}}
+		d = data{"Selected model is at capacity. Please try a different model.", "server_overloaded"}
 	case KindRateLimit:
-		d = data{Message: "exceeded retry limit, last status: 429 Too Many Requests",
-			CodexErrorInfo: map[string]any{"response_too_many_failed_attempts": map[string]any{"http_status_code": 429}}}
+		d = data{"exceeded retry limit, last status: 429 Too Many Requests",
+			map[string]any{"response_too_many_failed_attempts": map[string]any{"http_status_code": 429}}}
 	case KindQuota:
-		at := resetAt.Unix()
-		d = data{Message: fmt.Sprintf("You've hit your usage limit. Upgrade to Pro or try again in %ds.", secs),
-			CodexErrorInfo: "usage_limit_exceeded", ResetsInSeconds: &secs, ResetsAt: &at}
+		// Not seen through the API-key provider (429 loses its body there);
+		// this is the ChatGPT-plan usage limit, with its reset hint in text.
+		d = data{fmt.Sprintf("You've hit your usage limit. Upgrade to Pro or try again in %ds.", secs), "usage_limit_exceeded"}
 	case KindAuth:
-		d = data{Message: "unexpected status 401 Unauthorized: Incorrect API key provided: sk-demo****. You can find your API key at https://platform.openai.com/account/api-keys.",
-			CodexErrorInfo: "unauthorized"}
+		d = data{"unexpected status 401 Unauthorized: Incorrect API key provided: sk-demo-****fake. You can find your API key at https://platform.openai.com/account/api-keys." + url, "other"}
 	case KindContextOverflow:
-		d = data{Message: "Codex ran out of room in the model's context window. Start a new conversation or clear earlier history before retrying.",
-			CodexErrorInfo: "context_window_exceeded"}
+		d = data{`{"error":{"message":"Your input exceeds the context window of this model. Please adjust your input and try again.","type":"invalid_request_error","param":"input","code":"context_length_exceeded"}}`, "other"}
 	case KindUnknown:
-		d = data{Message: "the demo frobnicator returned an unexpected value", CodexErrorInfo: "other"}
+		d = data{"the demo frobnicator returned an unexpected value", "other"}
 	default:
 		return failure{}, unknownKind(kind)
 	}
 	return failure{rpc: internal(d)}, nil
 }
 
-// claudeFailure imitates claude-agent-acp: code -32603 with the Anthropic
-// API error in the message.
+// anthropicError is the Anthropic API error body, fields in wire order.
+type anthropicError struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	RequestID string `json:"request_id"`
+}
+
+// claudeFailure imitates claude-agent-acp 0.23 (docs/real-agent-errors.md):
+// code -32603, message "Internal error: " + Claude Code's text, no data.
 func claudeFailure(kind string, resetAt time.Time) (failure, error) {
 	api := func(status int, typ, msg string) string {
-		body := rawJSON(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}})
-		return fmt.Sprintf("API Error: %d %s", status, body)
+		e := anthropicError{Type: "error", RequestID: fmt.Sprintf("req_demo_%d", status)}
+		e.Error.Type, e.Error.Message = typ, msg
+		return fmt.Sprintf("API Error: %d %s", status, rawJSON(e))
 	}
 	var msg string
 	switch kind {
@@ -166,55 +170,65 @@ func claudeFailure(kind string, resetAt time.Time) (failure, error) {
 	case KindOverloaded:
 		msg = api(529, "overloaded_error", "Overloaded")
 	case KindRateLimit:
-		msg = api(429, "rate_limit_error", "This request would exceed the rate limit for your organization of 50,000 input tokens per minute.")
+		msg = api(429, "rate_limit_error", "This request would exceed the rate limit for your organization of 50 requests per minute.")
 	case KindQuota:
-		msg = fmt.Sprintf("Claude AI usage limit reached|%d", resetAt.Unix())
+		msg = api(429, "rate_limit_error", "You have reached your specified workspace API usage limits. You will regain access on "+
+			resetAt.Format("2006-01-02 at 15:04")+" UTC.")
 	case KindAuth:
-		msg = api(401, "authentication_error", "invalid x-api-key")
+		msg = "Invalid API key · Fix external API key"
 	case KindContextOverflow:
-		msg = api(400, "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum")
+		msg = "Prompt is too long"
 	case KindUnknown:
 		msg = "the demo frobnicator returned an unexpected value"
 	default:
 		return failure{}, unknownKind(kind)
 	}
-	return failure{rpc: &rpcError{Code: codeInternalError, Message: msg}}, nil
+	return failure{rpc: &rpcError{Code: codeInternalError, Message: "Internal error: " + msg}}, nil
 }
 
-// geminiFailure imitates gemini --acp: code -32603 whose message is the
-// Google API error JSON.
+// googleError is the Google API error body, fields in wire order.
+type googleError struct {
+	Error struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Status  string `json:"status"`
+		Details []any  `json:"details,omitempty"`
+	} `json:"error"`
+}
+
+// geminiFailure imitates gemini-cli 0.61 (docs/real-agent-errors.md): the
+// JSON-RPC code is the HTTP status and the message the API's error body.
+// (The real 429 arrives with a plain message; the demo keeps the body so
+// that a retryDelay can be tested.)
 func geminiFailure(kind string, secs int64) (failure, error) {
-	api := func(code int, status, msg string, details ...any) string {
-		e := map[string]any{"code": code, "message": msg, "status": status}
-		if len(details) > 0 {
-			e["details"] = details
-		}
-		return string(rawJSON(map[string]any{"error": e}))
+	api := func(code int, status, msg string, details ...any) failure {
+		var e googleError
+		e.Error.Code, e.Error.Message, e.Error.Status, e.Error.Details = code, msg, status, details
+		return failure{rpc: &rpcError{Code: code, Message: string(rawJSON(e))}}
 	}
 	retryInfo := func(s int64) any {
 		return map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": fmt.Sprintf("%ds", s)}
 	}
-	var msg string
 	switch kind {
-	case KindTransient, KindOverloaded:
-		msg = api(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+	case KindTransient:
+		return api(500, "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting"), nil
+	case KindOverloaded:
+		return api(503, "UNAVAILABLE", "The model is overloaded. Please try again later."), nil
 	case KindRateLimit:
-		msg = api(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).", retryInfo(7))
+		return api(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota).", retryInfo(7)), nil
 	case KindQuota:
-		msg = api(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota, please check your plan and billing details.",
+		return api(429, "RESOURCE_EXHAUSTED", "You exceeded your current quota, please check your plan and billing details.",
 			map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure",
 				"violations": []any{map[string]any{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier"}}},
-			retryInfo(secs))
+			retryInfo(secs)), nil
 	case KindAuth:
-		msg = api(401, "UNAUTHENTICATED", "API key not valid. Please pass a valid API key.")
+		return api(401, "UNAUTHENTICATED", "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential."), nil
 	case KindContextOverflow:
-		msg = api(400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).")
+		return api(400, "INVALID_ARGUMENT", "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."), nil
 	case KindUnknown:
-		msg = "the demo frobnicator returned an unexpected value"
-	default:
-		return failure{}, unknownKind(kind)
+		return failure{rpc: &rpcError{Code: codeInternalError, Message: "the demo frobnicator returned an unexpected value"}}, nil
 	}
-	return failure{rpc: &rpcError{Code: codeInternalError, Message: msg}}, nil
+	return failure{}, unknownKind(kind)
 }
 
 // genericFailure is an agent of no known family: -32603 with a plain data

@@ -1,10 +1,10 @@
 package demoagent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -97,6 +97,10 @@ func (t *turn) pause() error {
 	if d <= 0 || t.sent == 0 {
 		return nil
 	}
+	// What the turn wrote so far is visible during the pause.
+	if err := t.a.w.flush(); err != nil {
+		return err
+	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -161,15 +165,21 @@ func (t *turn) call(method string, params any) (*inbound, error) {
 
 // paddedMessage builds an agent_message_chunk frame of size bytes, newline
 // included, or the smallest such frame (one byte of text, about 150 bytes)
-// when size is smaller.
+// when size is smaller. The padding needs no JSON escaping, so it is
+// spliced into the encoded frame rather than encoded (a 20 MiB frame costs
+// one 20 MiB buffer).
 func paddedMessage(sessionID string, size int) []byte {
-	base := len(textLine(sessionID, updateMessageChunk, ""))
-	n := max(size-base, 1)
+	base := textLine(sessionID, updateMessageChunk, "")
+	marker := []byte(`"text":""`)
+	at := bytes.LastIndex(base, marker) + len(marker) - 1 // at the closing quote
+	n := max(size-len(base), 1)
 	const pattern = "the quick brown fox jumps over the lazy dog "
-	var b strings.Builder
-	b.Grow(n)
-	for b.Len() < n {
-		b.WriteString(pattern[:min(len(pattern), n-b.Len())])
+	out := make([]byte, 0, len(base)+n)
+	out = append(out, base[:at]...)
+	for n > 0 {
+		k := min(n, len(pattern))
+		out = append(out, pattern[:k]...)
+		n -= k
 	}
-	return textLine(sessionID, updateMessageChunk, b.String())
+	return append(out, base[at:]...)
 }

@@ -8,8 +8,6 @@ import (
 
 // JSON-RPC 2.0 error codes the agent uses.
 const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
 	codeMethodNotFound = -32601
 	codeInvalidParams  = -32602
 	codeInternalError  = -32603

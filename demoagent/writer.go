@@ -38,24 +38,6 @@ func (w *frameWriter) write(frame []byte, flush bool) error {
 	return w.err
 }
 
-// writeMany writes frames back to back under one lock acquisition, then
-// flushes.
-func (w *frameWriter) writeMany(frames ...[]byte) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return w.err
-	}
-	for _, f := range frames {
-		if _, err := w.bw.Write(f); err != nil {
-			w.err = err
-			return err
-		}
-	}
-	w.err = w.bw.Flush()
-	return w.err
-}
-
 func (w *frameWriter) flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -208,7 +208,7 @@ func TestCancelledTurnNeverRewritten(t *testing.T) {
 
 func TestAgentErrorAnnotated(t *testing.T) {
 	for _, tt := range []struct {
-		name, errObj string
+		name, errObj  string
 		wantAgentData bool
 	}{
 		{"data object gains the key", `{"code":-32603,"message":"Internal error","data":{"message":"stream disconnected before completion: error sending request"}}`, false},

@@ -339,8 +339,12 @@ func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision
 	if d.Action == policy.ActionWait {
 		next, verb = "wait_for_reset", "waiting for the provider's reset, then retrying"
 	}
-	attempt := p.attempt + 1
-	text := fmt.Sprintf("%s — %s in %s (attempt %d/%d)", humanCode(f.verdict.Code), verb, roundDur(d.Delay), attempt, p.maxRetries+1)
+	attempt := d.Attempt // the retry's ordinal; 0 for a reset wait
+	count := fmt.Sprintf("retry %d/%d", attempt, p.maxRetries)
+	if d.Action == policy.ActionWait {
+		count = "after the reset"
+	}
+	text := fmt.Sprintf("%s — %s in %s (%s)", humanCode(f.verdict.Code), verb, roundDur(d.Delay), count)
 	meta := map[string]any{"acpGuard": map[string]any{"retry": map[string]any{
 		"attempt": attempt, "maxRetries": p.maxRetries, "delayMs": d.Delay.Milliseconds(),
 		"deadline": deadline.Format(time.RFC3339), "code": f.verdict.Code, "class": string(f.verdict.Class),

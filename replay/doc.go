@@ -88,4 +88,12 @@
 // recorded counterpart left gets a -32603 error "replay: client diverged from
 // recording: expected X, got Y". The recorded exit ends Serve with the
 // recorded code (128+N for a signal N).
+//
+// Because Serve follows what the agent received, the proxy's own requests
+// (a retry's session/prompt, marked via "guard") are requests it waits for:
+// a transcript recorded while acp-guard retried is served faithfully behind
+// acp-guard with the same policy, which sends those retries again. A client
+// that waits for a response the recording shows after one of the client's
+// own later requests stalls; the served agent never answers ahead of the
+// inputs that preceded the answer in the recording.
 package replay

@@ -41,7 +41,7 @@ func Serve(ctx context.Context, events []Event, opts ServeOptions, in io.Reader,
 	inputs := make(chan input, 16)
 	stop := make(chan struct{})
 	defer close(stop)
-	go readInput(in, inputs, stop)
+	go readInput(in, MaxLineBytes, inputs, stop)
 
 	for {
 		st := s.advance()
@@ -93,7 +93,7 @@ type input struct {
 // readInput owns in: it sends each line (its own copy, without "\n") and
 // closes inputs at EOF or after a read error. It exits then, or as soon as
 // stop is closed and it is next able to send.
-func readInput(in io.Reader, inputs chan<- input, stop <-chan struct{}) {
+func readInput(in io.Reader, max int, inputs chan<- input, stop <-chan struct{}) {
 	defer close(inputs)
 	send := func(i input) bool {
 		select {
@@ -109,7 +109,7 @@ func readInput(in io.Reader, inputs chan<- input, stop <-chan struct{}) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(buf)+len(chunk) > MaxLineBytes+1 {
+			if len(buf)+len(chunk) > max+1 {
 				tooLong, buf = true, nil
 			} else {
 				buf = append(buf, chunk...)
@@ -120,7 +120,7 @@ func readInput(in io.Reader, inputs chan<- input, stop <-chan struct{}) {
 		}
 		switch {
 		case tooLong:
-			if !send(input{err: fmt.Errorf("%w (limit %d bytes): line dropped", ErrLineTooLong, MaxLineBytes)}) {
+			if !send(input{err: fmt.Errorf("%w (limit %d bytes): line dropped", ErrLineTooLong, max)}) {
 				return
 			}
 		case len(buf) > 0:
@@ -128,7 +128,7 @@ func readInput(in io.Reader, inputs chan<- input, stop <-chan struct{}) {
 			if line[len(line)-1] == '\n' {
 				line = line[:len(line)-1]
 			}
-			if !send(input{line: line}) {
+			if len(line) > 0 && !send(input{line: line}) {
 				return
 			}
 		}
@@ -368,7 +368,13 @@ func newServer(events []Event, opts ServeOptions, out, errOut io.Writer) *server
 		s.after = time.After
 	}
 	s.anchorWall = s.now()
+	s.load(events)
+	return s
+}
 
+// load turns the events into the agent's steps and links each recorded
+// response to the request it answers.
+func (s *server) load(events []Event) {
 	pending := map[string][]int{} // idKey → recorded requests not yet answered
 	sent := map[string]int{}      // idKey → agent→client requests not yet answered
 	for _, ev := range events {
@@ -416,7 +422,6 @@ func newServer(events []Event, opts ServeOptions, out, errOut io.Writer) *server
 			s.items = append(s.items, item{kind: itemExit, tMs: ev.TMs, line: ev.Line, code: exitStatus(code, ev.Signal)})
 		}
 	}
-	return s
 }
 
 func isJSON(b []byte) bool { return json.Valid(b) }

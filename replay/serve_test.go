@@ -361,3 +361,36 @@ func TestParseFrame(t *testing.T) {
 		t.Errorf("withID: got %s, want %s", got, want)
 	}
 }
+
+func TestReadInput(t *testing.T) {
+	in := "a\r\n" + strings.Repeat("x", 200<<10) + "\n\nlast"
+	inputs := make(chan input)
+	go readInput(strings.NewReader(in), 100<<10, inputs, make(chan struct{}))
+	var got []string
+	for i := range inputs {
+		if i.err != nil {
+			got = append(got, "error: "+i.err.Error())
+			continue
+		}
+		got = append(got, string(i.line))
+	}
+	want := []string{"a\r", "error: line too long (limit 102400 bytes): line dropped", "last"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestReadInputStops(t *testing.T) {
+	r, w := io.Pipe()
+	inputs := make(chan input)
+	stop := make(chan struct{})
+	exited := make(chan struct{})
+	go func() { readInput(r, MaxLineBytes, inputs, stop); close(exited) }()
+	close(stop)
+	io.WriteString(w, "{}\n") // the reader reads it, cannot send, and exits
+	<-exited
+	if _, ok := <-inputs; ok {
+		t.Error("inputs still open after readInput returned")
+	}
+	w.Close()
+}

@@ -45,8 +45,8 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		code := 127
-		if errors.Is(err, fs.ErrPermission) {
-			code = 126
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			code = 126 // as a shell says for a file it cannot execute or a directory
 		}
 		return nil, &StartError{Argv0: argv[0], ExitCode: code, Err: err}
 	}

@@ -291,17 +291,6 @@ func (g *guard) wait() int {
 	return g.status.ExitCode()
 }
 
-// maxRSS is acp-guard's peak resident set in bytes, after it exited. It
-// includes descendants it waited for (the agent).
-func (g *guard) maxRSS() int64 {
-	<-g.done
-	ru, ok := g.status.SysUsage().(*syscall.Rusage)
-	if !ok {
-		g.t.Fatalf("no rusage")
-	}
-	return ru.Maxrss << 10 // KiB on Linux
-}
-
 // waitStderr waits until acp-guard's stderr contains s and returns it all.
 func (g *guard) waitStderr(s string) string {
 	g.t.Helper()

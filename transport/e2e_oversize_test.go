@@ -32,6 +32,7 @@ func TestE2EOversizeAgentLine(t *testing.T) {
 		prefix, suffix string
 		after          []string
 		wantErrorFor   string // id of the request answered with an error; "" none
+		logLevel       string // "" info
 	}{
 		{
 			name:   "response, id before the payload",
@@ -53,11 +54,16 @@ func TestE2EOversizeAgentLine(t *testing.T) {
 		{
 			name:   "not JSON",
 			prefix: `garbage `, suffix: ``,
-			after: []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, after},
+			after:    []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, after},
+			logLevel: "warn",
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			g := startGuard(t, []string{"--max-line", strconv.Itoa(mib)}, hugeAgent(tt.prefix, huge, tt.suffix, tt.after...)...)
+			flags := []string{"--max-line", strconv.Itoa(mib)}
+			if tt.logLevel != "" {
+				flags = append(flags, "--log-level", tt.logLevel)
+			}
+			g := startGuard(t, flags, hugeAgent(tt.prefix, huge, tt.suffix, tt.after...)...)
 			g.send(request(1, "x/big", ""))
 			var msgs []rpcMsg
 			if tt.wantErrorFor != "" {
@@ -111,7 +117,7 @@ func TestE2EOversizeAgentLine(t *testing.T) {
 			if m[1] != strconv.Itoa(want) {
 				t.Errorf("logged bytes=%s, want %d", m[1], want)
 			}
-			if !strings.Contains(log, "oversize_from_agent=1") {
+			if tt.logLevel == "" && !strings.Contains(log, "oversize_from_agent=1") {
 				t.Errorf("the summary does not count one oversized line:\n%s", log)
 			}
 		})
@@ -165,13 +171,11 @@ func TestE2EOversizeMemoryBounded(t *testing.T) {
 	if code := g.wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	rss := g.maxRSS() // includes the waited-for agent (sh, head, tr)
-	t.Logf("512 MiB line through --max-line 1MiB: acp-guard VmHWM %.1f MiB, rusage maxrss %.1f MiB", float64(hwm)/mib, float64(rss)/mib)
+	// VmHWM, not rusage: Linux carries the forking process's peak (this
+	// test binary's) into the exec'd child's ru_maxrss.
+	t.Logf("512 MiB line through --max-line 1MiB: acp-guard VmHWM %.1f MiB", float64(hwm)/mib)
 	if hwm > bound {
 		t.Errorf("acp-guard VmHWM %d bytes, want < %d", hwm, bound)
-	}
-	if rss > bound {
-		t.Errorf("maxrss %d bytes, want < %d", rss, bound)
 	}
 	if log := g.allStderr(); !strings.Contains(log, "bytes="+strconv.Itoa(huge+1)) {
 		t.Errorf("the log does not name the line's size %d:\n%s", huge+1, log)

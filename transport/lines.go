@@ -35,7 +35,9 @@ type lineReader struct {
 }
 
 func newLineReader(r io.Reader, max int64) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(r, readBufSize), max: max}
+	// A buffer no larger than the cap, so that every line over the cap
+	// overflows it and goes through readLong, which enforces the cap.
+	return &lineReader{r: bufio.NewReaderSize(r, int(min(readBufSize, max))), max: max}
 }
 
 // next returns the next batch of lines. The returned slices share one

@@ -147,10 +147,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		drainStop  func() bool
 		termTimers []func() bool
 	)
-	finish := func(killGroup bool) Result {
-		if killGroup {
-			_ = ch.signalGroup(syscall.SIGKILL)
-		}
+	finish := func() Result {
+		// The agent is gone (or its output is abandoned): whatever it
+		// left running in its process group goes with it, so nothing
+		// outlives acp-guard.
+		_ = ch.signalGroup(syscall.SIGKILL)
 		for _, stop := range termTimers {
 			stop()
 		}
@@ -235,10 +236,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		l.flush()
 		if exitSeen && agentEOF && stderrEOF {
-			return finish(false), nil
+			return finish(), nil
 		}
 		if l.forceFinish {
-			return finish(true), nil
+			return finish(), nil
 		}
 	}
 }

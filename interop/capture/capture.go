@@ -68,8 +68,8 @@ func Capture(ctx context.Context, c Config) (Sidecar, error) {
 		return Sidecar{}, err
 	}
 	defer os.RemoveAll(base)
-	home, cwd := filepath.Join(base, "home"), filepath.Join(base, "work")
-	for _, d := range []string{home, cwd} {
+	home, cwd, tmpdir := filepath.Join(base, "home"), filepath.Join(base, "work"), filepath.Join(base, "tmp")
+	for _, d := range []string{home, cwd, tmpdir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return Sidecar{}, err
 		}
@@ -87,12 +87,14 @@ func Capture(ctx context.Context, c Config) (Sidecar, error) {
 	if err := checkArgv(launch.Argv); err != nil {
 		return Sidecar{}, err
 	}
+	// gemini writes error reports to os.tmpdir(): keep them in the capture.
+	launch.Env = append(launch.Env, "TMPDIR="+tmpdir)
 	norm := NewNormalizer(map[string]string{
-		home:    StableHome,
-		cwd:     StableCwd,
-		base:    "/tmp/acp-capture",
-		srv.URL: StableURL,
-		c.Cache: StableNode,
+		home:                                   StableHome,
+		cwd:                                    StableCwd,
+		base:                                   "/tmp/acp-capture",
+		srv.URL:                                StableURL,
+		c.Cache:                                StableNode,
 		strings.TrimPrefix(srv.URL, "http://"): strings.TrimPrefix(StableURL, "http://"),
 	})
 	dir := filepath.Join(c.OutDir, c.Agent.Name)

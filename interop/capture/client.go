@@ -26,14 +26,15 @@ const (
 
 // Options describe one capture run.
 type Options struct {
-	Argv       []string // agent command
-	Env        []string // complete agent environment
-	Dir        string   // agent working directory and session cwd
-	Adapter    string   // meta adapter name
-	Scenario   string   // meta scenario name
-	AuthMethod string   // when set, authenticate with this methodId before session/new
-	Prompt     string   // prompt text (default "Say hello")
-	Timeout    time.Duration
+	Argv       []string      // agent command
+	Env        []string      // complete agent environment
+	Dir        string        // agent working directory and session cwd
+	Adapter    string        // meta adapter name
+	Scenario   string        // meta scenario name
+	AuthMethod string        // when set, authenticate with this methodId before session/new
+	Prompt     string        // prompt text (default "Say hello")
+	Timeout    time.Duration // for the turn, from the session/prompt request on
+	Startup    time.Duration // until session/prompt is sent (default 3 minutes)
 	Grace      time.Duration // wait after session/cancel or stdin close before killing
 	Recorder   *Recorder
 }
@@ -120,6 +121,7 @@ type client struct {
 	rec       *Recorder
 	sessionID string
 	closed    bool
+	prompted  func() // restarts the deadline for the turn
 }
 
 func (c *client) send(v any) {
@@ -156,7 +158,12 @@ type frame struct {
 
 func (c *client) loop(ctx context.Context, pid int, lines <-chan []byte, exited <-chan *os.ProcessState) Result {
 	var res Result
-	deadline := time.NewTimer(c.o.Timeout)
+	startup := c.o.Startup
+	if startup == 0 {
+		startup = 3 * time.Minute
+	}
+	deadline := time.NewTimer(startup)
+	c.prompted = func() { deadline.Reset(c.o.Timeout) }
 	defer deadline.Stop()
 	var kill <-chan time.Time
 	finish := func() {
@@ -254,6 +261,9 @@ func (c *client) handle(f frame, res *Result) bool {
 			"sessionId": c.sessionID,
 			"prompt":    []any{map[string]any{"type": "text", "text": c.o.Prompt}},
 		})
+		if c.prompted != nil {
+			c.prompted()
+		}
 	case idPrompt:
 		var r struct {
 			StopReason string `json:"stopReason"`

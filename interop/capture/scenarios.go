@@ -19,7 +19,7 @@ type Scenario struct {
 }
 
 // DefaultTimeout bounds one capture.
-const DefaultTimeout = 60 * time.Second
+const DefaultTimeout = 90 * time.Second
 
 // MainKey is the script key of the chat requests of each API (every model:
 // a failing provider fails side requests such as titles too).
@@ -161,7 +161,7 @@ func Scenarios() map[string]Scenario {
 			"anthropic": `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
 			"gemini":    `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`,
 		})},
-		{Name: "stall", Idle: 3 * time.Second, Timeout: 45 * time.Second, Steps: func(api string) []fp.Step {
+		{Name: "stall", Idle: 3 * time.Second, Timeout: 90 * time.Second, Steps: func(api string) []fp.Step {
 			if api == "openai" {
 				// codex's idle timeout is per stream event: stall mid-stream.
 				return []fp.Step{{Times: -1, Cut: fp.CutBeforeText, Then: fp.ThenStall}}

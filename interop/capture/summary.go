@@ -2,6 +2,7 @@ package capture
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,7 +39,11 @@ func Summarize(dir, agent, scenario string) (Summary, error) {
 	s.ElapsedMs = side.Result.ElapsedMs
 	switch {
 	case side.Result.Error != nil:
-		s.Outcome = side.Result.ErrorMethod + " error " + string(side.Result.Error)
+		var buf bytes.Buffer
+		if json.Compact(&buf, side.Result.Error) != nil {
+			buf.Write(side.Result.Error)
+		}
+		s.Outcome = side.Result.ErrorMethod + " error " + buf.String()
 	default:
 		s.Outcome = "stopReason=" + side.Result.StopReason
 	}

@@ -56,7 +56,7 @@ type Server struct {
 	log  io.Writer
 	srv  *http.Server
 	ln   net.Listener
-	done chan struct{} // closed when Serve returns
+	done chan struct{}  // closed when Serve returns
 	busy sync.WaitGroup // handlers in flight; Close waits for them
 
 	mu     sync.Mutex
@@ -265,6 +265,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Status = http.StatusOK
 		writeJSON(w, req.Status, api.plain(req.Route, model, text))
 	default:
+		req.Status = http.StatusOK // stays recorded when the stream is dropped
 		req.Status = s.stream(w, r, api, model, text, step)
 	}
 }

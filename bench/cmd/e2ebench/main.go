@@ -3,7 +3,7 @@
 // through a byte-copy relay, and through acp-guard, in interleaved rounds,
 // with the ratios acp-guard / bytecopy and the targets.
 //
-//	go run ./bench/cmd/e2ebench [-rounds 3] [-workloads stream-64B,...]
+//	go run ./bench/cmd/e2ebench [-rounds 5] [-workloads stream-64B,...]
 //
 // Without -guard and -bytecopy it builds both binaries into a temporary
 // directory first.
@@ -44,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var names string
 	fs := flag.NewFlagSet("e2ebench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.rounds, "rounds", 3, "sessions per configuration and workload, interleaved")
+	fs.IntVar(&o.rounds, "rounds", 5, "sessions per configuration and workload, interleaved")
 	fs.StringVar(&names, "workloads", "", "comma-separated workload names (default: all)")
 	fs.Float64Var(&o.scale, "scale", 1, "multiply each workload's measured prompts by this")
 	fs.StringVar(&o.bins.Guard, "guard", "", "acp-guard binary (default: build it)")
@@ -127,5 +127,9 @@ func describe(w bench.Workload, o options) string {
 	if w.RoundTrip {
 		return fmt.Sprintf("`%s`: %d empty prompt round trips per session (after %d warm-up)", w.Name, prompts, w.Warmup)
 	}
-	return fmt.Sprintf("`%s`: %d notifications of %d B per prompt, %d prompts per session (after %d warm-up)", w.Name, w.Count, w.Size, prompts, w.Warmup)
+	size := fmt.Sprintf("demo-agent --size %d", w.Size)
+	if w.Size < 200 {
+		size += "; its smallest frame is about 160 B, see B/frame"
+	}
+	return fmt.Sprintf("`%s`: %d notifications per prompt (%s), %d prompts per session (after %d warm-up)", w.Name, w.Count, size, prompts, w.Warmup)
 }

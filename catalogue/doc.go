@@ -1,0 +1,57 @@
+// Package catalogue holds acp-guard's versioned classification rules as
+// data, with the fixtures that prove them, and builds classify engines
+// from them.
+//
+//	cmd → replay → transport/observers → classify ← catalogue
+//
+// The embedded catalogue is catalogue.json (version and rules) plus
+// fixtures/*.json (one JSON array of fixtures per vendor). Default returns
+// its engine; Load reads an operator-reviewed file for --catalogue FILE,
+// which must compile and pass its own fixtures before it is used.
+//
+// # File format
+//
+// A catalogue file is one JSON document (`acp-guard catalogue export`
+// prints the embedded one in this form):
+//
+//	{"version": "2026.11.29-1",
+//	 "rules": [{
+//	   "id": "anthropic.overloaded_error.v1",   // vendor.signature.vN, never reused
+//	   "tier": 1,                               // 1 structured, 2 exact signature, 3 broad
+//	   "adapter": "any",                        // or codex-acp, claude-agent-acp, gemini-cli, cursor-acp
+//	   "sources": ["rpc_error", "stderr", "exit", "http"],
+//	   "match": {                               // all present conditions must hold
+//	     "rpcCode": -32603,                     // JSON-RPC error code
+//	     "httpStatus": [529],                   // Evidence.httpStatus is one of
+//	     "fields": [                            // all within one JSON object of the data or an embedded body
+//	       {"path": "type", "values": ["error"]},
+//	       {"path": "error.type", "values": ["overloaded_error"]},
+//	       {"path": "error.message", "regex": "(?i)overloaded"},
+//	       {"path": "codex_error_info|codexErrorInfo"}          // alternatives; no values: must exist
+//	     ],
+//	     "prefix": {"prefix": "Error: RetriableError:", "maxSuffixBytes": 256},
+//	     "literal": "overloaded",               // case-insensitive prefilter for regex
+//	     "regex": "(?i)\\bAPI Error: 529\\b",   // RE2
+//	     "in": ["message", "data", "stderr"]    // text the regex, literal and vetoes read (default all)
+//	   },
+//	   "veto": ["(?i)context canceled"],        // RE2; any hit cancels the rule
+//	   "code": "provider_overloaded",           // the class follows from the code
+//	   "confidence": "high",                    // high | medium
+//	   "scope": "provider",                     // provider | account | model | request | agent | network
+//	   "timing": ["headers", "json", "text"],   // extractors, in order; also "claude_epoch"
+//	   "note": "where the signature comes from"}],
+//	 "fixtures": [{
+//	   "name": "anthropic.overloaded_error.v1 +1",
+//	   "rule": "anthropic.overloaded_error.v1",
+//	   "match": true,                           // false: the rule must not match
+//	   "code": "unclassified",                  // optional: the verdict's code must be this
+//	   "now": "2026-11-29T12:00:00Z",           // optional pinned clock (this is the default)
+//	   "evidence": {"source": "http", "httpStatus": 529, "data": {…}},
+//	   "retryAfterMs": 20000,                   // optional timing expectations
+//	   "resetAt": "2026-11-29T12:00:30Z",
+//	   "transcript": "testdata/transcripts/real/claude/overloaded.jsonl"}]}
+//
+// A positive fixture passes when its rule classifies it and no other rule
+// of the same tier matches it (the collision test); a negative one when its
+// rule does not match it. See docs/CATALOGUE.md for adding a rule.
+package catalogue

@@ -1,0 +1,190 @@
+package catalogue
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/acp-guard/acp-guard/classify"
+)
+
+// realExpect is what each captured failure must classify as, by
+// "agent/scenario" or, failing that, by scenario. codex-acp hides the
+// provider's 429 body behind its retry loop, so its quota and billing
+// failures can only be seen as rate limits.
+var realExpect = map[string]string{
+	"bad_gateway_502":        classify.CodeProviderUnavailable,
+	"billing":                classify.CodeQuotaLimited,
+	"codex/billing":          classify.CodeRateLimited,
+	"gemini/billing":         classify.CodeSubscriptionRequired,
+	"context_overflow":       classify.CodeContextOverflow,
+	"drop_after_text":        classify.CodeAgentTransportLost,
+	"drop_before_text":       classify.CodeAgentTransportLost,
+	"forbidden_403":          classify.CodeAuthRequired,
+	"codex/forbidden_403":    classify.CodeProviderNotConfigured,
+	"model_not_found_404":    classify.CodeModelUnavailable,
+	"overloaded":             classify.CodeProviderOverloaded,
+	"quota":                  classify.CodeQuotaLimited,
+	"codex/quota":            classify.CodeRateLimited,
+	"rate_limit":             classify.CodeRateLimited,
+	"rate_limit_retry_after": classify.CodeRateLimited,
+	"server_error_500":       classify.CodeProviderUnavailable,
+	"unavailable_503":        classify.CodeProviderUnavailable,
+	"stall":                  classify.CodeAgentTransportLost,
+	"stream_error":           classify.CodeAgentTransportLost,
+	"text_then_error":        classify.CodeAgentTransportLost,
+	"unauthorized_401":       classify.CodeAuthRequired,
+	"api_key_invalid_400":    classify.CodeAuthRequired,
+}
+
+type transcriptEvent struct {
+	Dir     string          `json:"dir"`
+	Msg     json.RawMessage `json:"msg"`
+	Adapter string          `json:"adapter"`
+}
+
+type rpcFrame struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		Update struct {
+			SessionUpdate string `json:"sessionUpdate"`
+			Content       struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"update"`
+	} `json:"params"`
+	Error *struct {
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+	Result json.RawMessage `json:"result"`
+}
+
+// turn is one session/prompt turn of a transcript as the relay sees it.
+type turn struct {
+	adapter string
+	err     *classify.Evidence // nil when the prompt returned a result
+	chunks  []string
+}
+
+func readTurns(t *testing.T, path string) []turn {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var turns []turn
+	adapter := ""
+	prompts := map[string]bool{}
+	var cur *turn
+	var stderr []string
+	for sc.Scan() {
+		var ev transcriptEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		switch ev.Dir {
+		case "meta":
+			adapter = ev.Adapter
+		case "stderr":
+			var line string
+			json.Unmarshal(ev.Msg, &line)
+			stderr = append(stderr, classify.StripANSI(line))
+		case "c2a", "a2c":
+			var fr rpcFrame
+			if json.Unmarshal(ev.Msg, &fr) != nil {
+				continue
+			}
+			if ev.Dir == "c2a" && fr.Method == "session/prompt" {
+				prompts[string(fr.ID)] = true
+				cur = &turn{adapter: adapter}
+				stderr = nil
+				continue
+			}
+			if cur == nil || ev.Dir != "a2c" {
+				continue
+			}
+			if fr.Method == "session/update" && fr.Params.Update.SessionUpdate == "agent_message_chunk" {
+				cur.chunks = append(cur.chunks, fr.Params.Update.Content.Text)
+			}
+			if fr.Method == "" && prompts[string(fr.ID)] {
+				if fr.Error != nil {
+					code := fr.Error.Code
+					cur.err = &classify.Evidence{Source: classify.SourceRPCError, Adapter: adapter, RPCCode: &code,
+						Message: fr.Error.Message, Data: fr.Error.Data, Stderr: stderr, Now: classify.DefaultFixtureNow}
+				}
+				turns = append(turns, *cur)
+				cur = nil
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return turns
+}
+
+// TestRealAgentCaptures classifies every failed turn captured from the real
+// agents (with the turn's stderr, as the relay sees it) and checks that
+// successful turns' text never classifies.
+func TestRealAgentCaptures(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/transcripts/real/*/*.jsonl")
+	if len(files) == 0 {
+		t.Skip("no real-agent captures in testdata/transcripts/real")
+	}
+	e := Default()
+	failed, classified, passed := 0, 0, 0
+	codes := map[string]int{}
+	for _, path := range files {
+		key := strings.TrimSuffix(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), ".jsonl")
+		scenario := key[strings.IndexByte(key, '/')+1:]
+		for _, tr := range readTurns(t, path) {
+			for _, c := range tr.chunks {
+				ev := classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter, Message: c, Now: classify.DefaultFixtureNow}
+				if v := e.Classify(ev); v.Code != classify.CodeUnclassified {
+					t.Errorf("%s: assistant text %q classified as %s by %s", key, c, v.Code, v.Rule)
+				}
+			}
+			if tr.err == nil {
+				passed++
+				continue
+			}
+			failed++
+			v := e.Classify(*tr.err)
+			want, ok := realExpect[key]
+			if !ok {
+				want, ok = realExpect[scenario]
+			}
+			switch {
+			case ok && v.Code != want:
+				t.Errorf("%s: got %s (rule %q, reason %q, conflicts %v), want %s", key, v.Code, v.Rule, v.Reason, v.Conflicts, want)
+			case !ok && v.Code == classify.CodeUnclassified:
+				t.Errorf("%s: captured failure is unclassified (%q); add a rule and a fixture", key, v.SafeExcerpt)
+			}
+			if v.Code != classify.CodeUnclassified {
+				classified++
+			}
+			codes[v.Code]++
+			if len(v.SafeExcerpt) > classify.MaxExcerpt {
+				t.Errorf("%s: excerpt of %d bytes", key, len(v.SafeExcerpt))
+			}
+		}
+	}
+	var summary []string
+	for c, n := range codes {
+		summary = append(summary, c+"="+strconv.Itoa(n))
+	}
+	sort.Strings(summary)
+	t.Logf("real captures: %d files, %d failed turns (%d classified), %d passed turns untouched; %s",
+		len(files), failed, classified, passed, strings.Join(summary, " "))
+}

@@ -1,0 +1,54 @@
+// Package classify turns evidence of a provider failure into a
+// deterministic verdict: a stable semantic code, its class (transient,
+// hard, request or unclassified), confidence, scope, the rule that decided,
+// the catalogue version, validated timing hints and a sanitized excerpt.
+//
+// It is pure: no I/O and no clock. The time against which timing hints are
+// validated comes in Evidence.Now. Imports point one way:
+//
+//	cmd → replay → transport/observers → classify ← catalogue
+//
+// classify imports neither transport, catalogue nor replay.
+//
+// # Engine
+//
+// Compile validates a Catalogue (rule IDs vendor.signature.vN and unique,
+// codes from the fixed registry of codes.go, known adapters and sources, RE2
+// regular expressions, at least one positive and one negative fixture per
+// rule, every rule reachable) and returns an Engine. Engine.Classify
+// evaluates rules in tiers — 1 structured metadata, 2 exact signatures,
+// 3 broad patterns — and the first tier with a matching rule decides: its
+// first rule wins, unless rules of that tier disagree on the code, in which
+// case the evidence is conflicting and the verdict is unclassified. Stale
+// evidence and evidence no rule matches are unclassified too; unclassified
+// never authorizes recovery. Input is bounded: at most MaxScanBytes of each
+// text field (the most recent stderr), a few embedded JSON documents.
+//
+// A rule applies only to its adapter ("any" for all) and to its evidence
+// sources, and all its conditions must hold: JSON-RPC code, HTTP status,
+// field matches inside one JSON object of the data or of a JSON body
+// embedded in the text, a control-chunk prefix, an RE2 regex behind a
+// literal prefilter; any veto regex cancels it. Agent prose is never
+// evidence: only the Cursor control-chunk rule reads assistant text.
+//
+// # Timing hints
+//
+// timing.go reads Retry-After (delta-seconds, IMF-fixdate, RFC 850,
+// asctime), retry-after-ms, OpenAI x-ratelimit-reset-* durations ("6m0s"),
+// x-ratelimit-reset epochs, anthropic-ratelimit-*-reset times, Google
+// RetryInfo retryDelay, codex resets_at / resets_in_seconds, and prose
+// ("try again in 20s", "Please retry in 3.5s", "try again at 5:40 PM",
+// "resets 11:10am (Europe/Helsinki)", "regain access on 2026-08-01 at
+// 00:00 UTC", RFC 3339). A hint is kept only when it lies strictly after
+// Now and at most MaxHint (30 days) later: past, unparseable, negative or
+// absurd hints are dropped, never read as "now". Clock times without a
+// date mean their next occurrence, in the named IANA zone (tzdata is
+// embedded) or else UTC.
+//
+// # Sanitizing
+//
+// Redact removes secrets from text without bounding it (for transcripts
+// and logs); Sanitize additionally strips ANSI escapes and control
+// characters and cuts to MaxExcerpt bytes of valid UTF-8, redacting first.
+// Both run in linear time.
+package classify

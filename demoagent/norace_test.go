@@ -1,0 +1,5 @@
+//go:build !race
+
+package demoagent
+
+const raceEnabled = false

@@ -1,0 +1,262 @@
+package transport
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// chunkReader hands out its chunks one Read at a time, then err (io.EOF
+// if nil).
+type chunkReader struct {
+	chunks []string
+	err    error
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		if c.err != nil {
+			return 0, c.err
+		}
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	c.chunks[0] = c.chunks[0][n:]
+	if c.chunks[0] == "" {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// batches reads lr to the end and returns each batch's lines as strings
+// (oversized lines as "<oversize N>") and the final error.
+func batches(lr *lineReader) ([][]string, error) {
+	var out [][]string
+	for {
+		lines, err := lr.next()
+		if len(lines) > 0 {
+			var b []string
+			for _, l := range lines {
+				if l.Oversize > 0 {
+					b = append(b, fmt.Sprintf("<oversize %d>", l.Oversize))
+				} else {
+					b = append(b, string(l.Bytes))
+				}
+			}
+			out = append(out, b)
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
+func TestLineReaderBatches(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		chunks []string
+		want   [][]string
+	}{
+		{
+			name:   "all buffered lines in one batch",
+			chunks: []string{"a\nb\r\n\n\r\nc\n"},
+			want:   [][]string{{"a\n", "b\r\n", "\n", "\r\n", "c\n"}},
+		},
+		{
+			name:   "one batch per read",
+			chunks: []string{"x\ny\n", "z\n"},
+			want:   [][]string{{"x\n", "y\n"}, {"z\n"}},
+		},
+		{
+			name:   "a line split across reads",
+			chunks: []string{"x\n{\"a\":", "1}\r\n"},
+			want:   [][]string{{"x\n", "{\"a\":1}\r\n"}},
+		},
+		{
+			name:   "final line without terminator",
+			chunks: []string{"a\nlast"},
+			want:   [][]string{{"a\n", "last"}},
+		},
+		{
+			name:   "final lone CR",
+			chunks: []string{"a\n\r"},
+			want:   [][]string{{"a\n", "\r"}},
+		},
+		{
+			name:   "nothing",
+			chunks: nil,
+			want:   nil,
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := batches(newLineReader(&chunkReader{chunks: tt.chunks}, 1<<20))
+			if !errors.Is(err, io.EOF) {
+				t.Errorf("got error %v, want io.EOF", err)
+			}
+			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tt.want) {
+				t.Errorf("got batches %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestLineReaderReadError(t *testing.T) {
+	boom := errors.New("boom")
+	got, err := batches(newLineReader(&chunkReader{chunks: []string{"a\npart"}, err: boom}, 1<<20))
+	if !errors.Is(err, boom) {
+		t.Errorf("got error %v, want %v", err, boom)
+	}
+	if want := [][]string{{"a\n", "part"}}; fmt.Sprintf("%q", got) != fmt.Sprintf("%q", want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestLineReaderBatchTarget: a long run of buffered small lines is cut
+// into batches of about batchTarget bytes, and nothing is lost.
+func TestLineReaderBatchTarget(t *testing.T) {
+	var in bytes.Buffer
+	for i := range 100000 {
+		fmt.Fprintf(&in, "line %07d\n", i) // 13 bytes
+	}
+	lr := newLineReader(bytes.NewReader(in.Bytes()), 64<<20)
+	var all bytes.Buffer
+	nBatches := 0
+	for {
+		lines, err := lr.next()
+		size := 0
+		for _, l := range lines {
+			size += len(l.Bytes)
+			all.Write(l.Bytes)
+		}
+		if len(lines) > 0 {
+			nBatches++
+			if size > batchTarget+13 {
+				t.Errorf("batch of %d bytes, want at most %d", size, batchTarget+13)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if !bytes.Equal(all.Bytes(), in.Bytes()) {
+		t.Errorf("lines do not add up to the input")
+	}
+	if least := in.Len() / (batchTarget + 13); nBatches < least || nBatches > in.Len()/batchTarget*4 {
+		t.Errorf("%d batches for %d bytes", nBatches, in.Len())
+	}
+}
+
+// TestLineReaderLongLines: lines longer than the read buffer but within the
+// cap come out whole and in order with their neighbours.
+func TestLineReaderLongLines(t *testing.T) {
+	long := `{"s":"` + strings.Repeat("é", 300<<10) + `"}` + "\r\n"
+	in := "a\n" + long + "b\n" + long
+	got, err := batches(newLineReader(&chunkReader{chunks: []string{in}}, 4<<20))
+	if !errors.Is(err, io.EOF) {
+		t.Errorf("got error %v", err)
+	}
+	var flat []string
+	for _, b := range got {
+		flat = append(flat, b...)
+	}
+	if want := []string{"a\n", long, "b\n", long}; strings.Join(flat, "|") != strings.Join(want, "|") {
+		t.Errorf("got %d lines (%d bytes), want 4 lines (%d bytes)", len(flat), len(strings.Join(flat, "")), len(in))
+	}
+}
+
+// TestLineReaderCap: the cap counts the line's bytes with its terminator;
+// a longer line is discarded up to its newline and the next line follows.
+// It holds for caps below the read buffer's size too.
+func TestLineReaderCap(t *testing.T) {
+	for _, max := range []int64{1024, 1 << 20} {
+		for _, tt := range []struct {
+			size int // bytes before "\n"
+			over bool
+		}{
+			{int(max) - 1, false},
+			{int(max), true},
+			{int(max) + 1, true},
+			{3 * int(max), true},
+		} {
+			t.Run(fmt.Sprintf("max %d, line %d+1", max, tt.size), func(t *testing.T) {
+				in := "a\n" + strings.Repeat("x", tt.size) + "\nnext\n"
+				got, err := batches(newLineReader(&chunkReader{chunks: []string{in}}, max))
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("got error %v", err)
+				}
+				var flat []string
+				for _, b := range got {
+					flat = append(flat, b...)
+				}
+				want := []string{"a\n", strings.Repeat("x", tt.size) + "\n", "next\n"}
+				if tt.over {
+					want[1] = fmt.Sprintf("<oversize %d>", tt.size+1)
+				}
+				if strings.Join(flat, "|") != strings.Join(want, "|") {
+					t.Errorf("got %.80q…, want %.80q…", flat, want)
+				}
+			})
+		}
+	}
+}
+
+// TestLineReaderOversizeHeadTail: a discarded line keeps a bounded head
+// and tail, from which its id is recovered.
+func TestLineReaderOversizeHeadTail(t *testing.T) {
+	const max = 1 << 20
+	blob := strings.Repeat("z", 3*max)
+	for _, tt := range []struct {
+		name   string
+		line   string
+		wantID string // "" none
+	}{
+		{"id first", `{"jsonrpc":"2.0","id":42,"result":{"s":"` + blob + `"}}` + "\n", "42"},
+		{"string id first", `{"id":"a\"b","jsonrpc":"2.0","result":"` + blob + `"}` + "\n", `"a\"b"`},
+		{"id last", `{"jsonrpc":"2.0","result":{"s":"` + blob + `"},"id":7}` + "\r\n", "7"},
+		{"string id last", `{"jsonrpc":"2.0","result":"` + blob + `","id" : "x-1" }` + "\n", `"x-1"`},
+		{"notification", `{"jsonrpc":"2.0","method":"session/update","params":{"s":"` + blob + `"}}` + "\n", ""},
+		{"nested id only", `{"jsonrpc":"2.0","method":"m","params":{"s":"` + blob + `","id":5},"x":1}` + "\n", ""},
+		{"not JSON", blob + "\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lr := newLineReader(&chunkReader{chunks: []string{tt.line, "after\n"}}, max)
+			lines, err := lr.next()
+			if err != nil || len(lines) != 1 {
+				t.Fatalf("got %d lines, err %v; want 1 line", len(lines), err)
+			}
+			l := lines[0]
+			if l.Oversize != int64(len(tt.line)) || l.Bytes != nil {
+				t.Errorf("got Oversize %d with %d bytes, want %d with none", l.Oversize, len(l.Bytes), len(tt.line))
+			}
+			if len(l.Head) != headKeep || string(l.Head) != tt.line[:headKeep] {
+				t.Errorf("head is not the first %d bytes", headKeep)
+			}
+			if len(l.Tail) != tailKeep || string(l.Tail) != tt.line[len(tt.line)-tailKeep:] {
+				t.Errorf("tail is not the last %d bytes", tailKeep)
+			}
+			if got := string(oversizeID(l)); got != tt.wantID {
+				t.Errorf("oversizeID = %q, want %q", got, tt.wantID)
+			}
+			rest, err := batches(lr)
+			if !errors.Is(err, io.EOF) || fmt.Sprint(rest) != "[[after\n]]" {
+				t.Errorf("after the long line got %q, %v", rest, err)
+			}
+		})
+	}
+}
+
+func TestKeepTail(t *testing.T) {
+	var tail []byte
+	var all []byte
+	for i := range 3000 {
+		chunk := []byte(fmt.Sprintf("<%d>", i))
+		all = append(all, chunk...)
+		tail = keepTail(tail, chunk)
+	}
+	if want := all[len(all)-tailKeep:]; !bytes.Equal(tail, want) {
+		t.Errorf("tail %q…, want %q…", tail[:20], want[:20])
+	}
+}
