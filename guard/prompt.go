@@ -100,7 +100,9 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, fromProxy b
 		ev.Data = json.RawMessage(d)
 	}
 	v := g.classify(ev)
-	return g.fail(c, p, &failure{verdict: v, source: classify.SourceRPCError, msg: m, turn: t}, fromProxy)
+	// The relay reuses m and its buffer: keep a copy of the frame.
+	own := transport.ParseMsg(append([]byte(nil), m.Line...))
+	return g.fail(c, p, &failure{verdict: v, source: classify.SourceRPCError, msg: &own, turn: t}, fromProxy)
 }
 
 // succeed answers the client with a successful attempt. The client's own

@@ -7,11 +7,43 @@ import (
 	"time"
 )
 
-// chunk builds session/update params for a text chunk.
+// chunk builds session/update params for a text chunk, fields in the
+// order agents write them (the fast path).
 func chunk(session, kind, text string) []byte {
+	tj, _ := json.Marshal(text)
+	sj, _ := json.Marshal(session)
+	return []byte(`{"sessionId":` + string(sj) + `,"update":{"sessionUpdate":"` + kind + `","content":{"type":"text","text":` + string(tj) + `}}}`)
+}
+
+// sortedChunk builds the same params with keys sorted (encoding/json's
+// order: the general path).
+func sortedChunk(session, kind, text string) []byte {
 	b, _ := json.Marshal(map[string]any{"sessionId": session, "update": map[string]any{
 		"sessionUpdate": kind, "content": map[string]any{"type": "text", "text": text}}})
 	return b
+}
+
+func TestParseUpdateLayoutsAgree(t *testing.T) {
+	for _, kind := range []string{"agent_message_chunk", "agent_thought_chunk", "tool_call", "user_message_chunk"} {
+		for _, text := range []string{"", " ", "hello", "Error: RetriableError: x", "quote \" inside", "\u00e9"} {
+			fast, ok1 := ParseUpdate(chunk("s-1", kind, text))
+			slow, ok2 := ParseUpdate(sortedChunk("s-1", kind, text))
+			if !ok1 || !ok2 || fast.Kind != slow.Kind || string(fast.SessionRaw) != string(slow.SessionRaw) {
+				t.Errorf("%s %q: fast %+v/%v slow %+v/%v", kind, text, fast, ok1, slow, ok2)
+			}
+			if (fast.TextRaw == nil) != (slow.TextRaw == nil) {
+				t.Errorf("%s %q: text found fast=%v slow=%v", kind, text, fast.TextRaw != nil, slow.TextRaw != nil)
+			}
+			if fast.TextRaw != nil && RawBlank(fast.TextRaw) != RawBlank(slow.TextRaw) {
+				t.Errorf("%s %q: blank fast=%v slow=%v", kind, text, RawBlank(fast.TextRaw), RawBlank(slow.TextRaw))
+			}
+		}
+	}
+	// An escaped session id takes the general path and still resolves.
+	u, ok := ParseUpdate([]byte(`{"sessionId":"a\u0062","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}`))
+	if !ok || u.Kind != UpdateMessage {
+		t.Errorf("escaped id: %+v %v", u, ok)
+	}
 }
 
 func toolCall(session, kind string) []byte {
@@ -202,7 +234,8 @@ func TestIdentityOrder(t *testing.T) {
 func BenchmarkObserveNonMatchingChunk(b *testing.B) {
 	tr := NewTracker(AdapterCursor, DefaultSignatures)
 	tr.Start("sess-1", time.Time{})
-	params := chunk("sess-1", "agent_message_chunk", "Here is some ordinary assistant text for the user.")
+	// Field order as agents write it: the kind before the content.
+	params := []byte(`{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Here is some ordinary assistant text for the user."}}}`)
 	b.ReportAllocs()
 	for b.Loop() {
 		u, _ := ParseUpdate(params)
@@ -210,10 +243,12 @@ func BenchmarkObserveNonMatchingChunk(b *testing.B) {
 	}
 }
 
-func BenchmarkObserveOtherAdapter64KiB(b *testing.B) {
+// BenchmarkObserveSortedKeys64KiB takes the general path (content before
+// the kind) on a 64 KiB chunk.
+func BenchmarkObserveSortedKeys64KiB(b *testing.B) {
 	tr := NewTracker(AdapterCodex, DefaultSignatures)
 	tr.Start("sess-1", time.Time{})
-	params := chunk("sess-1", "agent_message_chunk", strings.Repeat("lorem ipsum ", 64<<10/12))
+	params := sortedChunk("sess-1", "agent_message_chunk", strings.Repeat("lorem ipsum ", 64<<10/12))
 	b.ReportAllocs()
 	b.SetBytes(int64(len(params)))
 	for b.Loop() {

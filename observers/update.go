@@ -15,38 +15,85 @@ type SessionUpdate struct {
 
 // ParseUpdate locates the fields of a session/update's params.
 func ParseUpdate(params []byte) (SessionUpdate, bool) {
+	if u, ok := parseUpdateFast(params); ok {
+		return u, true
+	}
 	var u SessionUpdate
-	u.SessionRaw = jsonscan.Value(jsonscan.Seek(params, "sessionId"))
-	upd := jsonscan.Seek(params, "update")
+	var upd []byte
+	c := jsonscan.NewCursor(params)
+	for key, ok := c.Next(); ok && (u.SessionRaw == nil || upd == nil); key, ok = c.Next() {
+		switch string(key) {
+		case "sessionId":
+			u.SessionRaw = c.Value()
+		case "update":
+			upd = c.Rest()
+			if u.SessionRaw == nil {
+				// Unusual order: the update must be skipped to find the id.
+				upd = c.Value()
+			}
+		}
+	}
 	if u.SessionRaw == nil || upd == nil {
 		return u, false
 	}
-	switch string(jsonscan.Value(jsonscan.Seek(upd, "sessionUpdate"))) {
-	case `"agent_message_chunk"`:
-		u.Kind = UpdateMessage
-	case `"agent_thought_chunk"`:
-		u.Kind = UpdateThought
-	case `"tool_call"`:
-		u.Kind = UpdateToolCall
-	case `"tool_call_update"`:
-		u.Kind = UpdateToolCallUpdate
-	case `"plan"`:
-		u.Kind = UpdatePlan
-	default:
-		u.Kind = UpdateOther
+	var content []byte
+	c = jsonscan.NewCursor(upd)
+	for key, ok := c.Next(); ok; key, ok = c.Next() {
+		switch string(key) {
+		case "sessionUpdate":
+			switch string(c.Value()) {
+			case `"agent_message_chunk"`:
+				u.Kind = UpdateMessage
+			case `"agent_thought_chunk"`:
+				u.Kind = UpdateThought
+			case `"tool_call"`:
+				u.Kind = UpdateToolCall
+			case `"tool_call_update"`:
+				u.Kind = UpdateToolCallUpdate
+			case `"plan"`:
+				u.Kind = UpdatePlan
+			default:
+				u.Kind = UpdateOther
+			}
+			if u.Kind != UpdateMessage && u.Kind != UpdateThought {
+				return u, true
+			}
+			if content != nil {
+				break
+			}
+			continue
+		case "content":
+			content = c.Rest()
+			if u.Kind != UpdateOther {
+				break
+			}
+			content = c.Value() // the kind comes later: keep the value
+			continue
+		default:
+			continue
+		}
+		break
 	}
-	if u.Kind == UpdateMessage || u.Kind == UpdateThought {
-		u.TextRaw = jsonscan.Value(jsonscan.Seek(jsonscan.Seek(upd, "content"), "text"))
+	if content != nil {
+		c = jsonscan.NewCursor(content)
+		for key, ok := c.Next(); ok; key, ok = c.Next() {
+			if string(key) == "text" {
+				u.TextRaw = c.Rest() // starts at the string; cut on demand
+				break
+			}
+		}
 	}
 	return u, true
 }
 
-// rawInner returns the bytes between the quotes of a raw JSON string.
+// rawInner returns the bytes after the opening quote of a raw JSON string
+// (possibly running past its closing quote: callers stop at an unescaped
+// quote themselves).
 func rawInner(raw []byte) []byte {
 	if len(raw) < 2 || raw[0] != '"' {
 		return nil
 	}
-	return raw[1 : len(raw)-1]
+	return raw[1:]
 }
 
 // RawBlank reports whether a raw JSON string holds only whitespace (ASCII
@@ -56,6 +103,8 @@ func RawBlank(raw []byte) bool {
 	for i := 0; i < len(in); i++ {
 		switch in[i] {
 		case ' ', '\t':
+		case '"':
+			return true // the closing quote: only whitespace before it
 		case '\\':
 			if i+1 < len(in) && (in[i+1] == 'n' || in[i+1] == 'r' || in[i+1] == 't') {
 				i++
@@ -87,6 +136,9 @@ func mayStartWithFold(raw []byte, prefix string) bool {
 		}
 		break
 	}
+	if i < len(in) && in[i] == '"' {
+		return false // blank
+	}
 	if i < len(in) && (in[i] >= 0x80 || in[i] == '\\') {
 		return true // unusual leading bytes: let the full check decide
 	}
@@ -99,7 +151,7 @@ func mayStartWithFold(raw []byte, prefix string) bool {
 		if a == '\\' {
 			return true
 		}
-		if lower(a) != lower(b) {
+		if a == '"' || lower(a) != lower(b) {
 			return false
 		}
 	}
@@ -128,7 +180,7 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 		if u.Kind == UpdateMessage && nonEmpty && !t.Returned {
 			for i := range tr.Signatures {
 				if tr.Signatures[i].Adapter == tr.Adapter && mayStartWithFold(u.TextRaw, tr.Signatures[i].Prefix) {
-					text, complete, _ = jsonscan.StringPrefix(u.TextRaw, WindowBytes)
+					text, complete, _ = jsonscan.StringPrefix(jsonscan.Value(u.TextRaw), WindowBytes)
 					break
 				}
 			}
@@ -142,7 +194,10 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 // activeRaw finds the active turn by a raw JSON session id without
 // allocating in the common (unescaped) case.
 func (tr *Tracker) activeRaw(raw []byte) *Turn {
-	in := rawInner(raw)
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	}
+	in := raw[1 : len(raw)-1]
 	var s *session
 	if bytesHasBackslash(in) {
 		id, _ := jsonscan.String(raw)
@@ -163,4 +218,71 @@ func bytesHasBackslash(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// The layout agents write for streamed chunks, compared as bytes before
+// falling back to walking the object.
+const (
+	fastSession = `{"sessionId":"`
+	fastUpdate  = `","update":{"sessionUpdate":"`
+	fastContent = `","content":{"type":"text","text":"`
+)
+
+func parseUpdateFast(params []byte) (SessionUpdate, bool) {
+	var u SessionUpdate
+	if len(params) < len(fastSession) || string(params[:len(fastSession)]) != fastSession {
+		return u, false
+	}
+	rest := params[len(fastSession)-1:] // from the id's opening quote
+	q := indexQuote(rest[1:])
+	if q < 0 {
+		return u, false
+	}
+	u.SessionRaw = rest[:q+2]
+	rest = rest[q+1:] // at the id's closing quote
+	if len(rest) < len(fastUpdate) || string(rest[:len(fastUpdate)]) != fastUpdate {
+		return u, false
+	}
+	rest = rest[len(fastUpdate):]
+	q = indexQuote(rest)
+	if q < 0 {
+		return u, false
+	}
+	switch string(rest[:q]) {
+	case "agent_message_chunk":
+		u.Kind = UpdateMessage
+	case "agent_thought_chunk":
+		u.Kind = UpdateThought
+	case "tool_call":
+		u.Kind = UpdateToolCall
+	case "tool_call_update":
+		u.Kind = UpdateToolCallUpdate
+	case "plan":
+		u.Kind = UpdatePlan
+	default:
+		u.Kind = UpdateOther
+	}
+	if u.Kind != UpdateMessage && u.Kind != UpdateThought {
+		return u, true
+	}
+	rest = rest[q:]
+	if len(rest) < len(fastContent) || string(rest[:len(fastContent)]) != fastContent {
+		return SessionUpdate{}, false
+	}
+	u.TextRaw = rest[len(fastContent)-1:] // from the text's opening quote
+	return u, true
+}
+
+// indexQuote finds the first quote in a short string without escapes; an
+// escape sends the caller to the general path.
+func indexQuote(b []byte) int {
+	for i, c := range b {
+		switch c {
+		case '"':
+			return i
+		case '\\':
+			return -1
+		}
+	}
+	return -1
 }

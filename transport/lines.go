@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 )
 
 // Line is one frame as it came off a stream: the exact bytes including the
@@ -40,49 +41,59 @@ func newLineReader(r io.Reader, max int64) *lineReader {
 	return &lineReader{r: bufio.NewReaderSize(r, int(min(readBufSize, max))), max: max}
 }
 
-// next returns the next batch of lines. The returned slices share one
-// backing array that the caller owns. At end of input it returns the lines
-// it has together with the error (io.EOF or the read error).
-func (lr *lineReader) next() ([]Line, error) {
-	var (
-		buf   []byte
-		ends  []int
-		lines []Line
-	)
-	flush := func() {
-		start := 0
-		for _, e := range ends {
-			lines = append(lines, Line{Bytes: buf[start:e:e]})
-			start = e
-		}
-		ends = ends[:0]
+// batch is a set of lines read together. Its buffer is pooled: the loop
+// hands it back (release) once every frame in it has been written, so a
+// steady stream of small frames allocates nothing per frame.
+type batch struct {
+	buf   []byte
+	lines []Line
+}
+
+var batchPool = sync.Pool{New: func() any {
+	// batchTarget plus one full read buffer: appending a chunk to a buffer
+	// holding less than batchTarget never reallocates, so the lines'
+	// slices stay valid.
+	return &batch{buf: make([]byte, 0, batchTarget+readBufSize), lines: make([]Line, 0, 512)}
+}}
+
+// release returns the batch to the pool. Nothing may use its lines after.
+func (b *batch) release() {
+	if b == nil {
+		return
+	}
+	clear(b.lines) // drop references to long lines
+	b.lines = b.lines[:0]
+	b.buf = b.buf[:0]
+	batchPool.Put(b)
+}
+
+// next returns the next batch of lines. At end of input it returns the
+// lines it has together with the error (io.EOF or the read error).
+func (lr *lineReader) next() (*batch, error) {
+	b := batchPool.Get().(*batch)
+	add := func(chunk []byte) {
+		start := len(b.buf)
+		b.buf = append(b.buf, chunk...)
+		b.lines = append(b.lines, Line{Bytes: b.buf[start:len(b.buf)]})
 	}
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
 		switch {
 		case err == nil:
-			buf = append(buf, chunk...)
-			ends = append(ends, len(buf))
+			add(chunk)
 		case errors.Is(err, bufio.ErrBufferFull):
 			// A line longer than the read buffer: collect it separately.
-			flush()
 			long, lerr := lr.readLong(chunk)
-			lines = append(lines, long)
-			if lerr != nil {
-				return lines, lerr
-			}
-			return lines, nil
+			b.lines = append(b.lines, long)
+			return b, lerr
 		default: // io.EOF or a read error; chunk may hold a final partial line
 			if len(chunk) > 0 {
-				buf = append(buf, chunk...)
-				ends = append(ends, len(buf))
+				add(chunk)
 			}
-			flush()
-			return lines, err
+			return b, err
 		}
-		if lr.r.Buffered() == 0 || len(buf) >= batchTarget {
-			flush()
-			return lines, nil
+		if lr.r.Buffered() == 0 || len(b.buf) >= batchTarget {
+			return b, nil
 		}
 	}
 }

@@ -36,7 +36,8 @@ func (c *chunkReader) Read(p []byte) (int, error) {
 func batches(lr *lineReader) ([][]string, error) {
 	var out [][]string
 	for {
-		lines, err := lr.next()
+		b, err := lr.next()
+		lines := b.lines
 		if len(lines) > 0 {
 			var b []string
 			for _, l := range lines {
@@ -125,7 +126,8 @@ func TestLineReaderBatchTarget(t *testing.T) {
 	var all bytes.Buffer
 	nBatches := 0
 	for {
-		lines, err := lr.next()
+		b, err := lr.next()
+		lines := b.lines
 		size := 0
 		for _, l := range lines {
 			size += len(l.Bytes)
@@ -223,7 +225,8 @@ func TestLineReaderOversizeHeadTail(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			lr := newLineReader(&chunkReader{chunks: []string{tt.line, "after\n"}}, max)
-			lines, err := lr.next()
+			b, err := lr.next()
+			lines := b.lines
 			if err != nil || len(lines) != 1 {
 				t.Fatalf("got %d lines, err %v; want 1 line", len(lines), err)
 			}
@@ -258,5 +261,20 @@ func TestKeepTail(t *testing.T) {
 	}
 	if want := all[len(all)-tailKeep:]; !bytes.Equal(tail, want) {
 		t.Errorf("tail %q…, want %q…", tail[:20], want[:20])
+	}
+}
+
+func TestBatchFramesLeaveInOneWrite(t *testing.T) {
+	lr := newLineReader(strings.NewReader("{\"a\":1}\n{\"b\":2}\r\n\n{\"c\":3}\n"), DefaultMaxLine)
+	b, _ := lr.next()
+	if len(b.lines) != 4 {
+		t.Fatalf("got %d lines, want 4", len(b.lines))
+	}
+	var chunks [][]byte
+	for _, ln := range b.lines {
+		chunks = appendChunk(chunks, ln.Bytes)
+	}
+	if len(chunks) != 1 || string(chunks[0]) != "{\"a\":1}\n{\"b\":2}\r\n\n{\"c\":3}\n" {
+		t.Errorf("pass-through frames of one batch became %d chunks: %q", len(chunks), chunks)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -60,7 +61,7 @@ const (
 
 type event struct {
 	kind  eventKind
-	lines []Line
+	batch *batch
 	text  string
 	exit  ExitStatus
 	fire  *scheduled
@@ -70,6 +71,15 @@ type event struct {
 // Run starts the agent and relays until it exits. Errors starting the agent
 // are returned as *StartError after pending client requests (read within a
 // short window) have been answered.
+//
+// Concurrency: each input has exactly one reader goroutine, and every
+// event — a batch of lines, an EOF, a stderr line, the exit, a timer — is
+// handled under one mutex by the goroutine that produced it. That is the
+// relay's single event loop: state changes happen one at a time, and each
+// stream's events are handled in the order they were read, so when a
+// prompt response is handled every earlier frame of that stream has been.
+// Handling in place (rather than handing events to another goroutine)
+// keeps a frame's path through the proxy free of scheduler hops.
 func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxLine <= 0 {
 		o.MaxLine = DefaultMaxLine
@@ -94,35 +104,43 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	log.Info("agent started", "pid", ch.pgid, "argv0", o.Argv[0])
 
 	l := &loop{
-		events:      make(chan event, 64),
+		o:           o,
+		log:         log,
+		ch:          ch,
 		stderrLines: make(chan string, 4096),
+		finished:    make(chan struct{}),
 		done:        make(chan struct{}),
 		toAgent:     newWriter(ch.stdin, log, "agent"),
 		toClient:    newWriter(o.Stdout, log, "client"),
 	}
-	l.toClient.onFail = func() { l.send(event{kind: evClientGone}) }
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 
-	// Readers. Each input has exactly one reader goroutine. They exit at
-	// EOF or when their file is closed at shutdown; the client reader may
-	// stay blocked on a stdin that never closes, which is why nothing
-	// waits for it (the process exits under it).
+	// The client reader exits at EOF; it may stay blocked on a stdin that
+	// never closes, which is why nothing waits for it (the process exits
+	// under it). The agent's stdout and stderr readers exit at EOF or when
+	// their files are closed at shutdown; Run waits for them.
 	go readLines(o.Stdin, o.MaxLine, evClientLines, evClientEOF, l)
 	var readers sync.WaitGroup
-	readers.Add(2)
+	readers.Add(3)
 	go func() { defer readers.Done(); readLines(ch.stdout, o.MaxLine, evAgentLines, evAgentEOF, l) }()
 	go func() {
 		defer readers.Done()
-		l.readStderr(ch.stderr, o.Stderr, log)
-		l.send(event{kind: evStderrEOF})
+		l.readStderr(ch.stderr, o.Stderr)
+		close(l.stderrLines)
+	}()
+	// Stderr lines reach the loop through a buffer, so the agent never
+	// waits on the loop to write its diagnostics; this goroutine ends when
+	// the stderr reader does.
+	go func() {
+		defer readers.Done()
+		for line := range l.stderrLines {
+			l.handle(event{kind: evStderr, text: line})
+		}
+		l.handle(event{kind: evStderrEOF})
 	}()
 	// The waiter exits when the agent does.
-	go func() { st := ch.wait(); l.send(event{kind: evExit, exit: st}) }()
-	// Writers exit when their queue is closed (or fails); Run waits for
-	// both before returning.
-	go l.toAgent.run()
-	go l.toClient.run()
-	// Signal forwarding stops with done.
+	go func() { st := ch.wait(); l.handle(event{kind: evExit, exit: st}) }()
+	// Signal forwarding and context cancellation stop with done.
 	go func() {
 		for {
 			select {
@@ -133,137 +151,163 @@ func Run(ctx context.Context, o Options) (Result, error) {
 						log.Warn("forward signal", "err", err)
 					}
 				}
+			case <-ctx.Done():
+				log.Info("context done; terminating agent")
+				_ = ch.signalGroup(syscall.SIGTERM)
+				ctx = context.Background()
 			case <-l.done:
 				return
 			}
 		}
 	}()
 
-	var (
-		exitSeen   bool
-		exit       ExitStatus
-		agentEOF   bool
-		stderrEOF  bool
-		drainStop  func() bool
-		termTimers []func() bool
-	)
-	finish := func() Result {
-		// The agent is gone (or its output is abandoned): whatever it
-		// left running in its process group goes with it, so nothing
-		// outlives acp-guard.
-		_ = ch.signalGroup(syscall.SIGKILL)
-		for _, stop := range termTimers {
-			stop()
-		}
-		if drainStop != nil {
-			drainStop()
-		}
-		ch.stdout.Close()
-		ch.stderr.Close()
-		l.drainStderr()
-		l.relay.AgentExited(exit)
-		l.flush()
-		l.toAgent.close()
-		l.toClient.close()
-		l.toClient.wait(o.Grace)
-		close(l.done)
-		waitTimeout(&readers, time.Second)
-		return Result{Exit: exit, Counts: l.relay.Counts}
+	<-l.finished
+	l.mu.Lock()
+	if l.forceFinish {
+		log.Warn("agent output still open after exit (a grandchild?); killing its process group")
 	}
-	for {
-		var ev event
-		select {
-		case ev = <-l.events:
-		case line := <-l.stderrLines:
-			l.relay.Stderr(line)
-			l.flush()
-			continue
-		case <-ctx.Done():
-			_ = ch.signalGroup(syscall.SIGTERM)
-			ctx = context.Background()
-			continue
-		}
-		switch ev.kind {
-		case evClientLines:
-			for _, ln := range ev.lines {
-				l.relay.FromClient(ln)
-			}
-		case evAgentLines:
-			for _, ln := range ev.lines {
-				l.relay.FromAgent(ln)
-			}
-		case evClientEOF, evClientGone:
-			if ev.kind == evClientEOF && ev.err != nil && !errors.Is(ev.err, io.EOF) {
-				log.Warn("client input failed", "err", ev.err)
-			}
-			if l.clientDone {
-				break
-			}
-			l.clientDone = true
-			log.Info("client input closed; closing agent stdin", "grace", o.Grace.String())
-			l.relay.ClientClosed()
-			l.flush()
-			l.toAgent.close()
-			termTimers = append(termTimers, l.Schedule(o.Grace, func() {
-				log.Warn("agent still running after grace; sending SIGTERM")
-				_ = ch.signalGroup(syscall.SIGTERM)
-				termTimers = append(termTimers, l.Schedule(o.Grace, func() {
-					log.Warn("agent ignored SIGTERM; sending SIGKILL")
-					_ = ch.signalGroup(syscall.SIGKILL)
-				}))
-			}))
-		case evAgentEOF:
-			agentEOF = true
-		case evStderrEOF:
-			stderrEOF = true
-		case evStderr:
-			l.relay.Stderr(ev.text)
-		case evExit:
-			exitSeen, exit = true, ev.exit
-			log.Info("agent exited", "code", exit.Code, "signal", exit.Signal)
-			// Its output may still be in the pipe, or a grandchild may
-			// hold the pipe open: wait for EOF, but not forever.
-			drainStop = l.Schedule(o.Drain, func() {
-				log.Warn("agent output still open after exit (a grandchild?); killing its process group")
-				l.flush()
-				l.forceFinish = true
-			})
-		case evFire:
-			if !ev.fire.stopped {
-				ev.fire.fired = true
-				ev.fire.fn()
-			}
-		}
-		l.flush()
-		if exitSeen && agentEOF && stderrEOF {
-			return finish(), nil
-		}
-		if l.forceFinish {
-			return finish(), nil
-		}
+	// Whatever the agent left in its process group goes with it.
+	_ = ch.signalGroup(syscall.SIGKILL)
+	for _, stop := range l.timers {
+		stop()
 	}
+	ch.stdout.Close()
+	ch.stderr.Close()
+	l.relay.AgentExited(l.exit)
+	l.flush()
+	l.toAgent.close()
+	l.toClient.close()
+	res := Result{Exit: l.exit, Counts: l.relay.Counts}
+	l.mu.Unlock()
+	l.toAgent.drain()
+	// The last answers go to the client; one that stopped reading cannot
+	// hold up the exit beyond the grace period.
+	written := make(chan struct{})
+	go func() { // abandoned if the client never reads
+		for l.toClient.drain(); !l.toClient.idle(); l.toClient.drain() {
+			time.Sleep(time.Millisecond) // another goroutine is still writing
+		}
+		close(written)
+	}()
+	select {
+	case <-written:
+	case <-time.After(l.o.Grace):
+		log.Warn("client did not read the final answers in time")
+	}
+	close(l.done)
+	waitTimeout(&readers, time.Second)
+	return res, nil
 }
 
-// loop is the single goroutine that owns the relay; it implements Output.
+// loop is the relay's event loop state; it implements Output. The fields
+// after mu are guarded by it.
 type loop struct {
-	relay       *Relay
-	events      chan event
+	o           Options
+	log         *slog.Logger
+	ch          *child
 	stderrLines chan string
-	done        chan struct{}
+	finished    chan struct{} // closed when the session is over
+	done        chan struct{} // closed when Run returns
+	stderrDrops atomic.Uint64
+
+	mu          sync.Mutex
+	relay       *Relay
 	toAgent     *writer
 	toClient    *writer
 	outAgent    [][]byte
 	outClient   [][]byte
 	clientDone  bool
+	exitSeen    bool
+	exit        ExitStatus
+	agentEOF    bool
+	stderrEOF   bool
 	forceFinish bool
-	stderrDrops uint64
+	over        bool
+	timers      []func() bool
 }
 
-func (l *loop) send(ev event) {
-	select {
-	case l.events <- ev:
-	case <-l.done:
+// handle runs one event under the loop's lock, then writes what it
+// produced without the lock.
+func (l *loop) handle(ev event) {
+	l.mu.Lock()
+	l.handleLocked(ev)
+	l.mu.Unlock()
+	l.toAgent.drain()
+	l.toClient.drain()
+}
+
+func (l *loop) handleLocked(ev event) {
+	if l.over {
+		if ev.batch != nil {
+			ev.batch.release()
+		}
+		return
 	}
+	switch ev.kind {
+	case evClientLines:
+		for _, ln := range ev.batch.lines {
+			l.relay.FromClient(ln)
+		}
+		l.releaseAfter(l.toAgent, ev.batch)
+	case evAgentLines:
+		for _, ln := range ev.batch.lines {
+			l.relay.FromAgent(ln)
+		}
+		l.releaseAfter(l.toClient, ev.batch)
+	case evClientEOF:
+		if ev.err != nil && !errors.Is(ev.err, io.EOF) {
+			l.log.Warn("client input failed", "err", ev.err)
+		}
+		l.clientGone()
+	case evAgentEOF:
+		l.agentEOF = true
+	case evStderr:
+		l.relay.Stderr(ev.text)
+	case evStderrEOF:
+		l.stderrEOF = true
+	case evExit:
+		l.exitSeen, l.exit = true, ev.exit
+		l.log.Info("agent exited", "code", l.exit.Code, "signal", l.exit.Signal)
+		// Its output may still be in the pipe, or a grandchild may hold
+		// the pipe open: wait for EOF, but not forever.
+		l.timers = append(l.timers, l.Schedule(l.o.Drain, func() { l.forceFinish = true }))
+	case evFire:
+		if !ev.fire.stopped {
+			ev.fire.fired = true
+			ev.fire.fn()
+		}
+	}
+	l.flush()
+	if l.toClient.failed.Load() && !l.clientDone {
+		// The client went away: shut down as if its input had ended.
+		l.clientGone()
+		l.flush()
+	}
+	if (l.exitSeen && l.agentEOF && l.stderrEOF) || l.forceFinish {
+		l.over = true
+		close(l.finished)
+	}
+}
+
+// clientGone closes the agent's stdin and starts the grace timers: TERM
+// after one grace period, KILL after another.
+func (l *loop) clientGone() {
+	if l.clientDone {
+		return
+	}
+	l.clientDone = true
+	l.log.Info("client input closed; closing agent stdin", "grace", l.o.Grace.String())
+	l.relay.ClientClosed()
+	l.flush()
+	l.toAgent.close()
+	l.timers = append(l.timers, l.Schedule(l.o.Grace, func() {
+		l.log.Warn("agent still running after grace; sending SIGTERM")
+		_ = l.ch.signalGroup(syscall.SIGTERM)
+		l.timers = append(l.timers, l.Schedule(l.o.Grace, func() {
+			l.log.Warn("agent ignored SIGTERM; sending SIGKILL")
+			_ = l.ch.signalGroup(syscall.SIGKILL)
+		}))
+	}))
 }
 
 func (l *loop) Now() time.Time { return time.Now() }
@@ -291,15 +335,30 @@ func appendChunk(chunks [][]byte, b []byte) [][]byte {
 	return append(chunks, b)
 }
 
+// releaseAfter arranges for b to go back to its pool once w has written
+// what was queued so far: only frames of b bound for w alias its buffer
+// (hooks copy what they keep, and frames the proxy makes are its own).
+func (l *loop) releaseAfter(w *writer, b *batch) {
+	if w == l.toAgent {
+		l.flushTo(w, &l.outAgent, b)
+		l.flushTo(l.toClient, &l.outClient, nil)
+	} else {
+		l.flushTo(w, &l.outClient, b)
+		l.flushTo(l.toAgent, &l.outAgent, nil)
+	}
+}
+
 func (l *loop) flush() {
-	if len(l.outAgent) > 0 {
-		l.toAgent.enqueue(l.outAgent)
-		l.outAgent = nil
+	l.flushTo(l.toAgent, &l.outAgent, nil)
+	l.flushTo(l.toClient, &l.outClient, nil)
+}
+
+func (l *loop) flushTo(w *writer, out *[][]byte, b *batch) {
+	if len(*out) == 0 && b == nil {
+		return
 	}
-	if len(l.outClient) > 0 {
-		l.toClient.enqueue(l.outClient)
-		l.outClient = nil
-	}
+	w.enqueue(item{chunks: *out, release: b})
+	*out = nil
 }
 
 type scheduled struct {
@@ -312,7 +371,7 @@ type scheduled struct {
 // loop goroutine; it reports whether fn had not run yet.
 func (l *loop) Schedule(d time.Duration, fn func()) func() bool {
 	s := &scheduled{fn: fn}
-	t := time.AfterFunc(d, func() { l.send(event{kind: evFire, fire: s}) })
+	t := time.AfterFunc(d, func() { l.handle(event{kind: evFire, fire: s}) })
 	return func() bool {
 		t.Stop()
 		if s.fired || s.stopped {
@@ -326,12 +385,14 @@ func (l *loop) Schedule(d time.Duration, fn func()) func() bool {
 func readLines(r io.Reader, max int64, linesKind, eofKind eventKind, l *loop) {
 	lr := newLineReader(r, max)
 	for {
-		lines, err := lr.next()
-		if len(lines) > 0 {
-			l.send(event{kind: linesKind, lines: lines})
+		b, err := lr.next()
+		if len(b.lines) > 0 {
+			l.handle(event{kind: linesKind, batch: b})
+		} else {
+			b.release()
 		}
 		if err != nil {
-			l.send(event{kind: eofKind, err: err})
+			l.handle(event{kind: eofKind, err: err})
 			return
 		}
 	}
@@ -341,7 +402,7 @@ func readLines(r io.Reader, max int64, linesKind, eofKind eventKind, l *loop) {
 // agent never blocks on it, and hands each line (ANSI-stripped) to the
 // loop without blocking: if the loop is busy, lines are counted as dropped
 // from evidence (they still reach w).
-func (l *loop) readStderr(r io.Reader, w io.Writer, log *slog.Logger) {
+func (l *loop) readStderr(r io.Reader, w io.Writer) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -375,23 +436,11 @@ func (l *loop) readStderr(r io.Reader, w io.Writer, log *slog.Logger) {
 	}
 }
 
-// drainStderr hands the relay the stderr lines still queued.
-func (l *loop) drainStderr() {
-	for {
-		select {
-		case line := <-l.stderrLines:
-			l.relay.Stderr(line)
-		default:
-			return
-		}
-	}
-}
-
 func (l *loop) stderrLine(s string) {
 	select {
 	case l.stderrLines <- StripANSI(s):
 	default:
-		l.stderrDrops++
+		l.stderrDrops.Add(1)
 	}
 }
 
@@ -406,7 +455,7 @@ func answerUnstarted(o Options, startErr error) Result {
 	out := &syncOutput{w: o.Stdout}
 	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap}, out)
 	r.AgentExited(st)
-	lines := make(chan []Line, 16)
+	lines := make(chan *batch, 16)
 	go func() { // not waited for: it may block on a stdin that stays open
 		lr := newLineReader(o.Stdin, o.MaxLine)
 		for {
@@ -425,7 +474,7 @@ func answerUnstarted(o Options, startErr error) Result {
 			if !ok {
 				return Result{Exit: st}
 			}
-			for _, ln := range batch {
+			for _, ln := range batch.lines {
 				r.FromClient(ln)
 			}
 		case <-deadline:

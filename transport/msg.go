@@ -49,8 +49,11 @@ func (m *Msg) Body() []byte { return trimEOL(m.Line) }
 // ParseMsg classifies a line. Only top-level members are located; values are
 // skipped, not decoded.
 func ParseMsg(line []byte) Msg {
-	m := Msg{Line: line}
 	body := trimEOL(line)
+	if m, ok := parseNotificationFast(line, body); ok {
+		return m
+	}
+	m := Msg{Line: line}
 	var method []byte
 	hasID := false
 	err := jsonscan.Members(body, func(key, val []byte) bool {
@@ -74,12 +77,11 @@ func ParseMsg(line []byte) Msg {
 		return m
 	}
 	if method != nil {
-		s, ok := jsonscan.String(method)
-		if !ok {
+		if !jsonscan.IsString(method) {
 			m.Kind = KindOther
 			return m
 		}
-		m.Method = s
+		m.Method = internMethod(method[1 : len(method)-1])
 		if hasID && !bytes.Equal(m.ID, []byte("null")) {
 			m.Kind = KindRequest
 		} else {
@@ -106,4 +108,76 @@ func KeyOf(raw []byte) IDKey {
 		return IDKey("s:" + s)
 	}
 	return IDKey("n:" + string(bytes.TrimSpace(raw)))
+}
+
+var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
+
+// parseNotificationFast handles the layout nearly every ACP implementation
+// writes for notifications — {"jsonrpc":"2.0","method":"…","params":{…}} —
+// without walking the params: the method is read in place and params is
+// the object between its opening brace and the frame's closing one. The
+// params' inside is not validated here (observers read only what they
+// need, in place); anything else takes the general path.
+func parseNotificationFast(line, body []byte) (Msg, bool) {
+	if !bytes.HasPrefix(body, notificationPrefix) {
+		return Msg{}, false
+	}
+	rest := body[len(notificationPrefix):]
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 {
+		return Msg{}, false
+	}
+	method := rest[:q]
+	const paramsKey = `,"params":`
+	rest = rest[q+1:]
+	if len(rest) < len(paramsKey) || string(rest[:len(paramsKey)]) != paramsKey {
+		return Msg{}, false
+	}
+	params := trimSpaceRight(rest[len(paramsKey):])
+	if len(params) < 3 || params[len(params)-1] != '}' {
+		return Msg{}, false
+	}
+	params = trimSpaceRight(params[:len(params)-1]) // the frame's own brace
+	if len(params) < 2 || params[0] != '{' || params[len(params)-1] != '}' {
+		return Msg{}, false
+	}
+	return Msg{Line: line, Kind: KindNotification, Method: internMethod(method), Params: params}, true
+}
+
+func trimSpaceRight(b []byte) []byte {
+	n := len(b)
+	for n > 0 && (b[n-1] == ' ' || b[n-1] == '\t' || b[n-1] == '\r' || b[n-1] == '\n') {
+		n--
+	}
+	return b[:n]
+}
+
+// internMethod returns the method name, without allocating for the
+// methods ACP defines (raw is the name between its quotes).
+func internMethod(raw []byte) string {
+	switch string(raw) {
+	case "session/update":
+		return "session/update"
+	case "session/prompt":
+		return "session/prompt"
+	case "session/cancel":
+		return "session/cancel"
+	case "session/new":
+		return "session/new"
+	case "session/load":
+		return "session/load"
+	case "session/request_permission":
+		return "session/request_permission"
+	case "initialize":
+		return "initialize"
+	case "fs/read_text_file":
+		return "fs/read_text_file"
+	case "fs/write_text_file":
+		return "fs/write_text_file"
+	}
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		s, _ := jsonscan.String(append(append([]byte{'"'}, raw...), '"'))
+		return s
+	}
+	return string(raw)
 }

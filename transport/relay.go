@@ -141,6 +141,7 @@ type Relay struct {
 	ring   *ring
 	exited bool
 	exit   ExitStatus
+	msg    Msg  // the frame being handled; hooks must not keep the pointer
 	closed bool // client input ended
 	Counts Counts
 	redact func(string) string
@@ -252,7 +253,8 @@ func (r *Relay) FromClient(l Line) {
 		return
 	}
 	r.Counts.ClientFrames++
-	m := ParseMsg(l.Bytes)
+	r.msg = ParseMsg(l.Bytes)
+	m := &r.msg
 	var req *Request
 	switch m.Kind {
 	case KindInvalid:
@@ -260,7 +262,7 @@ func (r *Relay) FromClient(l Line) {
 		r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
 	case KindRequest:
 		var dup bool
-		req, dup = r.table.add(FromClient, &m, r.out.Now(), r.hooks.KeepParams(m.Method))
+		req, dup = r.table.add(FromClient, m, r.out.Now(), r.hooks.KeepParams(m.Method))
 		if dup {
 			r.log.Warn("client reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -275,7 +277,7 @@ func (r *Relay) FromClient(l Line) {
 		req = r.table.agent[key]
 		delete(r.table.agent, key)
 	}
-	v := r.hooks.ClientMsg(r, &m, req)
+	v := r.hooks.ClientMsg(r, m, req)
 	if v != Forward {
 		r.Counts.Dropped++
 		r.tapIn(C2A, l.Bytes, true)
@@ -292,7 +294,8 @@ func (r *Relay) FromAgent(l Line) {
 		return
 	}
 	r.Counts.AgentFrames++
-	m := ParseMsg(l.Bytes)
+	r.msg = ParseMsg(l.Bytes)
+	m := &r.msg
 	var req *Request
 	switch m.Kind {
 	case KindInvalid:
@@ -300,7 +303,7 @@ func (r *Relay) FromAgent(l Line) {
 		r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
 	case KindRequest:
 		var dup bool
-		req, dup = r.table.add(FromAgent, &m, r.out.Now(), false)
+		req, dup = r.table.add(FromAgent, m, r.out.Now(), false)
 		if dup {
 			r.log.Warn("agent reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -309,7 +312,7 @@ func (r *Relay) FromAgent(l Line) {
 		if preq, ok := r.table.proxy[key]; ok {
 			delete(r.table.proxy, key)
 			r.tapIn(A2C, l.Bytes, true)
-			r.hooks.ProxyResponse(r, &m, preq)
+			r.hooks.ProxyResponse(r, m, preq)
 			return
 		}
 		req = r.table.client[key]
@@ -317,7 +320,7 @@ func (r *Relay) FromAgent(l Line) {
 			r.log.Debug("response to no pending request; forwarded", "id", string(m.ID))
 		}
 	}
-	v := r.hooks.AgentMsg(r, &m, req)
+	v := r.hooks.AgentMsg(r, m, req)
 	if m.Kind == KindResponse && req != nil && v != Hold {
 		delete(r.table.client, req.Key)
 	}

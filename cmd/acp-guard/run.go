@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -85,6 +86,10 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		return withCode(exitUsage, err)
 	}
 	defer g.close()
+
+	// Loading and self-testing the catalogue is the only big allocation
+	// before relaying: give that memory back before the session starts.
+	debug.FreeOSMemory()
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
