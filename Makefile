@@ -1,0 +1,48 @@
+# acp-guard — build, test, benchmark. `make help` lists the targets.
+GO ?= go
+BIN ?= bin/acp-guard
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: help build demo test test-short lint fuzz clean
+
+help:
+	@echo "make build        build $(BIN)"
+	@echo "make demo         build and run the demo (client -> acp-guard -> demo agent)"
+	@echo "make test         the whole test suite, with the race detector"
+	@echo "make test-short   the test suite without the slowest cases"
+	@echo "make lint         gofmt, go vet, catalogue lint"
+	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
+	@echo "make fuzz         short fuzz runs of every parser"
+	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
+	@echo "make interop      the interop suite against real agents (needs Node and npm)"
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/acp-guard
+
+demo: build
+	./$(BIN) demo
+
+test:
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run ./cmd/acp-guard catalogue lint
+
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZTIME) ./internal/jsonscan
+	$(GO) test -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME) ./classify
+	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./replay
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy
+
+clean:
+	rm -rf bin
+
+include bench/bench.mk
+include interop/interop.mk
