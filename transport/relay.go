@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
@@ -141,7 +142,10 @@ type Relay struct {
 	ring   *ring
 	exited bool
 	exit   ExitStatus
-	msg    Msg  // the frame being handled; hooks must not keep the pointer
+	msg    Msg // the frame being handled; hooks must not keep the pointer
+	// early holds client requests the proxy answered before the agent did:
+	// the agent's late response must not reach the client a second time.
+	early  map[IDKey]bool
 	closed bool // client input ended
 	Counts Counts
 	redact func(string) string
@@ -198,6 +202,12 @@ func (r *Relay) Reply(req *Request, line []byte) bool {
 		return false
 	}
 	delete(r.table.client, req.Key)
+	if !req.answered {
+		if r.early == nil {
+			r.early = make(map[IDKey]bool)
+		}
+		r.early[req.Key] = true
+	}
 	r.Counts.Rewritten++
 	r.tapOut(A2C, line)
 	r.out.WriteClient(line)
@@ -261,6 +271,16 @@ func (r *Relay) FromClient(l Line) {
 		r.Counts.InvalidFromClient++
 		r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
 	case KindRequest:
+		if strings.HasPrefix(string(KeyOf(m.ID)), "s:"+ProxyIDPrefix) {
+			// The proxy's own namespace: answering it would be ambiguous.
+			r.log.Warn("client used a reserved request id; refused", "id", string(m.ID))
+			r.tapIn(C2A, l.Bytes, true)
+			line := ErrorResponse(m.ID, -32600, "acp-guard: request ids starting with \""+ProxyIDPrefix+"\" are reserved for the proxy", nil)
+			r.tapOut(A2C, line)
+			r.out.WriteClient(line)
+			return
+		}
+		delete(r.early, KeyOf(m.ID)) // a new request with that id supersedes
 		var dup bool
 		req, dup = r.table.add(FromClient, m, r.out.Now(), r.hooks.KeepParams(m.Method))
 		if dup {
@@ -316,8 +336,18 @@ func (r *Relay) FromAgent(l Line) {
 			return
 		}
 		req = r.table.client[key]
+		if req == nil && r.early[key] {
+			// The proxy already answered this request: exactly one answer.
+			delete(r.early, key)
+			r.Counts.Dropped++
+			r.tapIn(A2C, l.Bytes, true)
+			r.log.Info("late agent response to a request the proxy answered; dropped", "id", string(m.ID))
+			return
+		}
 		if req == nil {
 			r.log.Debug("response to no pending request; forwarded", "id", string(m.ID))
+		} else {
+			req.answered = true
 		}
 	}
 	v := r.hooks.AgentMsg(r, m, req)
@@ -367,6 +397,7 @@ func (r *Relay) agentOversize(l Line) {
 	if req == nil {
 		return
 	}
+	req.answered = true // the discarded line was the agent's answer
 	msg := "acp-guard: the agent's response (" + strconv.FormatInt(l.Oversize, 10) + " bytes) exceeds the line cap (--max-line " + strconv.FormatInt(r.cfg.MaxLine, 10) + ") and was discarded"
 	data := map[string]any{"acpGuard": map[string]any{"reason": "line_too_long", "bytes": l.Oversize, "maxLine": r.cfg.MaxLine}}
 	r.Reply(req, ErrorResponse(req.ID, -32603, msg, data))

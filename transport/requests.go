@@ -35,6 +35,8 @@ type Request struct {
 	Params []byte
 	// Tag belongs to the hooks (e.g. the turn a prompt belongs to).
 	Tag any
+	// answered: the peer's response has arrived (the proxy may hold it).
+	answered bool
 }
 
 // requestTable tracks requests in flight in each direction.
