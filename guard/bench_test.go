@@ -2,25 +2,42 @@ package guard_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/acp-guard/acp-guard/catalogue"
+	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
+// discard is an Output that drops frames, so the benchmark measures only
+// the relay goroutine's work.
+type discard struct{ n int }
+
+func (d *discard) Now() time.Time       { return epoch }
+func (d *discard) WriteClient(b []byte) { d.n += len(b) }
+func (d *discard) WriteAgent(b []byte)  { d.n += len(b) }
+func (d *discard) Schedule(time.Duration, func()) func() bool {
+	return func() bool { return false }
+}
+
 // BenchmarkRelayChunk measures the per-frame cost of the guard pipeline on
-// the relay goroutine (parse, observe, forward) for a small text chunk —
-// the work that is not I/O.
+// the relay goroutine (parse, observe, forward) for a small text chunk in
+// the layout agents write — the work that is not I/O.
 func BenchmarkRelayChunk(b *testing.B) {
 	for _, adapter := range []string{"cursor-acp", "codex-acp"} {
 		b.Run(adapter, func(b *testing.B) {
-			h := newHarness(&testing.T{}, adapter, policy.Default())
-			h.start()
+			out := &discard{}
+			g := guard.New(guard.Config{Identity: observers.Identity{Flag: adapter}, Engine: catalogue.Default(), Policy: policy.Default()})
+			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, out)
+			feed := func(s string) { r.FromClient(transport.Line{Bytes: []byte(s + "\n")}) }
+			feed(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
 			line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
 			b.ReportAllocs()
 			b.SetBytes(int64(len(line)))
 			for b.Loop() {
-				h.r.FromAgent(transport.Line{Bytes: line})
-				h.v.Client = h.v.Client[:0]
+				r.FromAgent(transport.Line{Bytes: line})
 			}
 		})
 	}

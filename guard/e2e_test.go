@@ -91,6 +91,14 @@ func (l *e2eBuf) waitFor(s string) bool {
 	return true
 }
 
+func (l *e2eBuf) waitEOF() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.eof {
+		l.cond.Wait()
+	}
+}
+
 // demoArgv is the argv of the demo agent with args.
 func demoArgv(t *testing.T, args ...string) []string {
 	return append([]string{testbin.Path(t), "demo-agent"}, args...)
@@ -213,7 +221,7 @@ func (p *e2eProc) waitExit() int {
 		return p.cmd.ProcessState.ExitCode()
 	default:
 	}
-	p.stderr.waitFor("\x00never\x00") // stderr EOF
+	p.stderr.waitEOF()
 	_ = p.cmd.Wait()
 	close(p.done)
 	return p.cmd.ProcessState.ExitCode()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -87,7 +88,13 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	}
 	defer g.close()
 
-	// Loading and self-testing the catalogue is the only big allocation
+	if path := os.Getenv("ACP_GUARD_CPUPROFILE"); path != "" {
+		// For profiling the relay under a benchmark (docs/PERFORMANCE.md).
+		if stop, err := startCPUProfile(path); err == nil {
+			defer stop()
+		}
+	}
+	// Loading the catalogue is the only big allocation
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
 
@@ -126,4 +133,16 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		code = 1
 	}
 	return withCode(exitCode(code), nil)
+}
+
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
