@@ -166,3 +166,37 @@ func TestE2ERaceTimerCancelLateFrame(t *testing.T) {
 		})
 	}
 }
+
+// An agent that answers the client's prompt a second time while the guard
+// waits to retry it: the duplicate is neither forwarded nor taken as a
+// second failure (no second notice, no second timer); the retry's answer
+// is the only one.
+func TestE2ELateDuplicateResponse(t *testing.T) {
+	t.Parallel()
+	doc := policy.Default()
+	doc.Transient = policy.ClassPolicy{Retry: policy.Retry{Enabled: true, MaxRetries: 3, InitialIntervalSeconds: 1}, OnExhausted: policy.OutcomeStop}
+	p := startInProc(t, doc, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")
+	p.send(e2eInit, e2eNew)
+	p.until("1")
+	p.until("2")
+	p.send(e2ePrompt(3, "sess-1"))
+	var frames []e2eFrame
+	for len(retryNotices(t, frames)) == 0 {
+		f, ok := p.next()
+		if !ok || f.isResponse() {
+			t.Fatalf("no retry notice before %s", f.raw)
+		}
+		frames = append(frames, f)
+	}
+	dup := `{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Internal error","data":{"message":"stream disconnected before completion: late"}}}`
+	p.send(`{"jsonrpc":"2.0","method":"test/echo","params":{"payload":"` + base64.StdEncoding.EncodeToString([]byte(dup)) + `"}}` + "\n")
+	frames = append(frames, p.until("3")...)
+	frames = append(frames, p.finish()...)
+	resp := responsesTo(frames, "3")
+	if len(resp) != 1 || resp[0].Error != nil || stopReason(t, resp[0]) != "end_turn" {
+		t.Fatalf("responses to 3: got %d, first %s, want one end_turn", len(resp), resp[0].raw)
+	}
+	if n := len(retryNotices(t, frames)); n != 1 {
+		t.Errorf("retry notices: got %d, want 1", n)
+	}
+}

@@ -154,6 +154,13 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 			}
 		case acp.AgentMethodSessionPrompt:
 			if p, ok := req.Tag.(*prompt); ok {
+				if p.first.Returned {
+					// The client's own attempt already returned and was
+					// held for recovery: another response with its id is a
+					// late duplicate. Keep the request pending for the
+					// recovery's single answer.
+					return transport.Hold
+				}
 				return g.settle(c, p, m, false)
 			}
 		}

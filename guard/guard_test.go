@@ -461,3 +461,25 @@ func TestAgentExitMidTurn(t *testing.T) {
 		t.Errorf("outcome %s", h.reports[0].Outcome)
 	}
 }
+
+func TestCancelDuringModelSwitch(t *testing.T) {
+	h := newHarness(t, "claude-agent-acp", policy.Default(), "model-b")
+	h.start()
+	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	sent := h.agentFrames()
+	if len(sent) != 1 || !strings.Contains(sent[0], "session/set_model") {
+		t.Fatalf("want set_model, got %q", sent)
+	}
+	h.client(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`)
+	h.agentFrames() // the forwarded cancel
+	h.agent(`{"jsonrpc":"2.0","id":"acp-guard:1","result":{}}`)
+	for _, f := range h.agentFrames() {
+		if strings.Contains(f, "session/prompt") {
+			t.Errorf("retried after the client cancelled: %s", f)
+		}
+	}
+	want := `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}`
+	if got := h.clientFrames(); len(got) != 1 || got[0] != want {
+		t.Errorf("client got %q, want %s", got, want)
+	}
+}

@@ -31,6 +31,7 @@ type prompt struct {
 	maxRetries int
 	suppressed int
 	waiting    bool
+	cancelled  bool // the client cancelled while the guard owned the turn
 	stop       func() bool
 	decisions  []policy.Decision
 	reported   bool
@@ -70,6 +71,7 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, fromProxy b
 	g.tracker.Return(t, stopReason)
 	if !current && !fromProxy {
 		// A response for an older generation: forwarded as it is.
+		delete(g.prompts, p.client)
 		g.report(p, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
 		return transport.Forward
 	}
@@ -228,7 +230,7 @@ func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.D
 // cancel, a late frame and the timer unable to advance the turn twice.
 func (g *Guard) fire(c transport.Ctl, p *prompt, fence *observers.Turn) {
 	p.stop = nil
-	if !p.waiting || p.turn != fence || !g.tracker.Current(fence) || !c.Pending(p.client) || g.closed {
+	if !p.waiting || p.cancelled || p.turn != fence || !g.tracker.Current(fence) || !c.Pending(p.client) || g.closed {
 		return
 	}
 	p.waiting = false
@@ -242,20 +244,31 @@ func (g *Guard) retry(c transport.Ctl, p *prompt) {
 	c.Call(acp.AgentMethodSessionPrompt, p.session, p.params, p)
 }
 
-// cancelWaits ends every wait of the session: the client's prompt is
-// answered with stopReason "cancelled".
+// cancelWaits ends the guard's recovery of the session's prompts: a
+// prompt waiting for a retry or reset is answered with stopReason
+// "cancelled" at once; one whose model switch is in flight is answered so
+// when the switch returns. (A retry already sent to the agent is cancelled
+// by the agent itself: the client's session/cancel is forwarded.)
 func (g *Guard) cancelWaits(c transport.Ctl, sessionID string) {
 	for _, p := range g.prompts {
-		if p.session != sessionID || !p.waiting {
-			continue
+		if p.session != sessionID || p.attempt == 0 && !p.waiting && p.last == nil {
+			continue // the client's own attempt: the agent handles the cancel
 		}
-		p.stopTimer()
-		delete(g.prompts, p.client)
-		g.appendAttempt(c, p, p.last, policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}, policy.AttemptCancelled)
-		g.report(p, TurnReport{Outcome: OutcomePassed, StopReason: string(acp.StopReasonCancelled), Decision: &policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}})
-		line := []byte(`{"jsonrpc":"2.0","id":` + string(p.client.ID) + `,"result":{"stopReason":"cancelled"}}` + "\n")
-		c.Reply(p.client, line)
+		p.cancelled = true
+		if p.waiting {
+			p.stopTimer()
+			g.answerCancelled(c, p)
+		}
 	}
+}
+
+// answerCancelled answers p with stopReason "cancelled".
+func (g *Guard) answerCancelled(c transport.Ctl, p *prompt) {
+	delete(g.prompts, p.client)
+	d := policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}
+	g.appendAttempt(c, p, p.last, d, policy.AttemptCancelled)
+	g.report(p, TurnReport{Outcome: OutcomePassed, StopReason: string(acp.StopReasonCancelled), Decision: &d})
+	c.Reply(p.client, []byte(`{"jsonrpc":"2.0","id":`+string(p.client.ID)+`,"result":{"stopReason":"cancelled"}}`+"\n"))
 }
 
 // nextCandidate returns the next fallback model the session can switch to.
@@ -311,6 +324,10 @@ func (g *Guard) switchModel(c transport.Ctl, p *prompt, model string) {
 func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 	p := s.p
 	if !c.Pending(p.client) || g.closed {
+		return
+	}
+	if p.cancelled {
+		g.answerCancelled(c, p)
 		return
 	}
 	if m.Error != nil {

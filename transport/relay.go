@@ -398,9 +398,7 @@ func (r *Relay) agentOversize(l Line) {
 		return
 	}
 	req.answered = true // the discarded line was the agent's answer
-	msg := "acp-guard: the agent's response (" + strconv.FormatInt(l.Oversize, 10) + " bytes) exceeds the line cap (--max-line " + strconv.FormatInt(r.cfg.MaxLine, 10) + ") and was discarded"
-	data := map[string]any{"acpGuard": map[string]any{"reason": "line_too_long", "bytes": l.Oversize, "maxLine": r.cfg.MaxLine}}
-	r.Reply(req, ErrorResponse(req.ID, -32603, msg, data))
+	r.Reply(req, r.oversizeError(req.ID, -32603, "the agent's response", l.Oversize))
 }
 
 func (r *Relay) clientOversize(l Line) {
@@ -410,11 +408,17 @@ func (r *Relay) clientOversize(l Line) {
 	if id == nil {
 		return
 	}
-	msg := "acp-guard: request (" + strconv.FormatInt(l.Oversize, 10) + " bytes) exceeds the line cap (--max-line " + strconv.FormatInt(r.cfg.MaxLine, 10) + ") and was discarded"
-	data := map[string]any{"acpGuard": map[string]any{"reason": "line_too_long", "bytes": l.Oversize, "maxLine": r.cfg.MaxLine}}
-	line := ErrorResponse(id, -32600, msg, data)
+	line := r.oversizeError(id, -32600, "request", l.Oversize)
 	r.tapOut(A2C, line)
 	r.out.WriteClient(line)
+}
+
+// oversizeError is the error response naming a discarded line.
+func (r *Relay) oversizeError(id []byte, code int, what string, size int64) []byte {
+	msg := "acp-guard: " + what + " (" + strconv.FormatInt(size, 10) + " bytes) exceeds the line cap (--max-line " +
+		strconv.FormatInt(r.cfg.MaxLine, 10) + ") and was discarded"
+	data := map[string]any{"acpGuard": map[string]any{"reason": "line_too_long", "bytes": size, "maxLine": r.cfg.MaxLine}}
+	return ErrorResponse(id, code, msg, data)
 }
 
 // Stderr handles one agent stderr line (already stripped of ANSI escapes).

@@ -385,34 +385,11 @@ func cutRunes(s string, n int) string {
 // beyond the members before it. It returns nil when the key is absent or
 // the object is malformed before it. Use Value to cut the value itself.
 func Seek(b []byte, key string) []byte {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil
-	}
-	i = skipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		kend, err := skipString(b, i)
-		if err != nil {
-			return nil
-		}
-		k := b[i+1 : kend-1]
-		i = skipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return nil
-		}
-		vstart := skipSpace(b, i+1)
+	c := NewCursor(b)
+	for k, ok := c.Next(); ok; k, ok = c.Next() {
 		if string(k) == key {
-			return b[vstart:]
+			return c.Rest()
 		}
-		vend, err := Skip(b, vstart)
-		if err != nil {
-			return nil
-		}
-		i = skipSpace(b, vend)
-		if i >= len(b) || b[i] != ',' {
-			return nil
-		}
-		i = skipSpace(b, i+1)
 	}
 	return nil
 }

@@ -1,0 +1,255 @@
+package replay_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/replay"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// watchdog bounds one acp-guard process's life in a round trip: a guard
+// against hangs (the test then fails on missing frames), not an assertion.
+const watchdog = 60 * time.Second
+
+const retryPolicy = `{"version":1,
+ "transient":{"retry":{"enabled":true,"max_retries":2,"initial_interval_seconds":1},
+              "wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
+ "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},
+         "wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`
+
+// drive runs `acp-guard FLAGS -- AGENT…` as an ACP client would: it opens a
+// session, sends one prompt, answers the agent's requests, and returns
+// every frame it received (line endings included) once the prompt is
+// answered and acp-guard has exited after stdin closed.
+func drive(t *testing.T, flags []string, agent ...string) [][]byte {
+	t.Helper()
+	bin := testbin.Path(t)
+	args := append(append(append([]string{}, flags...), "--", bin), agent...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dog := time.AfterFunc(watchdog, func() { _ = cmd.Process.Kill() })
+	defer dog.Stop()
+	out := bufio.NewReader(outPipe)
+	var frames [][]byte
+	send := func(s string) {
+		if _, err := in.Write([]byte(s + "\n")); err != nil {
+			t.Fatalf("writing to acp-guard: %v", err)
+		}
+	}
+	// await reads frames until the response to id, answering agent requests.
+	await := func(id string) map[string]json.RawMessage {
+		for {
+			line, err := out.ReadBytes('\n')
+			if err != nil {
+				t.Fatalf("waiting for the response to %s: %v (frames so far %q)", id, err, frames)
+			}
+			frames = append(frames, line)
+			var m map[string]json.RawMessage
+			if json.Unmarshal(line, &m) != nil {
+				continue
+			}
+			_, isReq := m["method"]
+			switch {
+			case isReq && m["id"] != nil:
+				result := `{}`
+				if strings.Contains(string(m["method"]), "fs/read_text_file") {
+					result = `{"content":"hello\n"}`
+				}
+				send(`{"jsonrpc":"2.0","id":` + string(m["id"]) + `,"result":` + result + `}`)
+			case !isReq && string(m["id"]) == id:
+				return m
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}}}`)
+	await("1")
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	var sid string
+	if err := json.Unmarshal(await("2")["result"], &struct {
+		SessionID *string `json:"sessionId"`
+	}{&sid}); err != nil {
+		t.Fatal(err)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hello"}]}}`)
+	await("3")
+	in.Close()
+	for {
+		line, err := out.ReadBytes('\n')
+		if len(line) > 0 {
+			frames = append(frames, line)
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = cmd.Wait()
+	return frames
+}
+
+// wallTimes matches the fields that hold acp-guard's wall clock.
+var wallTimes = regexp.MustCompile(`"(occurredAt|deadline)":"[^"]*"`)
+
+// normalize drops wall-clock times so live and virtual runs compare.
+func normalize(frames [][]byte) []string {
+	out := make([]string, len(frames))
+	for i, f := range frames {
+		out[i] = wallTimes.ReplaceAllString(string(f), `"$1":"T"`)
+	}
+	return out
+}
+
+func clientView(events []replay.Event) [][]byte {
+	var out [][]byte
+	for _, ev := range events {
+		if ev.Dir == replay.DirA2C && !ev.Suppressed {
+			eol := "\n"
+			if ev.CRLF {
+				eol = "\r\n"
+			}
+			out = append(out, append(append([]byte(nil), ev.Bytes()...), eol...))
+		}
+	}
+	return out
+}
+
+func equalFrames(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %d frames, want %d:\ngot  %q\nwant %q", what, len(got), len(want), got, want)
+		return
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("%s: frame %d:\ngot  %s\nwant %s", what, i, got[i], want[i])
+		}
+	}
+}
+
+// TestRoundTrip records demo-agent sessions through the real proxy, plays
+// each recording offline (the same client frames and verdicts as live) and
+// serves it as the agent behind acp-guard (the same client frames as the
+// original, byte for byte except acp-guard's own wall-clock times).
+func TestRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the acp-guard binary")
+	}
+	for _, tt := range []struct {
+		name    string
+		policy  string
+		agent   []string
+		outcome string
+	}{
+		{"cursor control chunk", "", []string{"demo-agent", "--scenario", "cursor-retriable"}, "rewritten"},
+		{"annotated error", "", []string{"demo-agent", "--scenario", "claude-error"}, "annotated"},
+		{"tools and agent requests", "", []string{"demo-agent", "--scenario", "tools"}, "passed"},
+		{"retried then succeeded", retryPolicy, []string{"demo-agent", "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "claude-agent-acp"}, "retried"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			rec := filepath.Join(dir, "session.jsonl")
+			var flags []string
+			var opts replay.PlayOptions
+			if tt.policy != "" {
+				pf := filepath.Join(dir, "policy.json")
+				if err := os.WriteFile(pf, []byte(tt.policy), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				doc, err := policy.Parse([]byte(tt.policy))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.Policy = &doc
+				flags = append(flags, "--policy", pf, "--state-dir", filepath.Join(dir, "state"))
+			}
+			live := drive(t, append([]string{"--record", rec}, flags...), tt.agent...)
+
+			f, err := os.Open(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, errs := replay.ReadAll(f)
+			f.Close()
+			if len(errs) > 0 {
+				t.Fatalf("reading the recording: %v", errs)
+			}
+			// The recording holds exactly what the client saw.
+			equalFrames(t, "recorded client view", normalize(clientView(events)), normalize(live))
+
+			// Offline: the same frames to the client and the expected verdict.
+			res := replay.Play(events, opts)
+			if len(res.Errors) > 0 {
+				t.Errorf("offline replay errors: %v", res.Errors)
+			}
+			equalFrames(t, "offline client frames", normalize(res.Client), normalize(live))
+			if len(res.Turns) != 1 || res.Turns[0].Outcome != tt.outcome {
+				t.Errorf("offline turns = %+v, want one %q", res.Turns, tt.outcome)
+			}
+
+			// Served behind acp-guard: the client sees the original frames.
+			served := drive(t, flags, "replay", "--serve", "--no-delay", rec)
+			equalFrames(t, "served client frames", normalize(served), normalize(live))
+		})
+	}
+}
+
+// TestPlayLinesUpProxyIDs checks that the guard's own requests in a
+// recording are regenerated by the replay, not fed: the via-guard frames
+// of a retried recording match the replay's agent-bound frames.
+func TestPlayLinesUpProxyIDs(t *testing.T) {
+	path := filepath.Join(transcriptsDir, "recorded", "retried.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, errs := replay.ReadAll(bytes.NewReader(data))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	pdata, err := os.ReadFile(filepath.Join(transcriptsDir, "recorded", "retried.policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := policy.Parse(pdata)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := replay.Play(events, replay.PlayOptions{Policy: &doc})
+	var want, got []string
+	for _, ev := range events {
+		if ev.Dir == replay.DirC2A && !ev.Suppressed {
+			want = append(want, string(ev.Bytes())+"\n")
+		}
+	}
+	for _, f := range res.Agent {
+		got = append(got, string(f))
+	}
+	equalFrames(t, "agent-bound frames", got, want)
+}
