@@ -7,7 +7,7 @@
 //
 // Dependencies point one way:
 //
-//	cmd/acp-guard ─► replay ─► transport / observers ─► classify ◄─ catalogue
+//	cmd/acp-guard ─► replay ─► guard ─► transport / observers ─► classify ◄─ catalogue
 //
 // replay must not import cmd. Serve and the Recorder use only the standard
 // library; they never decode and re-encode a frame.
@@ -96,4 +96,63 @@
 // that waits for a response the recording shows after one of the client's
 // own later requests stalls; the served agent never answers ahead of the
 // inputs that preceded the answer in the recording.
+//
+// # Offline replay
+//
+// Play judges a transcript the way the live proxy judged it, with the same
+// code: a transport.Relay whose hooks are a guard.Guard, writing to a
+// transport.Virtual output whose clock starts at PlayOptions.Epoch
+// (DefaultEpoch, 2026-01-01T00:00:00Z, when zero). For each event in order
+// the clock is advanced to epoch+t_ms — firing due timers, that is
+// scheduled retries, in deadline order — and then the event is fed: c2a to
+// Relay.FromClient, a2c to Relay.FromAgent (with its "\n" or "\r\n"; a raw
+// line as it was, counting as unparseable evidence), stderr to
+// Relay.Stderr, exit to Relay.AgentExited. Frames marked via "guard" are
+// skipped: the replay's relay makes its own, and because the request table
+// numbers the proxy's requests "acp-guard:N" in order, the agent's recorded
+// answers to a retry line up when the replay decides as the recording did.
+// When an answer to a proxy request is stamped before the replay's timer
+// is due (the two clocks disagree by a millisecond), the next timers fire
+// first. When the transcript ends, no remaining timer fires;
+// guard.(*Guard).Flush reports the prompts still pending: outcome
+// "retried" with the latest decision (and the failure's ProviderError) for
+// a prompt whose recovery was under way, outcome "failed" with neither
+// stopReason nor error for a prompt the transcript never answered.
+//
+// The adapter is the PlayOptions.Adapter flag, else the meta event's
+// adapter, else agentInfo.name from the initialize response (the guard
+// learns it), else the basename of meta argv[0]. A meta adapter that is
+// just that basename (what the live proxy records when it knew nothing
+// better) counts as the command, so initialize still decides, as it did
+// live.
+//
+// Result.Turns holds one guard.TurnReport per client prompt, in the order
+// the turns settled; it is exactly what `acp-guard replay --json` prints.
+// Result.Client and Result.Agent hold the frames the proxy would have
+// written. Result.Errors lists, each naming its line:
+//
+//   - *LineError, bad input: time going back ("t_ms 5 is earlier than the
+//     previous event's 10"), a response whose id answers no pending request
+//     (out of order or duplicated), a request reusing the id of a pending
+//     one, a meta event after the first, a session/prompt with no response
+//     before the transcript ends (and no exit). The line is still played
+//     when that is safe (a response to nothing is forwarded, as live).
+//   - *Divergence, a note: the agent answers a proxy request this replay
+//     did not send, because it runs with another policy, catalogue or
+//     adapter than the recording. That line is skipped.
+//
+// The Reader's own line errors come first from ReadAll; ErrorsByLine
+// merges both lists in line order. `acp-guard replay` prints them as
+// FILE:LINE on stderr and exits 1 when any line was bad.
+//
+// # Golden transcripts
+//
+// ../testdata/transcripts holds real-agent captures (real/), transcripts
+// recorded from the demo agent through the proxy (recorded/), hand-made
+// edge cases (handmade/) and bad input (bad/). Beside each x.jsonl:
+// x.expected.jsonl (the --json lines), x.errors.txt (the errors, only when
+// there are any), and optionally x.policy.json (--policy) and x.adapter
+// (--adapter). TestGolden replays them all; `go test ./replay -run
+// TestGolden -update` rewrites the expectations, which are never edited by
+// hand.
 package replay

@@ -1,9 +1,7 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"sync"
 )
@@ -20,25 +18,26 @@ type Line struct {
 }
 
 const (
-	readBufSize = 256 << 10
-	batchTarget = 256 << 10 // flush a batch when it holds this many bytes
+	readBufSize = 256 << 10 // a batch's buffer: one read's worth
 	headKeep    = 64 << 10
 	tailKeep    = 4 << 10
 )
 
-// lineReader splits a stream into lines and hands them over in batches: all
-// complete lines already buffered go out together, so a burst of small
-// frames costs one channel send, not one per frame. Lines longer than max
-// are discarded up to their newline without being buffered whole.
+// lineReader splits a stream into lines and hands them over in batches:
+// it reads straight into a pooled batch buffer and cuts the lines in place,
+// so a burst of small frames costs one read, one hand-over and no copy per
+// frame. A line cut by the end of a read is carried into the next batch.
+// Lines longer than max are discarded up to their newline without being
+// buffered whole.
 type lineReader struct {
-	r   *bufio.Reader
-	max int64
+	r     io.Reader
+	max   int64
+	carry []byte // the start of a line that the last read cut off
+	err   error  // the read error to report once the buffered lines are out
 }
 
 func newLineReader(r io.Reader, max int64) *lineReader {
-	// A buffer no larger than the cap, so that every line over the cap
-	// overflows it and goes through readLong, which enforces the cap.
-	return &lineReader{r: bufio.NewReaderSize(r, int(min(readBufSize, max))), max: max}
+	return &lineReader{r: r, max: max}
 }
 
 // batch is a set of lines read together. Its buffer is pooled: the loop
@@ -50,10 +49,7 @@ type batch struct {
 }
 
 var batchPool = sync.Pool{New: func() any {
-	// batchTarget plus one full read buffer: appending a chunk to a buffer
-	// holding less than batchTarget never reallocates, so the lines'
-	// slices stay valid.
-	return &batch{buf: make([]byte, 0, batchTarget+readBufSize), lines: make([]Line, 0, 512)}
+	return &batch{buf: make([]byte, 0, readBufSize), lines: make([]Line, 0, 512)}
 }}
 
 // release returns the batch to the pool. Nothing may use its lines after.
@@ -67,71 +63,101 @@ func (b *batch) release() {
 	batchPool.Put(b)
 }
 
-// next returns the next batch of lines. At end of input it returns the
-// lines it has together with the error (io.EOF or the read error).
+// next returns the next batch of lines: those completed by one read. At
+// end of input it returns the lines it has together with the error
+// (io.EOF or the read error), the last line possibly unterminated.
 func (lr *lineReader) next() (*batch, error) {
 	b := batchPool.Get().(*batch)
-	add := func(chunk []byte) {
-		start := len(b.buf)
-		b.buf = append(b.buf, chunk...)
-		b.lines = append(b.lines, Line{Bytes: b.buf[start:len(b.buf)]})
-	}
-	for {
-		chunk, err := lr.r.ReadSlice('\n')
-		switch {
-		case err == nil:
-			add(chunk)
-		case errors.Is(err, bufio.ErrBufferFull):
-			// A line longer than the read buffer: collect it separately.
-			long, lerr := lr.readLong(chunk)
-			b.lines = append(b.lines, long)
-			return b, lerr
-		default: // io.EOF or a read error; chunk may hold a final partial line
-			if len(chunk) > 0 {
-				add(chunk)
-			}
-			return b, err
+	buf := append(b.buf[:0], lr.carry...)
+	lr.carry = lr.carry[:0]
+	start := 0 // where the current, incomplete line begins
+	emit := func(end int) {
+		line := buf[start:end]
+		if int64(len(line)) > lr.max {
+			b.lines = append(b.lines, Line{Oversize: int64(len(line)), Head: keepHead(nil, line), Tail: keepTail(nil, line)})
+		} else {
+			b.lines = append(b.lines, Line{Bytes: line})
 		}
-		if lr.r.Buffered() == 0 || len(b.buf) >= batchTarget {
+		start = end
+	}
+	scanned := 0 // the carried part may already hold complete lines
+	for {
+		for {
+			i := bytes.IndexByte(buf[scanned:], '\n')
+			if i < 0 {
+				break
+			}
+			emit(scanned + i + 1)
+			scanned = start
+		}
+		scanned = len(buf)
+		if lr.err != nil {
+			if start < len(buf) {
+				emit(len(buf)) // a last line without its newline
+			}
+			b.buf = buf
+			return b, lr.err
+		}
+		if len(b.lines) > 0 {
+			break
+		}
+		if len(buf) == cap(buf) {
+			// One line fills the whole buffer: read the rest apart.
+			long, rest, err := lr.readLong(buf)
+			b.lines = append(b.lines, long)
+			b.buf = buf[:0]
+			lr.carry = append(lr.carry, rest...)
+			lr.err = err
 			return b, nil
 		}
+		n, err := lr.r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		lr.err = err
 	}
+	lr.carry = append(lr.carry, buf[start:]...)
+	b.buf = buf[:start]
+	return b, nil
 }
 
 // readLong reads the rest of a line whose first part (first) filled the
-// buffer. Up to max bytes are kept; beyond that the line is drained to its
-// newline keeping only a bounded head and tail.
-func (lr *lineReader) readLong(first []byte) (Line, error) {
-	acc := append([]byte(nil), first...)
-	var size int64 = int64(len(first))
+// whole buffer. Up to max bytes are kept; beyond that the line is drained
+// to its newline keeping only a bounded head and tail. rest is what the
+// last read brought after the newline.
+func (lr *lineReader) readLong(first []byte) (line Line, rest []byte, err error) {
+	size := int64(len(first))
+	var acc, head, tail []byte
 	oversize := size > lr.max
-	var head, tail []byte
 	if oversize {
-		head, tail = keepHead(nil, acc), keepTail(nil, acc)
-		acc = nil
+		head, tail = keepHead(nil, first), keepTail(nil, first)
+	} else {
+		acc = append([]byte(nil), first...)
 	}
+	chunk := make([]byte, 64<<10)
 	for {
-		chunk, err := lr.r.ReadSlice('\n')
-		size += int64(len(chunk))
+		n, rerr := lr.r.Read(chunk)
+		part := chunk[:n]
+		end := bytes.IndexByte(part, '\n')
+		if end >= 0 {
+			rest = part[end+1:]
+			part = part[:end+1]
+		}
+		size += int64(len(part))
 		if !oversize && size > lr.max {
 			oversize = true
-			head = keepHead(nil, acc)
-			tail = keepTail(nil, acc)
+			head, tail = keepHead(nil, acc), keepTail(nil, acc)
 			acc = nil
 		}
 		if oversize {
-			head = keepHead(head, chunk)
-			tail = keepTail(tail, chunk)
+			head, tail = keepHead(head, part), keepTail(tail, part)
 		} else {
-			acc = append(acc, chunk...)
+			acc = append(acc, part...)
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
+		if end >= 0 || rerr != nil {
+			if oversize {
+				return Line{Oversize: size, Head: head, Tail: tail}, rest, rerr
+			}
+			return Line{Bytes: acc}, rest, rerr
 		}
-		if oversize {
-			return Line{Oversize: size, Head: head, Tail: tail}, err
-		}
-		return Line{Bytes: acc}, err
 	}
 }
 

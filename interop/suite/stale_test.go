@@ -1,0 +1,109 @@
+//go:build interop
+
+package suite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
+	"github.com/acp-guard/acp-guard/interop/capture"
+)
+
+// TestStaleTurnAfterError pins the agent quirk behind staleAfterError
+// without any recovery: acp-guard (no policy, so it only annotates) between
+// the client and the agent, one session, three prompts: the first fails
+// (503 for the agent's whole retry budget), the second is answered at once
+// with an empty end_turn while its provider request is still to come, the
+// third gets the second's answer. With ACP_GUARD_INTEROP_CAPTURE=DIR the
+// transcript is written to DIR/<agent>/stale_turn_after_error.jsonl with
+// machine-specific strings replaced as in interop/capture.
+func TestStaleTurnAfterError(t *testing.T) {
+	cache := cacheDir(t)
+	bin := testbin.Path(t)
+	for _, ac := range agentCases {
+		if !ac.staleAfterError {
+			continue
+		}
+		t.Run(ac.name, func(t *testing.T) {
+			w := newWorld(t, ac, cache, bin)
+			p := w.start("stale", false)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			sid, _, err := p.NewSession(ctx, p.cwd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.setScript(w.script("unavailable_503", -1))
+			first, err := p.Prompt(ctx, sid, "Say hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Err() == nil {
+				t.Fatalf("first prompt: got %s, want an error", first.Response.Raw)
+			}
+			w.setScript(nil)
+			second, err := p.Prompt(ctx, sid, "Say hello")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := w.chatRequests(); second.StopReason() != "end_turn" || second.Text() != "" || n != 0 {
+				t.Errorf("second prompt: got %s text %q after %d provider requests; want an empty end_turn before any request", second.Response.Raw, second.Text(), n)
+			}
+			w.waitRequests(1)
+			third, err := p.Prompt(ctx, sid, "Say hello again")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := w.chatRequests(); third.StopReason() != "end_turn" || third.Text() == "" || n != 1 {
+				t.Errorf("third prompt: got %s text %q, provider requests %d; want the second prompt's answer and no new request", third.Response.Raw, third.Text(), n)
+			}
+			p.stop(true)
+			if out := os.Getenv("ACP_GUARD_INTEROP_CAPTURE"); out != "" {
+				saveCapture(t, w, p, filepath.Join(out, ac.name, "stale_turn_after_error.jsonl"))
+			}
+		})
+	}
+}
+
+// saveCapture copies acp-guard's recording of p with machine-specific
+// strings replaced.
+func saveCapture(t *testing.T, w *world, p *proc, dst string) {
+	b, err := os.ReadFile(filepath.Join(w.out, p.label+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	dir := filepath.Dir(p.cwd)
+	for _, r := range [][2]string{
+		{p.home, capture.StableHome}, {p.cwd, capture.StableCwd}, {dir, "/tmp/acp-capture"},
+		{w.fp.URL, capture.StableURL}, {strings.TrimPrefix(w.fp.URL, "http://"), strings.TrimPrefix(capture.StableURL, "http://")},
+		{w.cache, capture.StableNode}, {"~" + strings.TrimPrefix(w.cache, home), capture.StableNode},
+	} {
+		b = bytes.ReplaceAll(b, []byte(r[0]), []byte(r[1]))
+	}
+	// The meta line names the agent as the captures do.
+	if first, rest, ok := bytes.Cut(b, []byte("\n")); ok {
+		var meta map[string]any
+		if json.Unmarshal(first, &meta) == nil && meta["dir"] == "meta" {
+			meta["adapter"] = w.agent.Adapter
+			meta["scenario"] = strings.TrimSuffix(filepath.Base(dst), ".jsonl")
+			if m, err := json.Marshal(meta); err == nil {
+				b = append(append(m, '\n'), rest...)
+			}
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("capture written to %s", dst)
+}
