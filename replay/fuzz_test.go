@@ -96,6 +96,9 @@ func FuzzParseFrame(f *testing.F) {
 		if !json.Valid(b) {
 			return
 		}
+		if bytes.Contains(b, []byte(`\u`)) {
+			return // the relay's scanner compares keys as written (no escaped keys)
+		}
 		fi := parseFrame(b)
 		var m map[string]json.RawMessage
 		if json.Unmarshal(b, &m) != nil || fi.kind == kindOther {
