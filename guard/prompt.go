@@ -368,6 +368,8 @@ func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision
 		"attempt": attempt, "maxRetries": p.maxRetries, "delayMs": d.Delay.Milliseconds(),
 		"deadline": deadline.Format(time.RFC3339), "code": f.verdict.Code, "class": string(f.verdict.Class),
 		"action": next, "rule": f.verdict.Rule,
+		// What happens if this attempt fails too and the budget is spent.
+		"onExhausted": string(g.classPolicy(f.verdict.Class).OnExhausted),
 	}}}
 	upd := map[string]any{
 		"sessionUpdate": kind,
