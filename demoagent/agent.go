@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/internal/syncio"
 )
 
 // Run speaks ACP as an agent on in/out until in reaches EOF (then it returns
@@ -39,7 +41,7 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer, errOut 
 		opts:        opts,
 		sc:          sc,
 		w:           newFrameWriter(out),
-		errOut:      &lockedWriter{w: errOut},
+		errOut:      syncio.NewWriter(errOut),
 		pending:     make(map[string]chan *inbound),
 		cancels:     make(map[string]map[*turn]struct{}),
 		models:      make(map[string]string),
@@ -129,7 +131,7 @@ type agent struct {
 	opts        Options
 	sc          *scenario
 	w           *frameWriter
-	errOut      *lockedWriter
+	errOut      *syncio.Writer
 	exit        chan *ExitError // a turn asks Run to end the process
 	inputClosed chan struct{}   // closed at stdin EOF
 	turns       sync.WaitGroup  // running turn goroutines; Run waits for them
@@ -141,18 +143,6 @@ type agent struct {
 	models   map[string]string             // session id → current model id
 	cancels  map[string]map[*turn]struct{} // session id → in-flight turns
 	prompts  int                           // prompts received so far
-}
-
-// lockedWriter serialises writes to stderr.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (a *agent) logf(format string, args ...any) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/syncio"
 )
 
 func TestInitialize(t *testing.T) {
@@ -187,7 +189,7 @@ func TestUnknownScenarioAndKind(t *testing.T) {
 		{Options{Scenario: "nope"}, `unknown scenario "nope"`},
 		{Options{Scenario: "fail-then-succeed", Error: "bad"}, `unknown error kind "bad"`},
 	} {
-		err := Run(context.Background(), tt.opts, strings.NewReader(""), &syncBuffer{}, &syncBuffer{})
+		err := Run(context.Background(), tt.opts, strings.NewReader(""), &syncio.Buffer{}, &syncio.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Run(%+v): got %v, want an error containing %q", tt.opts, err, tt.want)
 		}

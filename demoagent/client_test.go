@@ -2,14 +2,14 @@ package demoagent
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/syncio"
 )
 
 // testClient drives Run over pipes, as an editor would.
@@ -17,27 +17,10 @@ type testClient struct {
 	t      *testing.T
 	stdin  *io.PipeWriter
 	lines  chan []byte // raw stdout lines, terminator included
-	stderr *syncBuffer
+	stderr *syncio.Buffer
 	done   chan error // Run's result
 	cancel context.CancelFunc
 	nextID int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // msg is any frame the agent writes.
@@ -56,7 +39,7 @@ func startAgent(t *testing.T, opts Options) *testClient {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &testClient{
 		t: t, stdin: inW, lines: make(chan []byte, 1024),
-		stderr: &syncBuffer{}, done: make(chan error, 1), cancel: cancel,
+		stderr: &syncio.Buffer{}, done: make(chan error, 1), cancel: cancel,
 	}
 	// Run's goroutine: ends when Run returns; it then closes stdout so the
 	// reader below ends too.

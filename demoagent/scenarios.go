@@ -333,7 +333,7 @@ func startGrandchild(a *agent) (func(), error) {
 	if f, ok := a.w.underlying.(*os.File); ok {
 		cmd.Stdout = f
 	}
-	if f, ok := a.errOut.w.(*os.File); ok {
+	if f, ok := a.errOut.W.(*os.File); ok {
 		cmd.Stderr = f
 	}
 	if err := cmd.Start(); err != nil {

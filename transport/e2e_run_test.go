@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"runtime"
@@ -10,37 +9,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // watchWriter collects what is written and closes seen once it holds want.
 type watchWriter struct {
-	syncBuffer
+	syncio.Buffer
 	want string
 	seen chan struct{}
 	once sync.Once
 }
 
 func (w *watchWriter) Write(p []byte) (int, error) {
-	n, err := w.syncBuffer.Write(p)
+	n, err := w.Buffer.Write(p)
 	if strings.Contains(w.String(), w.want) {
 		w.once.Do(func() { close(w.seen) })
 	}
@@ -86,7 +68,7 @@ func TestRunNoGoroutineLeak(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			inR, inW := io.Pipe()
-			var out, errOut syncBuffer
+			var out, errOut syncio.Buffer
 			// The feeder ends when its write is read and, unless the
 			// test keeps stdin open, after closing it.
 			go func() {

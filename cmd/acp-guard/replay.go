@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -114,7 +115,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 // runServe plays one transcript as an agent and exits with its recorded
 // status.
 func runServe(ctx context.Context, o *replayOptions) error {
-	stderr := &lockedWriter{w: o.err}
+	stderr := syncio.NewWriter(o.err)
 	o.log.format = "text"
 	log, closeLog, err := newLogger(o.log, stderr)
 	if err != nil {

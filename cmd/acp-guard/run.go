@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -75,7 +76,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	if o.maxLine < 1024 {
 		return withCode(exitUsage, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
 	}
-	stderr := &lockedWriter{w: s.err}
+	stderr := syncio.NewWriter(s.err)
 	log, closeLog, err := newLogger(o.log, stderr)
 	if err != nil {
 		return withCode(exitUsage, err)
