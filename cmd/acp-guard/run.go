@@ -54,6 +54,7 @@ func newRunCmd(s *streams) *cobra.Command {
 		},
 	}
 	bindRunFlags(cmd.Flags(), o)
+	cmd.Flags().SetInterspersed(false) // flags after AGENT are the agent's
 	return cmd
 }
 
@@ -62,6 +63,7 @@ func newRunCmd(s *streams) *cobra.Command {
 func attachProxy(root *cobra.Command, s *streams) {
 	o := &runOptions{}
 	bindRunFlags(root.Flags(), o)
+	root.Flags().SetInterspersed(false) // flags after AGENT are the agent's
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
