@@ -193,11 +193,12 @@ func TestE2ERecoveryStops(t *testing.T) {
 	}
 }
 
-// Fallback: the bad model fails, the guard switches to model-b and the
-// answer says so.
+// Fallback: the bad model fails (overloaded), the guard switches to
+// model-b and the answer says so. (A lost transport, codex's usual
+// transient shape, never switches models: see TestTransportLossNeverSwitchesModels.)
 func TestE2EFallbackModel(t *testing.T) {
 	t.Parallel()
-	r := runRecovery(t, []string{"--fallback-models", "model-b"}, "--scenario", "fail-model", "--bad-model", "model-a", "--agent-name", "codex-acp")
+	r := runRecovery(t, []string{"--fallback-models", "model-b"}, "--scenario", "fail-model", "--bad-model", "model-a", "--agent-name", "@zed-industries/claude-agent-acp")
 	resp := r.answer()
 	if stopReason(t, resp) != "end_turn" {
 		t.Fatalf("prompt answered %s", resp.raw)

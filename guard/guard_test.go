@@ -483,3 +483,18 @@ func TestCancelDuringModelSwitch(t *testing.T) {
 		t.Errorf("client got %q, want %s", got, want)
 	}
 }
+
+func TestTransportLossNeverSwitchesModels(t *testing.T) {
+	h := newHarness(t, "cursor-acp", policy.Default(), "model-b")
+	h.start()
+	h.agent("%s", msgChunk(ctrlText))
+	h.agent("%s", endTurn)
+	if sent := h.agentFrames(); len(sent) != 0 {
+		t.Fatalf("switched models on a transport loss: %q", sent)
+	}
+	got := h.clientFrames()
+	_, _, pe, _ := providerError(t, got[0])
+	if r := pe["recovery"].(map[string]any); r["reason"] != "same_provider_only" {
+		t.Errorf("recovery = %v", r)
+	}
+}

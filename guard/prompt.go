@@ -159,13 +159,20 @@ func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, fromProxy bool) tra
 	}, p.route)
 	p.route = route
 	if d.Action == policy.ActionSkip {
-		if next, ok := g.nextCandidate(p); ok {
+		next, ok := g.nextCandidate(p)
+		if ok && sameProviderOnly[f.verdict.Code] {
+			d.Action, d.Reason = policy.ActionStop, "same_provider_only"
+			ok = false
+		}
+		if ok {
 			g.appendAttempt(c, p, f, d, policy.AttemptFailed)
 			p.decisions = append(p.decisions, d)
 			g.switchModel(c, p, next)
 			return g.hold(fromProxy)
 		}
-		d.Action, d.Reason = policy.ActionStop, "no_fallback"
+		if d.Action == policy.ActionSkip {
+			d.Action, d.Reason = policy.ActionStop, "no_fallback"
+		}
 	}
 	switch d.Action {
 	case policy.ActionRetry, policy.ActionWait:
@@ -182,6 +189,12 @@ func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, fromProxy bool) tra
 	p.decisions = append(p.decisions, d)
 	return g.answerFailure(c, p, f, d, fromProxy)
 }
+
+// sameProviderOnly lists semantic codes that are evidence for recovering on
+// the same provider and model only: a lost agent transport says nothing
+// against the model, so it never authorizes switching to a fallback
+// (spec 000, "Cursor retry-safety semantics").
+var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 
 func (g *Guard) hold(fromProxy bool) transport.Verdict {
 	if fromProxy {
