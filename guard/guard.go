@@ -127,7 +127,7 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 		g.tracker.Unparseable()
 	case transport.KindNotification:
 		if m.Method == acp.ClientMethodSessionUpdate {
-			if u, ok := observers.ParseUpdate(m.Params); ok && g.tracker.Observe(u) {
+			if suppress, _ := g.tracker.ObserveParams(m.Params); suppress {
 				return transport.Drop
 			}
 		}

@@ -256,3 +256,42 @@ func BenchmarkObserveSortedKeys64KiB(b *testing.B) {
 		tr.Observe(u)
 	}
 }
+
+// TestObserveParamsCacheAgrees feeds one stream of updates through the
+// cached path and through ParseUpdate+Observe: every verdict and the final
+// evidence must agree.
+func TestObserveParamsCacheAgrees(t *testing.T) {
+	frames := [][]byte{
+		chunk("s1", "agent_message_chunk", "hello"),
+		chunk("s1", "agent_message_chunk", "Error: RetriableError: x"),
+		chunk("s1", "agent_message_chunk", "Error: RetriableError: y"),
+		chunk("s1", "agent_thought_chunk", "hmm"),
+		chunk("s1", "agent_message_chunk", " "),
+		toolCall("s1", "tool_call"),
+		[]byte(`{"sessionId":"s1","update":{"sessionUpdate":"tool_call","toolCallId":"t2"}}`),
+		[]byte(`{"sessionId":"s1","update":{"sessionUpdate":"tool_call_update","toolCallId":"t2"}}`),
+		chunk("s2", "agent_message_chunk", "Error: RetriableError: other session"),
+		chunk("s1", "agent_message_chunk", "Error: RetriableError: z"),
+		sortedChunk("s1", "agent_message_chunk", "sorted layout"),
+		chunk("s1", "agent_message_chunk", "Error: RetriableError: again"),
+	}
+	cached := NewTracker(AdapterCursor, DefaultSignatures)
+	plain := NewTracker(AdapterCursor, DefaultSignatures)
+	var turns [2][2]*Turn
+	for i, tr := range []*Tracker{cached, plain} {
+		turns[i] = [2]*Turn{tr.Start("s1", time.Time{}), tr.Start("s2", time.Time{})}
+	}
+	for i, f := range frames {
+		got, ok := cached.ObserveParams(f)
+		u, _ := ParseUpdate(f)
+		want := plain.Observe(u)
+		if !ok || got != want {
+			t.Errorf("frame %d (%s): cached suppress=%v ok=%v, plain %v", i, f, got, ok, want)
+		}
+	}
+	for s := range 2 {
+		if a, b := turns[0][s], turns[1][s]; a.Evidence != b.Evidence || (a.Marker == nil) != (b.Marker == nil) {
+			t.Errorf("session %d: cached %+v/%v, plain %+v/%v", s, a.Evidence, a.Marker != nil, b.Evidence, b.Marker != nil)
+		}
+	}
+}

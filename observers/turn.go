@@ -64,6 +64,7 @@ type Tracker struct {
 	Adapter    string
 	Signatures []ControlSignature
 	sessions   map[string]*session
+	cache      layoutCache
 }
 
 // NewTracker returns a tracker for adapter with the given signatures.
@@ -173,7 +174,7 @@ func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEm
 		if !t.Returned {
 			for i := range tr.Signatures {
 				sig := &tr.Signatures[i]
-				if sig.Match(tr.Adapter, text, complete) {
+				if text != "" && sig.Match(tr.Adapter, text, complete) {
 					t.Marker = sig
 					t.MarkerSuffix = sig.Suffix(text)
 					t.Evidence.Suppressed++
