@@ -498,3 +498,24 @@ func TestTransportLossNeverSwitchesModels(t *testing.T) {
 		t.Errorf("recovery = %v", r)
 	}
 }
+
+// TestEmptyRetryIsNotARecovery: a retry answered at once with an empty
+// end_turn (claude-agent-acp's stale answer after an error) must not reach
+// the client as a success; the failure it was meant to recover is reported.
+func TestEmptyRetryIsNotARecovery(t *testing.T) {
+	h := newHarness(t, "claude-agent-acp", retryPolicy())
+	h.start()
+	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	h.clientFrames()
+	h.v.Advance(5 * time.Second)
+	h.agentFrames()
+	h.agent(`{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn","usage":{"totalTokens":0}}}`)
+	got := h.clientFrames()
+	if len(got) != 1 {
+		t.Fatalf("client got %q", got)
+	}
+	_, _, pe, _ := providerError(t, got[0])
+	if r := pe["recovery"].(map[string]any); r["reason"] != "empty_retry_result" || pe["code"] != "provider_overloaded" {
+		t.Errorf("providerError %v", pe)
+	}
+}

@@ -84,6 +84,17 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, fromProxy b
 			})
 			return g.fail(c, p, &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, excerpt: t.MarkerSuffix, turn: t}, fromProxy)
 		}
+		if fromProxy && p.last != nil && emptyTurn(t) && stopReason == string(acp.StopReasonEndTurn) {
+			// A retry that produced nothing at all is not a recovery: some
+			// agents answer a re-sent prompt at once with a stale, empty
+			// end_turn (claude-agent-acp 0.23.1 after an error). Report the
+			// failure it was meant to recover from instead of an empty
+			// success.
+			d := policy.Decision{Action: policy.ActionStop, Reason: "empty_retry_result", Class: string(p.last.verdict.Class)}
+			g.appendAttempt(c, p, p.last, d, policy.AttemptStopped)
+			p.decisions = append(p.decisions, d)
+			return g.answerFailure(c, p, p.last, d, true)
+		}
 		return g.succeed(c, p, m, stopReason, fromProxy)
 	}
 	if t.Evidence.Cancelled {
@@ -105,6 +116,12 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, fromProxy b
 	// The relay reuses m and its buffer: keep a copy of the frame.
 	own := transport.ParseMsg(append([]byte(nil), m.Line...))
 	return g.fail(c, p, &failure{verdict: v, source: classify.SourceRPCError, msg: &own, turn: t}, fromProxy)
+}
+
+// emptyTurn reports whether a turn showed nothing at all.
+func emptyTurn(t *observers.Turn) bool {
+	e := t.Evidence
+	return !e.AssistantOutput && !e.Thoughts && !e.ToolActivity && e.ToolUpdates == 0 && e.Effects == 0
 }
 
 // succeed answers the client with a successful attempt. The client's own

@@ -97,15 +97,19 @@ func TestPlayRetry(t *testing.T) {
 		divergence bool
 	}{
 		{"retry answered", append(append([]string{}, base...), guardRetry,
+			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}}`,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
 			PlayOptions{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
 		// The recording's clock ran a little behind: the answer is stamped
-		// before the virtual timer is due; the player fires it first.
+		// before the virtual timer is due; the player fires it first, so
+		// the answer lines up with the proxy's request (an empty answer:
+		// reported as the failure it did not recover, not as a success).
 		{"answer stamped early", append(append([]string{}, base...),
 			`{"t_ms":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
-			PlayOptions{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
+			PlayOptions{Policy: &doc}, "annotated", policy.ActionStop, 0, false},
 		{"transcript ends while waiting", base, PlayOptions{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
 		{"default policy diverges", append(append([]string{}, base...), guardRetry,
+			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}}`,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
 			PlayOptions{}, "annotated", policy.ActionStop, 1, true},
 	} {
