@@ -24,11 +24,7 @@ import (
 	"github.com/acp-guard/acp-guard/replay"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // e2eWatchdog bounds one process's life in a test. It guards against hangs
 // and is not an assertion: when it fires the process is killed, its stdout

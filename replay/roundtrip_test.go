@@ -17,11 +17,7 @@ import (
 	"github.com/acp-guard/acp-guard/replay"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // watchdog bounds one acp-guard process's life in a round trip: a guard
 // against hangs (the test then fails on missing frames), not an assertion.

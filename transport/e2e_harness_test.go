@@ -27,11 +27,7 @@ import (
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // watchdog bounds how long one acp-guard process may live in a test. It is
 // a guard against hangs, not an assertion: when it fires the process is

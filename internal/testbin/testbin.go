@@ -82,3 +82,13 @@ func moduleRoot() (string, error) {
 	}
 	return root, nil
 }
+
+// Main is a TestMain for packages that use Path: it runs the tests, then
+// removes the built binary.
+//
+//	func TestMain(m *testing.M) { testbin.Main(m) }
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}

@@ -11,11 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // startDemo starts argv (acp-guard arguments) with a private state dir and
 // returns an initialized client with one session.
