@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/syncio"
 	fp "github.com/acp-guard/acp-guard/interop/fakeprovider"
 )
 
@@ -91,7 +92,7 @@ func parseTranscript(t *testing.T, data []byte) []event {
 
 func runFake(t *testing.T, mode string, timeout time.Duration) (Result, []event) {
 	t.Helper()
-	var buf syncBuffer
+	var buf syncio.Buffer
 	rec := NewRecorder(&buf, func() time.Duration { return 0 }, nil)
 	exe, err := os.Executable()
 	if err != nil {

@@ -1,29 +1,10 @@
 package capture
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
 
 func httpPost(url, body string) (int, error) {
 	resp, err := http.Post(url, "application/json", strings.NewReader(body))

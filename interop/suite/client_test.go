@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
@@ -25,7 +26,7 @@ func startDemo(t *testing.T, args ...string) (*Client, string) {
 			argv[i] = bin
 		}
 	}
-	stderr := &syncBuffer{}
+	stderr := &syncio.Buffer{}
 	c, err := Start(Options{Argv: argv, Env: append(os.Environ(), "XDG_STATE_HOME="+dir), Dir: dir, Stderr: stderr})
 	if err != nil {
 		t.Fatal(err)

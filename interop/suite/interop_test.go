@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/interop/capture"
 	fp "github.com/acp-guard/acp-guard/interop/fakeprovider"
@@ -112,7 +113,7 @@ type world struct {
 	base    string // scratch folder (under the cache: codex refuses /tmp)
 	out     string // where transcripts are kept ("" : base)
 	fp      *fp.Server
-	fplog   *syncBuffer
+	fplog   *syncio.Buffer
 	policy  string
 	started int
 	ctx     context.Context
@@ -134,7 +135,7 @@ func newWorld(t *testing.T, ac agentCase, cache, bin string) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	w := &world{t: t, ac: ac, agent: agent, cache: cache, bin: bin, base: base, fplog: &syncBuffer{}}
+	w := &world{t: t, ac: ac, agent: agent, cache: cache, bin: bin, base: base, fplog: &syncio.Buffer{}}
 	w.out = base
 	if o := os.Getenv("ACP_GUARD_INTEROP_OUT"); o != "" {
 		w.out = filepath.Join(o, ac.name)
@@ -175,7 +176,7 @@ type proc struct {
 	env    []string
 	argv   []string // the agent command
 	init   Frame
-	stderr *syncBuffer
+	stderr *syncio.Buffer
 }
 
 // launch prepares a home for the agent and returns its command and
@@ -205,7 +206,7 @@ func (w *world) start(label string, direct bool, guardArgs ...string) *proc {
 	t := w.t
 	dir, argv, env, auth := w.launch(label)
 	p := &proc{w: w, label: label, cwd: filepath.Join(dir, "work"), home: filepath.Join(dir, "home"),
-		env: env, argv: argv, stderr: &syncBuffer{}}
+		env: env, argv: argv, stderr: &syncio.Buffer{}}
 	for _, e := range env {
 		if v, ok := strings.CutPrefix(e, "ACP_GUARD_INTEROP_MARK="); ok {
 			p.mark = v
@@ -716,7 +717,7 @@ func (w *world) acpx() {
 func runAcpx(ctx context.Context, bin, cwd string, env []string, agentCmd string) ([]byte, int, error) {
 	argv := []string{bin, "--format", "json", "--timeout", "90", "--cwd", cwd,
 		"--agent", agentCmd, "exec", "Say hello"}
-	stderr := &syncBuffer{}
+	stderr := &syncio.Buffer{}
 	c, err := Start(Options{Argv: argv, Env: env, Dir: cwd, Stderr: stderr})
 	if err != nil {
 		return nil, 0, err
