@@ -105,6 +105,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 	switch m.Kind {
 	case transport.KindRequest:
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
+			g.supersede(c, req.SessionID)
 			t := g.tracker.Start(req.SessionID, c.Now())
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t}
 			req.Tag = p

@@ -519,3 +519,29 @@ func TestEmptyRetryIsNotARecovery(t *testing.T) {
 		t.Errorf("providerError %v", pe)
 	}
 }
+
+// TestNewPromptSupersedesWait: a client that sends another prompt to the
+// session while acp-guard waits to retry the first gets the first answered
+// (with its failure) at once; the stale timer then does nothing.
+func TestNewPromptSupersedesWait(t *testing.T) {
+	h := newHarness(t, "claude-agent-acp", retryPolicy())
+	h.start()
+	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	h.clientFrames()
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
+	got := h.clientFrames()
+	if len(got) != 1 || !strings.Contains(got[0], `"id":2,`) {
+		t.Fatalf("client got %q, want the answer to prompt 2", got)
+	}
+	_, _, pe, _ := providerError(t, got[0])
+	if r := pe["recovery"].(map[string]any); r["reason"] != "superseded" {
+		t.Errorf("recovery %v", r)
+	}
+	h.agentFrames() // prompt 3, forwarded
+	h.v.Advance(time.Hour)
+	for _, f := range h.agentFrames() {
+		if strings.Contains(f, "acp-guard:") {
+			t.Errorf("stale retry sent: %s", f)
+		}
+	}
+}

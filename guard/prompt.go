@@ -292,6 +292,23 @@ func (g *Guard) cancelWaits(c transport.Ctl, sessionID string) {
 	}
 }
 
+// supersede answers, with the failure being recovered, every prompt of the
+// session that waits for a retry when the client starts a new prompt there:
+// the new generation makes the old turn stale, so its timer could never
+// fire a retry, and the old request must still get its one answer.
+func (g *Guard) supersede(c transport.Ctl, sessionID string) {
+	for _, p := range g.prompts {
+		if p.session != sessionID || !p.waiting || p.last == nil {
+			continue
+		}
+		p.stopTimer()
+		d := policy.Decision{Action: policy.ActionStop, Reason: "superseded", Class: string(p.last.verdict.Class)}
+		g.appendAttempt(c, p, p.last, d, policy.AttemptStopped)
+		p.decisions = append(p.decisions, d)
+		g.answerFailure(c, p, p.last, d, true)
+	}
+}
+
 // answerCancelled answers p with stopReason "cancelled".
 func (g *Guard) answerCancelled(c transport.Ctl, p *prompt) {
 	delete(g.prompts, p.client)
