@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"regexp"
@@ -269,7 +270,9 @@ func (r *Relay) FromClient(l Line) {
 	switch m.Kind {
 	case KindInvalid:
 		r.Counts.InvalidFromClient++
-		r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+		if r.log.Enabled(context.Background(), slog.LevelDebug) {
+			r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+		}
 	case KindRequest:
 		if strings.HasPrefix(string(KeyOf(m.ID)), "s:"+ProxyIDPrefix) {
 			// The proxy's own namespace: answering it would be ambiguous.
@@ -320,7 +323,9 @@ func (r *Relay) FromAgent(l Line) {
 	switch m.Kind {
 	case KindInvalid:
 		r.Counts.InvalidFromAgent++
-		r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+		if r.log.Enabled(context.Background(), slog.LevelDebug) {
+			r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+		}
 	case KindRequest:
 		var dup bool
 		req, dup = r.table.add(FromAgent, m, r.out.Now(), false)
