@@ -103,8 +103,10 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		Notices:  o.guard.notices,
 		Logger:   log,
 	}
-	if recovers(doc, o.guard.fallback) {
-		// The attempt log is opened only when recovery can happen.
+	if recovers(doc, o.guard.fallback) || o.guard.stateDir != "" {
+		// The attempt log records every decision once recovery can happen
+		// (or a state directory was asked for); it is opened at the first
+		// failure, so a session without one creates no files.
 		cfg.Attempts = &lazyLog{dir: o.guard.stateDir, log: log}
 		gw.closers = append(gw.closers, cfg.Attempts.(*lazyLog).close)
 	}
