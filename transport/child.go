@@ -74,7 +74,11 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	cmd.Env = env
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so signals and the final kill reach the whole
+	// agent; and if acp-guard itself is killed outright (SIGKILL: nothing
+	// of ours runs), the kernel sends the agent SIGTERM (Linux), besides
+	// the EOF on its stdin.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		code := 126

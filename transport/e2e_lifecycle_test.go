@@ -428,3 +428,18 @@ func TestE2EStderrFlood(t *testing.T) {
 		t.Errorf("the last flood line is missing")
 	}
 }
+
+// TestE2EGuardKilledTakesAgentAlong: when acp-guard itself is killed with
+// SIGKILL (nothing of it runs), the kernel terminates the agent (Linux
+// parent-death signal) instead of leaving it orphaned.
+func TestE2EGuardKilledTakesAgentAlong(t *testing.T) {
+	g := startGuard(t, nil, demoAgent(t, "hang")...)
+	pid := g.waitAgentPID()
+	if err := syscall.Kill(g.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	g.wait()
+	if err := waitProcessGone(pid); err != nil {
+		t.Errorf("agent %d outlived a killed acp-guard: %v", pid, err)
+	}
+}
