@@ -115,10 +115,11 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
-		// The meta adapter outranks agentInfo on replay, so it is written
-		// only when the operator named the adapter; otherwise the replay
-		// learns it from the recorded initialize, as the live proxy did.
-		rec.Meta(o.argv, o.guard.adapter, version, engine.Version())
+		// The adapter as known at start (the flag, else the command's
+		// basename). On replay a meta adapter that is only the basename's
+		// yields to the recorded initialize's agentInfo, as it did live.
+		adapter, _ := cfg.Identity.Resolve()
+		rec.Meta(o.argv, adapter, version, engine.Version())
 		gw.tap = &recorderTap{rec: rec, start: time.Now()}
 		gw.closers = append(gw.closers, rec.Close)
 	}
