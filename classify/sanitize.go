@@ -33,6 +33,22 @@ var (
 // opaque ids. Runs in time linear in len(s). Use it for transcripts and
 // logs; Sanitize for excerpts.
 func Redact(s string) string {
+	s = RedactSecrets(s)
+	lower := strings.ToLower(s)
+	s = redactURLs(s)
+	s = redactEmails(s)
+	s = redactHomes(s)
+	if strings.Contains(lower, ":\\users\\") {
+		s = winHomeRe.ReplaceAllString(s, "~")
+	}
+	return redactIDs(s)
+}
+
+// RedactSecrets replaces only credentials in s — API keys, bearer tokens,
+// JWTs and key=value secrets — and leaves everything else as it is: what a
+// recorded transcript needs, where ids, paths and URLs must stay intact
+// for the recording to replay. Linear time.
+func RedactSecrets(s string) string {
 	// Hand-written scanners find the common shapes in one pass each; the
 	// remaining patterns run only when a literal says they can match.
 	lower := strings.ToLower(s)
@@ -46,13 +62,7 @@ func Redact(s string) string {
 	if containsAny(lower, "key", "token", "secret", "passw") {
 		s = kvRe.ReplaceAllString(s, "${1}"+redactedValue)
 	}
-	s = redactURLs(s)
-	s = redactEmails(s)
-	s = redactHomes(s)
-	if strings.Contains(lower, ":\\users\\") {
-		s = winHomeRe.ReplaceAllString(s, "~")
-	}
-	return redactIDs(s)
+	return s
 }
 
 func isB64URL(c byte) bool {

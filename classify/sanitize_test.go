@@ -174,3 +174,21 @@ func BenchmarkSanitizeTypical(b *testing.B) {
 		Sanitize(in)
 	}
 }
+
+func TestRedactSecretsKeepsTheRest(t *testing.T) {
+	in := `{"cwd":"/home/alice/p","sessionId":"0123456789abcdef0123456789abcdef","text":"see https://example.com/x?y=1, mail bob@example.com, key sk-proj-abcdefghijklmnopqrstuvwxyz123456, Authorization: Bearer abcdefghijklmnopqrstuvwxyz0123"}`
+	got := RedactSecrets(in)
+	for _, keep := range []string{"/home/alice/p", "0123456789abcdef0123456789abcdef", "https://example.com/x?y=1", "bob@example.com"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("RedactSecrets dropped %q: %s", keep, got)
+		}
+	}
+	for _, secret := range []string{"sk-proj-abcdefghijklmnopqrstuvwxyz123456", "abcdefghijklmnopqrstuvwxyz0123"} {
+		if strings.Contains(got, secret) {
+			t.Errorf("RedactSecrets kept %q: %s", secret, got)
+		}
+	}
+	if full := Redact(in); strings.Contains(full, "bob@example.com") || strings.Contains(full, "/home/alice") {
+		t.Errorf("Redact kept personal data: %s", full)
+	}
+}

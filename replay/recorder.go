@@ -18,6 +18,10 @@ type RecorderOptions struct {
 	// classifier's sanitizer). It is applied to each frame line, stderr line
 	// and argv element. Nil records without redaction.
 	Redact func(string) string
+	// RedactFrame, if set, replaces Redact for protocol frames: the proxy
+	// passes a secrets-only redactor there, so session ids, paths and
+	// URLs in frames stay intact and the recording still replays.
+	RedactFrame func(string) string
 	// RecordRaw turns redaction off even when Redact is set (--record-raw).
 	RecordRaw bool
 	// Logger receives the one warning about a write failure. Nil discards.
@@ -107,8 +111,12 @@ func (r *Recorder) Frame(tMs int64, dir string, line []byte, via string, suppres
 		line = line[:n-1]
 	}
 	if r.redacting() {
+		redact := r.opts.Redact
+		if r.opts.RedactFrame != nil {
+			redact = r.opts.RedactFrame
+		}
 		s := string(line)
-		if red := r.opts.Redact(s); red != s {
+		if red := redact(s); red != s {
 			line = []byte(red)
 		}
 	}

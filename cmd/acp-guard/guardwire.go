@@ -111,7 +111,8 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		gw.closers = append(gw.closers, cfg.Attempts.(*lazyLog).close)
 	}
 	if o.guard.record != "" {
-		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{Redact: classify.Redact, RecordRaw: o.guard.recordRaw, Logger: log})
+		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{
+			Redact: classify.Redact, RedactFrame: classify.RedactSecrets, RecordRaw: o.guard.recordRaw, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
