@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,61 +37,9 @@ type e2eProc struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser // nil once closed
 	out    *bufio.Reader
-	stderr *e2eBuf
+	stderr *testbin.Stream
 	done   chan struct{}
 	dog    *time.Timer
-}
-
-// e2eBuf collects a stream so tests can wait for text in it.
-type e2eBuf struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	b    bytes.Buffer
-	eof  bool
-}
-
-func (l *e2eBuf) fill(r io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		l.mu.Lock()
-		l.b.Write(buf[:n])
-		if err != nil {
-			l.eof = true
-		}
-		l.cond.Broadcast()
-		l.mu.Unlock()
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (l *e2eBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// waitFor waits until the stream holds s, or it ends without it.
-func (l *e2eBuf) waitFor(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for !bytes.Contains(l.b.Bytes(), []byte(s)) {
-		if l.eof {
-			return false
-		}
-		l.cond.Wait()
-	}
-	return true
-}
-
-func (l *e2eBuf) waitEOF() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for !l.eof {
-		l.cond.Wait()
-	}
 }
 
 // demoArgv is the argv of the demo agent with args.
@@ -130,14 +77,13 @@ func startArgv(t *testing.T, argv ...string) *e2eProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &e2eProc{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stderr: &e2eBuf{}, done: make(chan struct{})}
-	p.stderr.cond = sync.NewCond(&p.stderr.mu)
+	p := &e2eProc{t: t, cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stderr: testbin.NewStream(), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %v: %v", argv, err)
 	}
 	// The copier ends at stderr EOF. cmd.Wait is called only after both
 	// pipes were read to the end (waitExit), as exec requires.
-	go p.stderr.fill(errR)
+	go p.stderr.Fill(errR)
 	p.dog = time.AfterFunc(e2eWatchdog, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	t.Cleanup(func() {
 		p.closeIn()
@@ -217,7 +163,7 @@ func (p *e2eProc) waitExit() int {
 		return p.cmd.ProcessState.ExitCode()
 	default:
 	}
-	p.stderr.waitEOF()
+	p.stderr.WaitEOF()
 	_ = p.cmd.Wait()
 	close(p.done)
 	return p.cmd.ProcessState.ExitCode()

@@ -2,7 +2,6 @@ package guard
 
 import (
 	"log/slog"
-	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -311,6 +310,3 @@ func stringsAt(arr []byte, key string) []string {
 	})
 	return out
 }
-
-// now is a helper for reports.
-func utc(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -46,9 +46,6 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 	r.RequestID = json.RawMessage(append([]byte(nil), p.client.ID...))
 	r.Generation = p.first.Generation
 	r.Suppressed = p.suppressed
-	if p.turn != p.first {
-		r.Suppressed += 0
-	}
 	if p.attempt > 0 {
 		r.Attempts = p.attempt + 1
 	}

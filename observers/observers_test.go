@@ -289,6 +289,9 @@ func TestObserveParamsCacheAgrees(t *testing.T) {
 			t.Errorf("frame %d (%s): cached suppress=%v ok=%v, plain %v", i, f, got, ok, want)
 		}
 	}
+	if len(cached.cache.prefix) == 0 {
+		t.Error("the agents' usual layout left nothing cached")
+	}
 	for s := range 2 {
 		if a, b := turns[0][s], turns[1][s]; a.Evidence != b.Evidence || (a.Marker == nil) != (b.Marker == nil) {
 			t.Errorf("session %d: cached %+v/%v, plain %+v/%v", s, a.Evidence, a.Marker != nil, b.Evidence, b.Marker != nil)

@@ -531,54 +531,43 @@ func (p *parser) class(prefix string, raw json.RawMessage) ClassPolicy {
 
 func (p *parser) retry(prefix string, raw json.RawMessage) Retry {
 	var r Retry
-	members, ok := p.object(prefix, raw)
-	if !ok {
-		return r
-	}
-	hasEnabled := false
-	for _, m := range members {
-		f := join(prefix, m.name)
-		switch m.name {
-		case "enabled":
-			hasEnabled = true
-			p.boolField(f, m.raw, &r.Enabled)
-		case "max_retries":
-			p.intField(f, m.raw, &r.MaxRetries)
-		case "initial_interval_seconds":
-			p.intField(f, m.raw, &r.InitialIntervalSeconds)
-		default:
-			p.fail(f, "unknown field (want enabled, max_retries or initial_interval_seconds)")
-		}
-	}
-	if !hasEnabled {
-		p.fail(join(prefix, "enabled"), "required")
-	}
+	p.section(prefix, raw, &r.Enabled, map[string]*int{
+		"max_retries":              &r.MaxRetries,
+		"initial_interval_seconds": &r.InitialIntervalSeconds,
+	}, "enabled, max_retries or initial_interval_seconds")
 	return r
 }
 
 func (p *parser) wait(prefix string, raw json.RawMessage) WaitForReset {
 	var w WaitForReset
+	p.section(prefix, raw, &w.Enabled, map[string]*int{
+		"max_wait_seconds": &w.MaxWaitSeconds,
+	}, "enabled or max_wait_seconds")
+	return w
+}
+
+// section parses a policy section: a required "enabled" flag and integer
+// fields; any other member is refused naming the fields it may have.
+func (p *parser) section(prefix string, raw json.RawMessage, enabled *bool, ints map[string]*int, want string) {
 	members, ok := p.object(prefix, raw)
 	if !ok {
-		return w
+		return
 	}
 	hasEnabled := false
 	for _, m := range members {
 		f := join(prefix, m.name)
-		switch m.name {
-		case "enabled":
+		if m.name == "enabled" {
 			hasEnabled = true
-			p.boolField(f, m.raw, &w.Enabled)
-		case "max_wait_seconds":
-			p.intField(f, m.raw, &w.MaxWaitSeconds)
-		default:
-			p.fail(f, "unknown field (want enabled or max_wait_seconds)")
+			p.boolField(f, m.raw, enabled)
+		} else if dst, ok := ints[m.name]; ok {
+			p.intField(f, m.raw, dst)
+		} else {
+			p.fail(f, "unknown field (want %s)", want)
 		}
 	}
 	if !hasEnabled {
 		p.fail(join(prefix, "enabled"), "required")
 	}
-	return w
 }
 
 func (p *parser) models(raw json.RawMessage) []string {

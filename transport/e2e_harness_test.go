@@ -41,7 +41,7 @@ type guard struct {
 	in     *os.File      // client → acp-guard; nil once closed
 	out    *bufio.Reader // acp-guard → client
 	outF   *os.File
-	stderr *logBuf
+	stderr *testbin.Stream
 	done   chan struct{} // closed when the process has been waited for
 	status *os.ProcessState
 	dog    *time.Timer
@@ -94,12 +94,12 @@ func startGuardWith(t *testing.T, preStdin []byte, flags []string, agent ...stri
 		in:     inW,
 		out:    bufio.NewReaderSize(outR, 1<<20),
 		outF:   outR,
-		stderr: newLogBuf(),
+		stderr: testbin.NewStream(),
 		done:   make(chan struct{}),
 	}
 	// The stderr copier exits at EOF, which comes when acp-guard and
 	// everything it started are gone (or the watchdog killed it).
-	go g.stderr.fill(errR)
+	go g.stderr.Fill(errR)
 	// The waiter exits when acp-guard does; done tells the test.
 	go func() {
 		_ = cmd.Wait()
@@ -152,7 +152,7 @@ func (g *guard) cleanup() {
 	bitten := g.bitten
 	g.mu.Unlock()
 	if bitten {
-		g.t.Errorf("acp-guard still running after %v; killed it. stderr:\n%s", watchdog, g.stderr.tail(4000))
+		g.t.Errorf("acp-guard still running after %v; killed it. stderr:\n%s", watchdog, g.stderr.Tail(4000))
 	}
 	pgid, ok := g.agentPID()
 	if !ok {
@@ -183,7 +183,7 @@ func (g *guard) waitAgentPID() int {
 	g.waitStderr(`msg="agent started"`)
 	pid, ok := g.agentPID()
 	if !ok {
-		g.t.Fatalf("no agent pid in the log:\n%s", g.stderr.tail(2000))
+		g.t.Fatalf("no agent pid in the log:\n%s", g.stderr.Tail(2000))
 	}
 	return pid
 }
@@ -213,7 +213,7 @@ func (g *guard) line() []byte {
 	g.t.Helper()
 	b, err := g.out.ReadBytes('\n')
 	if err != nil {
-		g.t.Fatalf("reading acp-guard stdout: %v (got %q so far); stderr:\n%s", err, trunc(b, 200), g.stderr.tail(2000))
+		g.t.Fatalf("reading acp-guard stdout: %v (got %q so far); stderr:\n%s", err, trunc(b, 200), g.stderr.Tail(2000))
 	}
 	return b
 }
@@ -279,7 +279,7 @@ func (g *guard) wait() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.bitten {
-		g.t.Fatalf("acp-guard hung; the watchdog killed it. stderr:\n%s", g.stderr.tail(4000))
+		g.t.Fatalf("acp-guard hung; the watchdog killed it. stderr:\n%s", g.stderr.Tail(4000))
 	}
 	if ws, ok := g.status.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal())
@@ -290,82 +290,16 @@ func (g *guard) wait() int {
 // waitStderr waits until acp-guard's stderr contains s and returns it all.
 func (g *guard) waitStderr(s string) string {
 	g.t.Helper()
-	if !g.stderr.waitFor(s) {
-		g.t.Fatalf("stderr ended without %q:\n%s", s, g.stderr.tail(4000))
+	if !g.stderr.WaitFor(s) {
+		g.t.Fatalf("stderr ended without %q:\n%s", s, g.stderr.Tail(4000))
 	}
 	return g.stderr.String()
 }
 
 // allStderr waits for stderr to end (acp-guard exited) and returns it.
 func (g *guard) allStderr() string {
-	g.stderr.waitEOF()
+	g.stderr.WaitEOF()
 	return g.stderr.String()
-}
-
-// logBuf collects a stream and lets tests wait for text in it.
-type logBuf struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	b    bytes.Buffer
-	eof  bool
-}
-
-func newLogBuf() *logBuf {
-	l := &logBuf{}
-	l.cond = sync.NewCond(&l.mu)
-	return l
-}
-
-func (l *logBuf) fill(r io.ReadCloser) {
-	defer r.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		l.mu.Lock()
-		l.b.Write(buf[:n])
-		if err != nil {
-			l.eof = true
-		}
-		l.cond.Broadcast()
-		l.mu.Unlock()
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (l *logBuf) waitFor(s string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for !bytes.Contains(l.b.Bytes(), []byte(s)) {
-		if l.eof {
-			return false
-		}
-		l.cond.Wait()
-	}
-	return true
-}
-
-func (l *logBuf) waitEOF() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for !l.eof {
-		l.cond.Wait()
-	}
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuf) tail(n int) string {
-	s := l.String()
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // rpcMsg is a decoded JSON-RPC frame as the client sees it.

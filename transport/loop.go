@@ -55,7 +55,6 @@ const (
 	evStderr
 	evExit
 	evFire
-	evClientGone
 	evStderrEOF
 )
 
@@ -178,6 +177,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	l.toAgent.close()
 	l.toClient.close()
 	res := Result{Exit: l.exit, Counts: l.relay.Counts}
+	res.Counts.StderrDropped = l.stderrDrops.Load()
 	l.mu.Unlock()
 	l.toAgent.drain()
 	// The last answers go to the client; one that stopped reading cannot

@@ -160,6 +160,9 @@ type Counts struct {
 	OversizeFromClient           uint64
 	OversizeFromAgent            uint64
 	Rewritten, Injected, Dropped uint64
+	// StderrDropped counts agent stderr lines that reached our stderr but
+	// not the evidence, because the loop was busy (set by Run).
+	StderrDropped uint64
 }
 
 // NewRelay returns a relay writing to out.
@@ -182,9 +185,19 @@ func NewRelay(cfg Config, out Output) *Relay {
 
 // Ctl interface.
 
-func (r *Relay) Now() time.Time       { return r.out.Now() }
-func (r *Relay) Log() *slog.Logger    { return r.log }
-func (r *Relay) StderrTail() []string { return r.ring.lines() }
+func (r *Relay) Now() time.Time    { return r.out.Now() }
+func (r *Relay) Log() *slog.Logger { return r.log }
+
+// StderrTail returns the last stderr lines, redacted. Lines are kept raw
+// and redacted only here, when they are needed, so a stderr flood costs the
+// loop no regular-expression work.
+func (r *Relay) StderrTail() []string {
+	lines := r.ring.lines()
+	for i, l := range lines {
+		lines[i] = r.redact(l)
+	}
+	return lines
+}
 
 func (r *Relay) ToClient(line []byte) {
 	r.Counts.Injected++
@@ -428,8 +441,7 @@ func (r *Relay) oversizeError(id []byte, code int, what string, size int64) []by
 
 // Stderr handles one agent stderr line (already stripped of ANSI escapes).
 func (r *Relay) Stderr(line string) {
-	red := r.redact(line)
-	r.ring.add(red)
+	r.ring.add(line)
 	if r.cfg.Tap != nil {
 		r.cfg.Tap.Stderr(line)
 	}
@@ -477,7 +489,7 @@ func (r *Relay) answerExited(req *Request, st ExitStatus) {
 	if st.StartErr != nil {
 		exit["startError"] = r.redact(st.StartErr.Error())
 	}
-	if tail := r.ring.lines(); len(tail) > 0 {
+	if tail := r.StderrTail(); len(tail) > 0 {
 		exit["stderr"] = tail
 	}
 	base := map[string]any{"agentExit": exit}

@@ -397,3 +397,17 @@ func TestAppendChunk(t *testing.T) {
 		t.Errorf("buffer modified: %q", buf)
 	}
 }
+
+// TestExitStderrRedacted: the stderr lines in an exit error pass through
+// the redactor (they are kept raw and redacted when used).
+func TestExitStderrRedacted(t *testing.T) {
+	v := NewVirtual(time.Unix(0, 0))
+	r := NewRelay(Config{Redact: func(s string) string { return strings.ReplaceAll(s, "sk-secret", "[redacted-key]") }}, v)
+	r.FromClient(Line{Bytes: []byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{}}` + "\n")})
+	r.Stderr("auth failed with key sk-secret")
+	r.AgentExited(ExitStatus{Code: 1})
+	got := v.TakeClient()
+	if len(got) != 1 || strings.Contains(string(got[0]), "sk-secret") || !strings.Contains(string(got[0]), "[redacted-key]") {
+		t.Errorf("exit error = %q, want the stderr line redacted", got)
+	}
+}

@@ -127,7 +127,8 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		return withCode(exitFailure, err)
 	}
 	log.Info("relay finished", "exit", res.Exit.Code, "client_frames", res.Counts.ClientFrames, "agent_frames", res.Counts.AgentFrames,
-		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent)
+		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
+		"stderr_dropped_from_evidence", res.Counts.StderrDropped)
 	if res.Exit.Code == 0 {
 		return nil
 	}
