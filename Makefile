@@ -4,13 +4,14 @@ BIN ?= bin/acp-guard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short lint fuzz clean
+.PHONY: help build demo test test-short test-busy lint fuzz clean
 
 help:
 	@echo "make build        build $(BIN)"
 	@echo "make demo         build and run the demo (client -> acp-guard -> demo agent)"
 	@echo "make test         the whole test suite, with the race detector"
 	@echo "make test-short   the test suite without the slowest cases"
+	@echo "make test-busy    make test 5 times in a row beside 2 x nproc CPU hogs"
 	@echo "make lint         gofmt, go vet, catalogue lint"
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
 	@echo "make fuzz         short fuzz runs of every parser"
@@ -25,6 +26,9 @@ demo: build
 
 test:
 	$(GO) test -race -count=1 ./...
+
+test-busy:
+	bash scripts/test-busy.sh $(RUNS) $(HOGS)
 
 test-short:
 	$(GO) test -short -count=1 ./...
