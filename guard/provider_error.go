@@ -45,6 +45,8 @@ type EvidenceFlags struct {
 	Effects         bool `json:"effects,omitempty"`
 	Cancelled       bool `json:"cancelled,omitempty"`
 	AgentExited     bool `json:"agentExited,omitempty"`
+	AgentRequests   bool `json:"agentRequests,omitempty"` // an agent→client request while the turn was held
+	Unparseable     bool `json:"unparseable,omitempty"`   // an unparseable stdout line
 }
 
 // Recovery says what acp-guard did about the failure.
@@ -93,6 +95,7 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 			Effects:         t.Evidence.Effects > 0,
 			Cancelled:       t.Evidence.Cancelled,
 			AgentExited:     t.Evidence.Exited,
+			Unparseable:     t.Evidence.Unparseable > 0,
 		}
 	}
 	if v.RetryAfter != nil {
