@@ -35,7 +35,7 @@ type journalJob struct {
 }
 
 // append writes rec and then reports the result to then (nil: nobody
-// waits) on the relay's goroutine.
+// waits) in the relay's event loop.
 func (j *journal) append(c transport.Ctl, rec policy.Record, then func(error)) {
 	if j.log == nil {
 		if then != nil {

@@ -59,7 +59,7 @@ type session struct {
 }
 
 // Tracker owns the per-session turn state. It is not safe for concurrent
-// use: the relay calls it from its single goroutine.
+// use: the relay's hooks call it one at a time, under the relay's mutex.
 type Tracker struct {
 	Adapter    string
 	Signatures []ControlSignature
