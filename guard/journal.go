@@ -43,10 +43,7 @@ func (j *journal) append(c transport.Ctl, rec policy.Record, then func(error)) {
 		}
 		return
 	}
-	var post func(func())
-	if pc, ok := c.(interface{ Poster() func(func()) }); ok {
-		post = pc.Poster()
-	}
+	post := posterOf(c)
 	if post == nil {
 		err := j.log.Append(rec)
 		if then != nil {
@@ -71,6 +68,14 @@ func (j *journal) append(c transport.Ctl, rec policy.Record, then func(error)) {
 	case j.wake <- struct{}{}:
 	default:
 	}
+}
+
+// posterOf returns the Ctl's way back into the event loop (nil: none).
+func posterOf(c transport.Ctl) func(func()) {
+	if pc, ok := c.(interface{ Poster() func(func()) }); ok {
+		return pc.Poster()
+	}
+	return nil
 }
 
 // run is the writer goroutine: it writes queued records front to back and

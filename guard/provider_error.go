@@ -88,15 +88,7 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.SessionID = t.SessionID
 		pe.Generation = t.Generation
 		pe.ReplaySafe = t.ReplaySafe()
-		pe.Evidence = EvidenceFlags{
-			AssistantOutput: t.Evidence.AssistantOutput,
-			Thoughts:        t.Evidence.Thoughts,
-			ToolActivity:    t.Evidence.ToolActivity || t.Evidence.ToolUpdates > 0,
-			Effects:         t.Evidence.Effects > 0,
-			Cancelled:       t.Evidence.Cancelled,
-			AgentExited:     t.Evidence.Exited,
-			Unparseable:     t.Evidence.Unparseable > 0,
-		}
+		pe.Evidence = evidenceFlags(t.Evidence)
 	}
 	if v.RetryAfter != nil {
 		ms := v.RetryAfter.Milliseconds()
@@ -107,4 +99,16 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.ResetAt = &s
 	}
 	return pe
+}
+
+func evidenceFlags(e observers.Evidence) EvidenceFlags {
+	return EvidenceFlags{
+		AssistantOutput: e.AssistantOutput,
+		Thoughts:        e.Thoughts,
+		ToolActivity:    e.ToolActivity || e.ToolUpdates > 0,
+		Effects:         e.Effects > 0,
+		Cancelled:       e.Cancelled,
+		AgentExited:     e.Exited,
+		Unparseable:     e.Unparseable > 0,
+	}
 }

@@ -164,6 +164,24 @@ func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
 		g.log.Error("recovery transition refused", "session", p.session, "id", string(p.client.ID), "state", p.state.String(), "event", s.on.String())
 		return false
 	}
+	g.enter(p, e, s)
+	if e.persist == "" || !e.schedules {
+		if e.persist != "" {
+			g.journal.append(c, g.record(c, p, s, e.persist), nil)
+		}
+		if then != nil {
+			then()
+		}
+		return true
+	}
+	g.journal.append(c, g.record(c, p, s, e.persist), g.afterRecord(c, p, then))
+	return true
+}
+
+// enter moves p along e: the held count, the epoch that invalidates every
+// callback armed in the previous state, the timer, the failure and
+// decision, and the evidence mark a held turn is compared against.
+func (g *Guard) enter(p *prompt, e edge, s step) {
 	if p.state.waiting() {
 		g.waiting--
 	}
@@ -182,36 +200,25 @@ func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
 	if e.to.waiting() {
 		p.mark = markOf(p.turn)
 	}
-	if e.persist == "" {
-		if then != nil {
-			then()
-		}
-		return true
-	}
-	rec := g.record(c, p, s, e.persist)
-	if !e.schedules {
-		g.journal.append(c, rec, nil)
-		if then != nil {
-			then()
-		}
-		return true
-	}
+}
+
+// afterRecord is what runs once the record of scheduled work is written:
+// the work, unless the prompt moved on meanwhile (late activity, a cancel)
+// or the record could not be written (then recovery stops, fail closed).
+func (g *Guard) afterRecord(c transport.Ctl, p *prompt, then func()) func(error) {
 	epoch := p.epoch
-	g.journal.append(c, rec, func(err error) {
-		if p.epoch != epoch {
-			return // the prompt moved on (late activity, cancel) meanwhile
-		}
-		if err != nil {
+	return func(err error) {
+		switch {
+		case p.epoch != epoch:
+		case err != nil:
 			g.log.Error("attempt log unwritable; recovery stopped", "err", err)
 			g.stopWith(c, p, onUnwritable, ReasonStateUnwritable, false)
-			return
+		case g.closed:
+			// Nobody is left to answer; the agent's exit ends the prompt.
+		default:
+			then()
 		}
-		if g.closed {
-			return // nobody is left to answer; the agent's exit ends the prompt
-		}
-		then()
-	})
-	return true
+	}
 }
 
 // record builds the attempt-log record of a transition.
