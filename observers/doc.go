@@ -15,6 +15,6 @@
 // Dependencies (imports point one way):
 //
 //	cmd/acp-guard → replay → guard → observers → internal/jsonscan
-//	                               ↘ classify ← catalogue
+//	                               ↘ classify ← catalogue      ↘ classify (adapter names only)
 //	                               ↘ policy
 package observers
