@@ -18,6 +18,11 @@ func ParseUpdate(params []byte) (SessionUpdate, bool) {
 	if u, ok := parseUpdateFast(params); ok {
 		return u, true
 	}
+	return parseUpdateGeneral(params)
+}
+
+// parseUpdateGeneral walks the params object in any member order.
+func parseUpdateGeneral(params []byte) (SessionUpdate, bool) {
 	var u SessionUpdate
 	var upd []byte
 	c := jsonscan.NewCursor(params)
