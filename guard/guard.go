@@ -166,14 +166,14 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 	}
 	switch req.Method {
 	case acp.AgentMethodInitialize:
-		if name, ok := jsonscan.String(jsonscan.Get(m.Result, "agentInfo", "name")); ok {
+		if name, ok := agentName(m.Result); ok {
 			g.setAgentInfo(name)
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
 		g.learnSession(req, m)
 	case acp.AgentMethodSessionSetModel:
 		if m.Error == nil {
-			if model, ok := jsonscan.String(jsonscan.Get(req.Params, "modelId")); ok {
+			if model, ok := requestedModel(req.Params); ok {
 				g.session(req.SessionID).currentModel = model
 			}
 		}
@@ -270,71 +270,4 @@ func (g *Guard) session(id string) *sessionInfo {
 		g.sessions[id] = s
 	}
 	return s
-}
-
-// learnSession records the models a new or loaded session offers.
-func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
-	if m.Result == nil {
-		return
-	}
-	sid := req.SessionID
-	if s, ok := jsonscan.String(jsonscan.Get(m.Result, "sessionId")); ok {
-		sid = s
-	}
-	if sid == "" {
-		return
-	}
-	info := g.session(sid)
-	if cur, ok := jsonscan.String(jsonscan.Get(m.Result, "models", "currentModelId")); ok {
-		info.currentModel = cur
-	}
-	if list := jsonscan.Get(m.Result, "models", "availableModels"); list != nil {
-		info.models = stringsAt(list, "modelId")
-	}
-	if opts := jsonscan.Get(m.Result, "configOptions"); opts != nil {
-		forEachElement(opts, func(opt []byte) {
-			id, _ := jsonscan.String(jsonscan.Get(opt, "id"))
-			cat, _ := jsonscan.String(jsonscan.Get(opt, "category"))
-			if cat == "model" || (cat == "" && id == "model") {
-				info.modelOption = id
-				info.optionValues = stringsAt(jsonscan.Get(opt, "options"), "value")
-				if cur, ok := jsonscan.String(jsonscan.Get(opt, "currentValue")); ok && info.currentModel == "" {
-					info.currentModel = cur
-				}
-			}
-		})
-	}
-}
-
-// forEachElement calls fn for each element of a raw JSON array.
-func forEachElement(arr []byte, fn func([]byte)) {
-	if len(arr) == 0 || arr[0] != '[' {
-		return
-	}
-	i := 1
-	for {
-		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\n' || arr[i] == '\t' || arr[i] == '\r' || arr[i] == ',') {
-			i++
-		}
-		if i >= len(arr) || arr[i] == ']' {
-			return
-		}
-		end, err := jsonscan.Skip(arr, i)
-		if err != nil {
-			return
-		}
-		fn(arr[i:end])
-		i = end
-	}
-}
-
-// stringsAt collects the string field key of each object in a raw array.
-func stringsAt(arr []byte, key string) []string {
-	var out []string
-	forEachElement(arr, func(el []byte) {
-		if s, ok := jsonscan.String(jsonscan.Get(el, key)); ok {
-			out = append(out, s)
-		}
-	})
-	return out
 }

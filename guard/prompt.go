@@ -1,8 +1,6 @@
 package guard
 
 import (
-	"encoding/json"
-
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
@@ -113,13 +111,11 @@ func (g *Guard) rpcFailure(c transport.Ctl, t *observers.Turn, m *transport.Msg)
 		Source: classify.SourceRPCError, Adapter: g.adapter, Phase: "prompt", Generation: t.Generation,
 		Stderr: t.Stderr(), Now: c.Now(),
 	}
-	if code, err := jsonInt(jsonscan.Get(m.Error, "code")); err == nil {
-		ev.RPCCode = &code
+	e := decodeRPCError(m.Error)
+	if e.codeOK {
+		ev.RPCCode = &e.Code
 	}
-	ev.Message, _ = jsonscan.String(jsonscan.Get(m.Error, "message"))
-	if d := jsonscan.Get(m.Error, "data"); d != nil {
-		ev.Data = json.RawMessage(d)
-	}
+	ev.Message, ev.Data = e.Message, e.Data
 	// The relay reuses m and its buffer: keep a copy of the frame.
 	own := transport.ParseMsg(append([]byte(nil), m.Line...))
 	return &failure{verdict: g.classify(ev), source: classify.SourceRPCError, msg: &own, turn: t}
@@ -129,10 +125,4 @@ func (g *Guard) rpcFailure(c transport.Ctl, t *observers.Turn, m *transport.Msg)
 func emptyTurn(t *observers.Turn) bool {
 	e := t.Evidence
 	return !e.AssistantOutput && !e.Thoughts && !e.ToolActivity && e.ToolUpdates == 0 && e.Effects == 0
-}
-
-func jsonInt(raw []byte) (int, error) {
-	var n int
-	err := json.Unmarshal(raw, &n)
-	return n, err
 }
