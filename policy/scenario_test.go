@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/policy"
-	"github.com/acp-guard/acp-guard/policy/clocktest"
 )
 
 var start = time.Date(2026, 9, 15, 12, 0, 0, 0, time.UTC)
@@ -16,7 +15,7 @@ var start = time.Date(2026, 9, 15, 12, 0, 0, 0, time.UTC)
 // fails (or not), the policy decides, a timer on the fake clock runs the
 // next attempt. It records when each attempt ran and every decision.
 type route struct {
-	clock     *clocktest.FakeClock
+	clock     *fakeClock
 	doc       policy.Document
 	state     policy.Route
 	outcome   func(attempt int, now time.Time) *policy.Failure // nil: success
@@ -50,6 +49,56 @@ func (r *route) attempt() {
 	}
 }
 
+// fakeClock runs the route's timers in deadline order as the test advances
+// it. (The recovery engine's own clock is the relay's scheduler,
+// transport.Output; policy has none: it is pure.)
+type fakeClock struct {
+	now    time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	fn func()
+}
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func (c *fakeClock) AfterFunc(d time.Duration, fn func()) {
+	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), fn: fn})
+}
+
+// Advance moves the clock by d, firing due timers in deadline order (each
+// at its deadline); timers they arm fire too when due.
+func (c *fakeClock) Advance(d time.Duration) {
+	end := c.now.Add(d)
+	for {
+		i := -1
+		for j, t := range c.timers {
+			if !t.at.After(end) && (i < 0 || t.at.Before(c.timers[i].at)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		t := c.timers[i]
+		c.timers = append(c.timers[:i], c.timers[i+1:]...)
+		c.now = t.at
+		t.fn()
+	}
+	c.now = end
+}
+
+// Pending returns the deadlines of the timers not yet fired.
+func (c *fakeClock) Pending() []time.Time {
+	var out []time.Time
+	for _, t := range c.timers {
+		out = append(out, t.at)
+	}
+	return out
+}
+
 func describe(d policy.Decision) string {
 	switch d.Action {
 	case policy.ActionRetry:
@@ -64,7 +113,7 @@ func describe(d policy.Decision) string {
 // possible schedule (10 retries capped at 24 h plus a 7 day wait).
 func run(t *testing.T, doc policy.Document, outcome func(int, time.Time) *policy.Failure) *route {
 	t.Helper()
-	r := &route{clock: clocktest.NewFakeClock(start), doc: doc, outcome: outcome}
+	r := &route{clock: &fakeClock{now: start}, doc: doc, outcome: outcome}
 	r.attempt()
 	r.clock.Advance(20 * 24 * time.Hour)
 	if p := r.clock.Pending(); len(p) != 0 {
