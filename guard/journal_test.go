@@ -139,3 +139,68 @@ func TestStateUnwritableInLine(t *testing.T) {
 		})
 	}
 }
+
+// Late activity while the record of a scheduled retry is still being
+// written stops the recovery at once; the record's completion then
+// schedules nothing.
+func TestLateActivityWhileRecordPending(t *testing.T) {
+	t.Parallel()
+	doc := policy.Default()
+	doc.Transient = policy.ClassPolicy{Retry: policy.Retry{Enabled: true, MaxRetries: 3, InitialIntervalSeconds: 1}, OnExhausted: policy.OutcomeStop}
+	blog := &blockingLog{got: make(chan policy.Record, 16), release: make(chan struct{})}
+	g := guard.New(guard.Config{Identity: observers.Identity{Command: "demo-agent"}, Engine: catalogue.Default(), Policy: doc, Attempts: blog})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithTimeout(context.Background(), e2eWatchdog)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := transport.Run(ctx, transport.Options{Argv: demoArgv(t, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"),
+			Grace: time.Second, Stdin: inR, Stdout: outW, Stderr: io.Discard, Hooks: g})
+		outW.Close()
+		done <- err
+	}()
+	p := &inProc{t: t, in: inW, out: bufio.NewReader(outR), done: done}
+	p.send(e2eInit, e2eNew)
+	p.until("1")
+	p.until("2")
+	p.send(e2ePrompt(3, "sess-1"))
+	if r := <-blog.got; r.Outcome != policy.AttemptScheduled {
+		t.Fatalf("first record: %s, want scheduled", r.Outcome)
+	}
+	p.send(lateChunk("sess-1"))
+	frames := p.until("3")
+	pe, _ := errorData(t, frames[len(frames)-1])
+	if pe.Recovery.Reason != "late_activity" || pe.ReplaySafe || !pe.Evidence.AssistantOutput {
+		t.Errorf("providerError: recovery %+v replaySafe %v evidence %+v, want late_activity with assistant output", pe.Recovery, pe.ReplaySafe, pe.Evidence)
+	}
+	close(blog.release)
+	// The stop's own record follows; then nothing more is scheduled.
+	if r := <-blog.got; r.Outcome != policy.AttemptStopped || r.Decision.Reason != "late_activity" {
+		t.Errorf("second record: %s/%s, want stopped/late_activity", r.Outcome, r.Decision.Reason)
+	}
+	inW.Close()
+	rest := p.finishRest()
+	if n := len(retryNotices(t, append(frames, rest...))); n != 0 {
+		t.Errorf("retry notices: got %d, want none", n)
+	}
+	if len(responsesTo(rest, "3")) != 0 {
+		t.Error("prompt 3 answered twice")
+	}
+	if err := <-done; err != nil {
+		t.Errorf("transport.Run: %v", err)
+	}
+	g.Close()
+}
+
+// finishRest reads the rest of the output after stdin was closed.
+func (p *inProc) finishRest() []e2eFrame {
+	var rest []e2eFrame
+	for {
+		f, ok := p.next()
+		if !ok {
+			return rest
+		}
+		rest = append(rest, f)
+	}
+}
