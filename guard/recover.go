@@ -106,7 +106,13 @@ func (g *Guard) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
 // the timer against advancing the turn twice.
 func (g *Guard) due(c transport.Ctl, p *prompt, epoch uint64) {
 	p.stop = nil
-	if p.epoch != epoch || g.closed || !c.Pending(p.client) {
+	if p.epoch != epoch || g.closed {
+		return
+	}
+	if !c.Pending(p.client) {
+		// Answered by the relay meanwhile: nothing is left to recover.
+		g.transit(c, p, step{on: onEnded}, nil)
+		g.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
 		return
 	}
 	if !g.tracker.Current(p.turn) {
