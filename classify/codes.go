@@ -73,30 +73,39 @@ func Codes() []string {
 	return out
 }
 
+// Adapter names: which agent is behind the proxy. Adapter-scoped rules
+// and observers apply only to their adapter. This is the one list.
+const (
+	AdapterCursor = "cursor-acp"
+	AdapterCodex  = "codex-acp"
+	AdapterClaude = "claude-agent-acp"
+	AdapterGemini = "gemini-cli"
+)
+
 // Adapters are the adapter names a rule may be scoped to, besides AnyAdapter.
-var Adapters = []string{"codex-acp", "claude-agent-acp", "gemini-cli", "cursor-acp"}
+var Adapters = []string{AdapterCodex, AdapterClaude, AdapterGemini, AdapterCursor}
 
 // AnyAdapter scopes a rule to every adapter.
 const AnyAdapter = "any"
 
 // NormalizeAdapter maps the names an agent is known by (its initialize
 // agentInfo.name, npm package, command basename, ProviderError source) to
-// the adapter names rules are scoped to. Unknown names are returned
-// lower-cased and trimmed of an npm scope.
+// the adapter names. Unknown names are returned lower-cased and trimmed of
+// an npm scope, so scoped rules never fire for them.
 func NormalizeAdapter(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if i := strings.LastIndexByte(n, '/'); i >= 0 {
 		n = n[i+1:]
 	}
 	switch n {
-	case "cursor-agent", "cursor_acp", "cursor", "cursor-acp":
-		return "cursor-acp"
-	case "claude-code-acp", "claude-agent-acp", "claude_agent_acp", "claude-code":
-		return "claude-agent-acp"
-	case "gemini", "gemini-cli", "gemini_cli":
-		return "gemini-cli"
+	case "cursor-agent", "cursor_acp", "cursor", "cursor-acp", "cursor agent":
+		return AdapterCursor
+	case "claude-code-acp", "claude-agent-acp", "claude_agent_acp", "claude-code", "claude-agent", "claude code":
+		return AdapterClaude
+	case "gemini", "gemini-cli", "gemini_cli", "gemini cli":
+		return AdapterGemini
 	case "codex-acp", "codex_acp", "codex":
-		return "codex-acp"
+		return AdapterCodex
 	}
 	return n
 }

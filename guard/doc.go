@@ -1,12 +1,60 @@
 // Package guard is the pipeline acp-guard runs on every frame: it plugs
-// into the relay (transport.Hooks) and, in arrival order on the relay's one
-// goroutine, observes each turn (observers), suppresses control chunks,
+// into the relay (transport.Hooks) and, in arrival order under the relay's
+// lock, observes each turn (observers), suppresses control chunks,
 // classifies failures (classify) when a session/prompt returns, decides
 // recovery (policy) behind the replay-safety gate, and executes it: it holds
 // the client's request, sends notices, re-sends the cached prompt with the
 // proxy's own request id, switches models for fallback, and finally answers
 // the client exactly once. The live proxy and the offline replay drive the
 // same Guard; only the transport.Output differs.
+//
+// # Concurrency
+//
+// Hooks run serialized by the relay's one mutex, on whichever goroutine
+// read the event (a reader, a timer, the attempt-log writer reporting
+// back), and must not block: the guard does no I/O under that lock. The
+// one goroutine the guard owns is the attempt-log writer (journal.go),
+// started by the first record in the live proxy, which appends and syncs
+// records in order and reports each result back into the event loop
+// through transport.Relay.Poster; Guard.Close drains and ends it. Offline
+// (transport.Virtual) records are written in line.
+//
+// # Recovery state machine
+//
+// One client session/prompt moves through spec 000's states; prompt.state
+// holds them, and Guard.transit is the only code that changes it. A
+// transition not listed here is refused. "record X" writes an attempt-log
+// record with outcome X; "then the work" means the work the transition
+// schedules (the wait's timer and notice, the model switch) starts only
+// once that record is durable, and a record that cannot be written takes
+// the state_unwritable edge instead.
+//
+//	active | retrying --wait--> waiting_for_reset  [record scheduled, then the work]
+//	active | retrying --retry--> retry_wait  [record scheduled, then the work]
+//	active | retrying --skip--> switching  [record failed, then the work]
+//	active | retrying --stop--> action_required  [record stopped]
+//	active | retrying --pass--> answered
+//	retrying --succeed--> answered  [record succeeded]
+//	waiting_for_reset | retry_wait --due--> retrying
+//	switching --switched--> retrying
+//	switching --switch_failed--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching --late_activity--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching --cancel--> answered  [record cancelled]
+//	waiting_for_reset | retry_wait | switching --superseded--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching --state_unwritable--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | switching --agent_exit--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | switching --session_ended--> answered
+//
+// Events: wait/retry/skip/stop are the policy's decision on a failed
+// attempt (stop covers unsafe, unclassified, request-class, exhausted,
+// no fallback, and a retry that returned nothing); pass forwards the
+// agent's own answer (a success of the client's attempt, a cancelled turn,
+// an older generation); due is the wait's deadline with the generation
+// still current; late_activity is any evidence for the session while the
+// turn is held (late.go); session_ended is a transcript that ran out.
+// Entering action_required answers the client with the one ProviderError
+// (answer.go: respond is the one path that answers, providerError the one
+// builder); agent_exit's answer is written by the relay with ExitData.
 //
 //	cmd/acp-guard → replay → guard → transport
 //	                               → observers

@@ -1,9 +1,6 @@
 package guard
 
 import (
-	"sort"
-
-	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -26,34 +23,24 @@ func (g *Guard) Flush(c transport.Ctl) {
 	for _, p := range g.prompts {
 		pending = append(pending, p)
 	}
-	sort.Slice(pending, func(i, j int) bool { return pending[i].client.Seq < pending[j].client.Seq })
+	sortPrompts(pending)
 	for _, p := range pending {
-		delete(g.prompts, p.client)
-		recovering := p.waiting || p.attempt > 0 || len(p.decisions) > 0
-		p.stopTimer()
+		recovering := p.state != stActive || p.attempt > 0 || len(p.decisions) > 0
+		g.transit(c, p, step{on: onEnded}, nil)
 		if !recovering {
 			p.suppressed += p.turn.Evidence.Suppressed
-			g.report(p, TurnReport{Outcome: OutcomeFailed})
+			g.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
 			continue
 		}
 		rep := TurnReport{Outcome: OutcomeRetried}
 		if f := p.last; f != nil {
-			pe := newProviderError(f.verdict, f.turn, g.adapter, f.source, c.Now())
-			if f.signature != nil {
-				pe.Source = f.signature.Source
-				pe.ProviderID = f.signature.Adapter
-				if f.excerpt != "" {
-					pe.SafeExcerpt = classify.Sanitize(f.excerpt)
-				}
-			}
-			pe.Model = p.model
 			action := string(policy.ActionStop)
 			if len(p.decisions) > 0 {
 				action = string(p.decisions[len(p.decisions)-1].Action)
 			}
-			pe.Recovery = Recovery{Action: action, Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: "session_ended"}
+			pe := g.providerError(c, p, f, action, ReasonSessionEnded)
 			rep.ProviderError = &pe
 		}
-		g.report(p, rep)
+		g.respond(c, p, rep, nil)
 	}
 }

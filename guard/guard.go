@@ -45,6 +45,8 @@ type Guard struct {
 	tracker  *observers.Tracker
 	sessions map[string]*sessionInfo
 	prompts  map[*transport.Request]*prompt
+	waiting  int // prompts in a held state (waiting_for_reset, retry_wait, switching)
+	journal  journal
 	closed   bool
 }
 
@@ -70,6 +72,7 @@ func New(cfg Config) *Guard {
 		cfg.Signatures = observers.DefaultSignatures
 	}
 	g := &Guard{
+		journal:  journal{log: cfg.Attempts},
 		cfg:      cfg,
 		log:      cfg.Logger,
 		sessions: make(map[string]*sessionInfo),
@@ -78,6 +81,14 @@ func New(cfg Config) *Guard {
 	g.adapter, _ = cfg.Identity.Resolve()
 	g.tracker = observers.NewTracker(g.adapter, cfg.Signatures)
 	return g
+}
+
+// Close writes the attempt records still queued and ends the attempt-log
+// writer. Call it once the relay is done with the Guard, before closing the
+// attempt log.
+func (g *Guard) Close() error {
+	g.journal.close()
+	return nil
 }
 
 // Adapter returns the adapter currently in effect.
@@ -106,7 +117,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
 			g.supersede(c, req.SessionID)
 			t := g.tracker.Start(req.SessionID, c.Now())
-			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t}
+			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
 			g.prompts[req] = p
 		}
@@ -125,44 +136,57 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 	switch m.Kind {
 	case transport.KindInvalid:
 		g.tracker.Unparseable()
+		g.lateUnparseable(c)
 	case transport.KindNotification:
 		if m.Method == acp.ClientMethodSessionUpdate {
-			if suppress, _ := g.tracker.ObserveParams(m.Params); suppress {
+			suppress, _ := g.tracker.ObserveParams(m.Params)
+			if g.waiting > 0 {
+				g.lateUpdate(c)
+			}
+			if suppress {
 				return transport.Drop
 			}
 		}
 	case transport.KindRequest:
 		if req != nil {
 			g.tracker.Effect(req.SessionID, m.Method)
+			g.lateRequest(c, req.SessionID)
 		}
 	case transport.KindResponse:
-		if req == nil {
-			return transport.Forward
+		return g.agentResponse(c, m, req)
+	}
+	return transport.Forward
+}
+
+// agentResponse learns from the answers to rare requests and settles
+// session/prompt turns.
+func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
+	if req == nil {
+		return transport.Forward
+	}
+	switch req.Method {
+	case acp.AgentMethodInitialize:
+		if name, ok := agentName(m.Result); ok {
+			g.setAgentInfo(name)
 		}
-		switch req.Method {
-		case acp.AgentMethodInitialize:
-			if name, ok := jsonscan.String(jsonscan.Get(m.Result, "agentInfo", "name")); ok {
-				g.setAgentInfo(name)
+	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
+		g.learnSession(req, m)
+	case acp.AgentMethodSessionSetModel:
+		if m.Error == nil {
+			if model, ok := requestedModel(req.Params); ok {
+				g.session(req.SessionID).currentModel = model
 			}
-		case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
-			g.learnSession(req, m)
-		case acp.AgentMethodSessionSetModel:
-			if m.Error == nil {
-				if model, ok := jsonscan.String(jsonscan.Get(req.Params, "modelId")); ok {
-					g.session(req.SessionID).currentModel = model
-				}
+		}
+	case acp.AgentMethodSessionPrompt:
+		if p, ok := req.Tag.(*prompt); ok {
+			if p.first.Returned {
+				// The client's own attempt already returned and was
+				// held for recovery: another response with its id is a
+				// late duplicate. Keep the request pending for the
+				// recovery's single answer.
+				return transport.Hold
 			}
-		case acp.AgentMethodSessionPrompt:
-			if p, ok := req.Tag.(*prompt); ok {
-				if p.first.Returned {
-					// The client's own attempt already returned and was
-					// held for recovery: another response with its id is a
-					// late duplicate. Keep the request pending for the
-					// recovery's single answer.
-					return transport.Hold
-				}
-				return g.settle(c, p, m, false)
-			}
+			return g.settle(c, p, m, true)
 		}
 	}
 	return transport.Forward
@@ -172,7 +196,7 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
 	switch tag := req.Tag.(type) {
 	case *prompt:
-		g.settle(c, tag, m, true)
+		g.settle(c, tag, m, false)
 	case *modelSwitch:
 		g.switched(c, tag, m)
 	}
@@ -198,13 +222,14 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 	}
 }
 
-// ExitData adds a verdict on the agent's death to a pending prompt's error.
+// ExitData adds a verdict on the agent's death to a pending prompt's error:
+// the prompt moves to action_required (agent_exited) and the relay writes
+// the answer with this data.
 func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
 	p, ok := req.Tag.(*prompt)
 	if !ok {
 		return nil
 	}
-	delete(g.prompts, req)
 	ev := classify.Evidence{
 		Source:     classify.SourceExit,
 		Adapter:    g.adapter,
@@ -219,11 +244,14 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()
 	}
-	v := g.classify(ev)
-	pe := newProviderError(v, p.turn, g.adapter, classify.SourceExit, c.Now())
-	pe.Recovery = Recovery{Action: string(policy.ActionStop), Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: "agent_exited"}
+	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
+	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
+	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
+		return nil
+	}
+	pe := g.providerError(c, p, f, string(policy.ActionStop), ReasonAgentExited)
 	base["providerError"] = pe
-	g.report(p, TurnReport{Outcome: OutcomeFailed, Error: &RPCError{Code: -32603, Message: "agent exited"}, ProviderError: &pe})
+	g.respond(c, p, TurnReport{Outcome: OutcomeFailed, Error: &RPCError{Code: -32603, Message: "agent exited"}, ProviderError: &pe}, nil)
 	return base
 }
 
@@ -242,71 +270,4 @@ func (g *Guard) session(id string) *sessionInfo {
 		g.sessions[id] = s
 	}
 	return s
-}
-
-// learnSession records the models a new or loaded session offers.
-func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
-	if m.Result == nil {
-		return
-	}
-	sid := req.SessionID
-	if s, ok := jsonscan.String(jsonscan.Get(m.Result, "sessionId")); ok {
-		sid = s
-	}
-	if sid == "" {
-		return
-	}
-	info := g.session(sid)
-	if cur, ok := jsonscan.String(jsonscan.Get(m.Result, "models", "currentModelId")); ok {
-		info.currentModel = cur
-	}
-	if list := jsonscan.Get(m.Result, "models", "availableModels"); list != nil {
-		info.models = stringsAt(list, "modelId")
-	}
-	if opts := jsonscan.Get(m.Result, "configOptions"); opts != nil {
-		forEachElement(opts, func(opt []byte) {
-			id, _ := jsonscan.String(jsonscan.Get(opt, "id"))
-			cat, _ := jsonscan.String(jsonscan.Get(opt, "category"))
-			if cat == "model" || (cat == "" && id == "model") {
-				info.modelOption = id
-				info.optionValues = stringsAt(jsonscan.Get(opt, "options"), "value")
-				if cur, ok := jsonscan.String(jsonscan.Get(opt, "currentValue")); ok && info.currentModel == "" {
-					info.currentModel = cur
-				}
-			}
-		})
-	}
-}
-
-// forEachElement calls fn for each element of a raw JSON array.
-func forEachElement(arr []byte, fn func([]byte)) {
-	if len(arr) == 0 || arr[0] != '[' {
-		return
-	}
-	i := 1
-	for {
-		for i < len(arr) && (arr[i] == ' ' || arr[i] == '\n' || arr[i] == '\t' || arr[i] == '\r' || arr[i] == ',') {
-			i++
-		}
-		if i >= len(arr) || arr[i] == ']' {
-			return
-		}
-		end, err := jsonscan.Skip(arr, i)
-		if err != nil {
-			return
-		}
-		fn(arr[i:end])
-		i = end
-	}
-}
-
-// stringsAt collects the string field key of each object in a raw array.
-func stringsAt(arr []byte, key string) []string {
-	var out []string
-	forEachElement(arr, func(el []byte) {
-		if s, ok := jsonscan.String(jsonscan.Get(el, key)); ok {
-			out = append(out, s)
-		}
-	})
-	return out
 }

@@ -45,6 +45,8 @@ type EvidenceFlags struct {
 	Effects         bool `json:"effects,omitempty"`
 	Cancelled       bool `json:"cancelled,omitempty"`
 	AgentExited     bool `json:"agentExited,omitempty"`
+	AgentRequests   bool `json:"agentRequests,omitempty"` // an agent→client request while the turn was held
+	Unparseable     bool `json:"unparseable,omitempty"`   // an unparseable stdout line
 }
 
 // Recovery says what acp-guard did about the failure.
@@ -86,14 +88,7 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.SessionID = t.SessionID
 		pe.Generation = t.Generation
 		pe.ReplaySafe = t.ReplaySafe()
-		pe.Evidence = EvidenceFlags{
-			AssistantOutput: t.Evidence.AssistantOutput,
-			Thoughts:        t.Evidence.Thoughts,
-			ToolActivity:    t.Evidence.ToolActivity || t.Evidence.ToolUpdates > 0,
-			Effects:         t.Evidence.Effects > 0,
-			Cancelled:       t.Evidence.Cancelled,
-			AgentExited:     t.Evidence.Exited,
-		}
+		pe.Evidence = evidenceFlags(t.Evidence)
 	}
 	if v.RetryAfter != nil {
 		ms := v.RetryAfter.Milliseconds()
@@ -104,4 +99,16 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.ResetAt = &s
 	}
 	return pe
+}
+
+func evidenceFlags(e observers.Evidence) EvidenceFlags {
+	return EvidenceFlags{
+		AssistantOutput: e.AssistantOutput,
+		Thoughts:        e.Thoughts,
+		ToolActivity:    e.ToolActivity || e.ToolUpdates > 0,
+		Effects:         e.Effects > 0,
+		Cancelled:       e.Cancelled,
+		AgentExited:     e.Exited,
+		Unparseable:     e.Unparseable > 0,
+	}
 }

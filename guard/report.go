@@ -3,7 +3,6 @@ package guard
 import (
 	"encoding/json"
 
-	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -63,10 +62,6 @@ func rpcError(raw []byte) *RPCError {
 	if raw == nil {
 		return nil
 	}
-	e := &RPCError{}
-	if code, err := jsonInt(jsonscan.Get(raw, "code")); err == nil {
-		e.Code = code
-	}
-	e.Message, _ = jsonscan.String(jsonscan.Get(raw, "message"))
-	return e
+	e := decodeRPCError(raw)
+	return &RPCError{Code: e.Code, Message: e.Message}
 }

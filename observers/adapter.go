@@ -3,38 +3,22 @@ package observers
 import (
 	"path/filepath"
 	"strings"
+
+	"github.com/acp-guard/acp-guard/classify"
 )
 
-// Adapter names: which agent is behind the proxy. Adapter-scoped observers
-// and catalogue rules apply only to their adapter.
+// Adapter names (the one list is classify's).
 const (
-	AdapterCursor = "cursor-acp"
-	AdapterCodex  = "codex-acp"
-	AdapterClaude = "claude-agent-acp"
-	AdapterGemini = "gemini-cli"
+	AdapterCursor = classify.AdapterCursor
+	AdapterCodex  = classify.AdapterCodex
+	AdapterClaude = classify.AdapterClaude
+	AdapterGemini = classify.AdapterGemini
 )
 
-// NormalizeAdapter maps an agent's self-reported name (agentInfo.name) or
-// command basename to an adapter name. Unknown names are returned
-// lower-cased as they are, so scoped rules never fire for them.
-func NormalizeAdapter(name string) string {
-	n := strings.ToLower(strings.TrimSpace(name))
-	if n == "" {
-		return ""
-	}
-	n = strings.TrimPrefix(n, "@zed-industries/")
-	switch n {
-	case "cursor-agent", "cursor", "cursor-acp", "cursor agent":
-		return AdapterCursor
-	case "codex-acp", "codex":
-		return AdapterCodex
-	case "claude-agent-acp", "claude-code-acp", "claude-agent", "claude code":
-		return AdapterClaude
-	case "gemini-cli", "gemini", "gemini cli":
-		return AdapterGemini
-	}
-	return n
-}
+// NormalizeAdapter maps an agent's self-reported name (agentInfo.name),
+// npm package or command basename to an adapter name (classify's one
+// mapping).
+func NormalizeAdapter(name string) string { return classify.NormalizeAdapter(name) }
 
 // AdapterFromCommand derives the adapter from the agent command's
 // basename (the last resort).

@@ -6,13 +6,15 @@
 // observers, such as Cursor's "Error: RetriableError:" projection, which
 // suppress diagnostic chunks and leave a pending marker on the turn.
 //
-// Everything here runs on the relay's single goroutine, in arrival order,
-// with no I/O and no clock: time is passed in. Evidence is bounded: flags,
+// Everything here is called from the relay's hooks, which are serialized
+// by the relay's one mutex (on whichever goroutine read the event), in
+// arrival order, with no I/O and no clock: time is passed in. Nothing here
+// starts a goroutine or locks. Evidence is bounded: flags,
 // counts and a few short lines, never copies of output.
 //
 // Dependencies (imports point one way):
 //
 //	cmd/acp-guard → replay → guard → observers → internal/jsonscan
-//	                               ↘ classify ← catalogue
+//	                               ↘ classify ← catalogue      ↘ classify (adapter names only)
 //	                               ↘ policy
 package observers

@@ -59,7 +59,7 @@ type session struct {
 }
 
 // Tracker owns the per-session turn state. It is not safe for concurrent
-// use: the relay calls it from its single goroutine.
+// use: the relay's hooks call it one at a time, under the relay's mutex.
 type Tracker struct {
 	Adapter    string
 	Signatures []ControlSignature
@@ -132,8 +132,12 @@ const (
 )
 
 // KindOf maps the sessionUpdate discriminator to an UpdateKind.
-func KindOf(sessionUpdate string) UpdateKind {
-	switch sessionUpdate {
+func KindOf(sessionUpdate string) UpdateKind { return kindOf([]byte(sessionUpdate)) }
+
+// kindOf is the one mapping from a sessionUpdate discriminator (unquoted)
+// to an UpdateKind; it does not allocate.
+func kindOf(name []byte) UpdateKind {
+	switch string(name) {
 	case "agent_message_chunk":
 		return UpdateMessage
 	case "agent_thought_chunk":

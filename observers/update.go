@@ -18,6 +18,11 @@ func ParseUpdate(params []byte) (SessionUpdate, bool) {
 	if u, ok := parseUpdateFast(params); ok {
 		return u, true
 	}
+	return parseUpdateGeneral(params)
+}
+
+// parseUpdateGeneral walks the params object in any member order.
+func parseUpdateGeneral(params []byte) (SessionUpdate, bool) {
 	var u SessionUpdate
 	var upd []byte
 	c := jsonscan.NewCursor(params)
@@ -41,19 +46,9 @@ func ParseUpdate(params []byte) (SessionUpdate, bool) {
 	for key, ok := c.Next(); ok; key, ok = c.Next() {
 		switch string(key) {
 		case "sessionUpdate":
-			switch string(c.Value()) {
-			case `"agent_message_chunk"`:
-				u.Kind = UpdateMessage
-			case `"agent_thought_chunk"`:
-				u.Kind = UpdateThought
-			case `"tool_call"`:
-				u.Kind = UpdateToolCall
-			case `"tool_call_update"`:
-				u.Kind = UpdateToolCallUpdate
-			case `"plan"`:
-				u.Kind = UpdatePlan
-			default:
-				u.Kind = UpdateOther
+			u.Kind = UpdateOther
+			if v := c.Value(); len(v) >= 2 && v[0] == '"' {
+				u.Kind = kindOf(v[1 : len(v)-1])
 			}
 			if u.Kind != UpdateMessage && u.Kind != UpdateThought {
 				return u, true
@@ -248,20 +243,7 @@ func parseUpdateFast(params []byte) (SessionUpdate, bool) {
 	if q < 0 {
 		return u, false
 	}
-	switch string(rest[:q]) {
-	case "agent_message_chunk":
-		u.Kind = UpdateMessage
-	case "agent_thought_chunk":
-		u.Kind = UpdateThought
-	case "tool_call":
-		u.Kind = UpdateToolCall
-	case "tool_call_update":
-		u.Kind = UpdateToolCallUpdate
-	case "plan":
-		u.Kind = UpdatePlan
-	default:
-		u.Kind = UpdateOther
-	}
+	u.Kind = kindOf(rest[:q])
 	if u.Kind != UpdateMessage && u.Kind != UpdateThought {
 		return u, true
 	}

@@ -63,7 +63,8 @@
 // unclassified, request-class and unsafe failures stop (configuration cannot
 // override the replay-safety gate); a validated future reset hint within
 // max_wait_seconds is waited for once per class per route cycle; retries
-// follow while the budget lasts; then on_exhausted. The wait and its
+// follow while the budget lasts, each never earlier than a validated hint
+// within max_wait_seconds asks; then on_exhausted. The wait and its
 // attempt do not consume the retry budget. The caller keeps a [Route] per
 // route cycle (per prompt turn) and passes it back with each failure.
 //

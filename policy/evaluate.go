@@ -17,6 +17,7 @@ const (
 	ReasonUnsafe       = "unsafe"        // the replay-safety gate failed
 	ReasonResetWait    = "reset_wait"    // waiting for a validated reset hint
 	ReasonRetry        = "retry"         // retry within the budget
+	ReasonRetryHint    = "retry_hint"    // retry within the budget, delayed to the provider's hint
 	ReasonExhausted    = "exhausted"     // no wait applies and no retry remains
 )
 
@@ -45,7 +46,11 @@ func (d Document) Class(class string) (cp ClassPolicy, ok bool) {
 //     initial·2ⁿ seconds (n = retries used), each delay capped at [MaxDelay];
 //  4. otherwise on_exhausted: skip or stop.
 //
-// The wait and the attempt after it do not consume the retry budget. When
+// The wait and the attempt after it do not consume the retry budget. Once
+// the class's wait is used, a retry whose backoff is shorter than a
+// validated hint within max_wait_seconds waits for the hint instead (never
+// earlier than the provider asked); a hint beyond the maximum leaves the
+// backoff as it is, and the caller reports the hint with the failure. When
 // both ResetAt and RetryAfter are valid, the later deadline is used, so that
 // neither hint is violated. Evaluate is pure: it reads no clock (f.Now is
 // the present) and returns an updated copy of r, never touching r's maps.
@@ -91,7 +96,12 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 
 	used := next.Retries[f.Class]
 	if cp.Retry.Enabled && used < cp.Retry.MaxRetries {
-		delay := RetryDelay(cp.Retry.InitialIntervalSeconds, used)
+		delay, reason := RetryDelay(cp.Retry.InitialIntervalSeconds, used), ReasonRetry
+		if hint, ok := hintWithin(cp, f); ok && hint > delay {
+			// Never earlier than the provider asked, within what the
+			// policy allows to wait.
+			delay, reason = hint, ReasonRetryHint
+		}
 		next.Retries[f.Class] = used + 1
 		return Decision{
 			Action:     ActionRetry,
@@ -101,7 +111,7 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 			Attempt:    used + 1,
 			MaxRetries: cp.Retry.MaxRetries,
 			Class:      f.Class,
-			Reason:     ReasonRetry,
+			Reason:     reason,
 		}, next
 	}
 
@@ -122,7 +132,18 @@ func budget(cp ClassPolicy) int {
 
 // resetWait returns the wait a validated hint allows, if any.
 func resetWait(cp ClassPolicy, f Failure, used bool) (time.Duration, bool) {
-	if !cp.WaitForReset.Enabled || used || cp.WaitForReset.MaxWaitSeconds <= 0 {
+	if used {
+		return 0, false
+	}
+	return hintWithin(cp, f)
+}
+
+// hintWithin returns how long the failure's validated hints ask to wait
+// (the later of ResetAt and RetryAfter) when reset waiting is enabled and
+// that is within max_wait_seconds. A hint in the past asks for nothing; a
+// hint beyond the maximum is not shortened (ok is false).
+func hintWithin(cp ClassPolicy, f Failure) (time.Duration, bool) {
+	if !cp.WaitForReset.Enabled || cp.WaitForReset.MaxWaitSeconds <= 0 {
 		return 0, false
 	}
 	var wait time.Duration

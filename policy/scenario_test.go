@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/policy"
-	"github.com/acp-guard/acp-guard/policy/clocktest"
 )
 
 var start = time.Date(2026, 9, 15, 12, 0, 0, 0, time.UTC)
@@ -16,7 +15,7 @@ var start = time.Date(2026, 9, 15, 12, 0, 0, 0, time.UTC)
 // fails (or not), the policy decides, a timer on the fake clock runs the
 // next attempt. It records when each attempt ran and every decision.
 type route struct {
-	clock     *clocktest.FakeClock
+	clock     *fakeClock
 	doc       policy.Document
 	state     policy.Route
 	outcome   func(attempt int, now time.Time) *policy.Failure // nil: success
@@ -50,6 +49,56 @@ func (r *route) attempt() {
 	}
 }
 
+// fakeClock runs the route's timers in deadline order as the test advances
+// it. (The recovery engine's own clock is the relay's scheduler,
+// transport.Output; policy has none: it is pure.)
+type fakeClock struct {
+	now    time.Time
+	timers []fakeTimer
+}
+
+type fakeTimer struct {
+	at time.Time
+	fn func()
+}
+
+func (c *fakeClock) Now() time.Time { return c.now }
+
+func (c *fakeClock) AfterFunc(d time.Duration, fn func()) {
+	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), fn: fn})
+}
+
+// Advance moves the clock by d, firing due timers in deadline order (each
+// at its deadline); timers they arm fire too when due.
+func (c *fakeClock) Advance(d time.Duration) {
+	end := c.now.Add(d)
+	for {
+		i := -1
+		for j, t := range c.timers {
+			if !t.at.After(end) && (i < 0 || t.at.Before(c.timers[i].at)) {
+				i = j
+			}
+		}
+		if i < 0 {
+			break
+		}
+		t := c.timers[i]
+		c.timers = append(c.timers[:i], c.timers[i+1:]...)
+		c.now = t.at
+		t.fn()
+	}
+	c.now = end
+}
+
+// Pending returns the deadlines of the timers not yet fired.
+func (c *fakeClock) Pending() []time.Time {
+	var out []time.Time
+	for _, t := range c.timers {
+		out = append(out, t.at)
+	}
+	return out
+}
+
 func describe(d policy.Decision) string {
 	switch d.Action {
 	case policy.ActionRetry:
@@ -64,7 +113,7 @@ func describe(d policy.Decision) string {
 // possible schedule (10 retries capped at 24 h plus a 7 day wait).
 func run(t *testing.T, doc policy.Document, outcome func(int, time.Time) *policy.Failure) *route {
 	t.Helper()
-	r := &route{clock: clocktest.NewFakeClock(start), doc: doc, outcome: outcome}
+	r := &route{clock: &fakeClock{now: start}, doc: doc, outcome: outcome}
 	r.attempt()
 	r.clock.Advance(20 * 24 * time.Hour)
 	if p := r.clock.Pending(); len(p) != 0 {
@@ -156,9 +205,11 @@ func TestScenarioResetWaitOnce(t *testing.T) {
 		{"no retry: wait, then stop",
 			`{"retry":{"enabled":false},"wait_for_reset":{"enabled":true,"max_wait_seconds":300},"on_exhausted":"stop"}`,
 			secs(0, 60), []string{"wait 1m0s", "stop (exhausted)"}},
-		{"wait does not consume the retry budget",
+		// The provider keeps asking for a minute: after the one wait, the
+		// retries wait for the hint instead of their shorter backoff.
+		{"wait does not consume the retry budget; retries never shorten the hint",
 			`{"retry":{"enabled":true,"max_retries":2,"initial_interval_seconds":10},"wait_for_reset":{"enabled":true,"max_wait_seconds":300},"on_exhausted":"skip"}`,
-			secs(0, 60, 70, 90), []string{"wait 1m0s", "retry 1/2 in 10s", "retry 2/2 in 20s", "skip (exhausted)"}},
+			secs(0, 60, 120, 180), []string{"wait 1m0s", "retry 1/2 in 1m0s", "retry 2/2 in 1m0s", "skip (exhausted)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			doc := mustParse(t, `{"version":1,"transient":{"on_exhausted":"skip"},"hard":`+tt.hard+`}`)
@@ -276,5 +327,40 @@ func TestScenarioLegacyRetrySame(t *testing.T) {
 	}
 	if want := []string{"retry 1/1 in 5s", "stop (exhausted)"}; !reflect.DeepEqual(r.decisions, want) {
 		t.Errorf("decisions %q, want %q", r.decisions, want)
+	}
+}
+
+// Hints inside the policy are never shortened, and never lengthen a
+// backoff they do not exceed: with DESIGN.md's policy (5 s, 10 s, 20 s;
+// waits up to 5 minutes) a provider asking for 7 s first gets its wait,
+// then backoffs of 7 s (the hint), 10 s and 20 s; one asking for 2 s leaves
+// the seed's 5, 10, 20 exact after its wait; one asking for an hour (beyond
+// the maximum) leaves 5, 10, 20 exact from the start.
+func TestScenarioHintsNeverShortened(t *testing.T) {
+	after := func(d time.Duration) func(int, time.Time) *policy.Failure {
+		return always(policy.Failure{Class: "transient", Code: "rate_limited", Safe: true, RetryAfter: &d})
+	}
+	for _, tt := range []struct {
+		name      string
+		hint      time.Duration
+		attempts  []time.Duration
+		decisions []string
+	}{
+		{"hint longer than the first backoff", 7 * time.Second, secs(0, 7, 14, 24, 44),
+			[]string{"wait 7s", "retry 1/3 in 7s", "retry 2/3 in 10s", "retry 3/3 in 20s", "skip (exhausted)"}},
+		{"hint shorter than every backoff", 2 * time.Second, secs(0, 2, 7, 17, 37),
+			[]string{"wait 2s", "retry 1/3 in 5s", "retry 2/3 in 10s", "retry 3/3 in 20s", "skip (exhausted)"}},
+		{"hint beyond the maximum", time.Hour, secs(0, 5, 15, 35),
+			[]string{"retry 1/3 in 5s", "retry 2/3 in 10s", "retry 3/3 in 20s", "skip (exhausted)"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, mustParse(t, designDoc), after(tt.hint))
+			if !reflect.DeepEqual(r.attempts, tt.attempts) {
+				t.Errorf("attempts at %v, want %v", r.attempts, tt.attempts)
+			}
+			if !reflect.DeepEqual(r.decisions, tt.decisions) {
+				t.Errorf("decisions %q, want %q", r.decisions, tt.decisions)
+			}
+		})
 	}
 }

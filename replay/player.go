@@ -23,9 +23,9 @@ import (
 // so every time in a report (occurredAt, deadlines) is deterministic.
 var DefaultEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// proxyIDPrefix starts the ids of the proxy's own requests (transport's
-// request table issues "acp-guard:N").
-const proxyIDPrefix = `"acp-guard:`
+// proxyIDPrefix starts the raw JSON ids of the proxy's own requests (the
+// relay's request table issues transport.ProxyIDPrefix + N).
+const proxyIDPrefix = `"` + transport.ProxyIDPrefix
 
 // PlayOptions configure Play. The zero value plays with the embedded
 // catalogue and the default policy.

@@ -4,16 +4,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-)
 
-// signalNames are the signals an agent is commonly killed by.
-var signalNames = map[string]syscall.Signal{
-	"HUP": syscall.SIGHUP, "INT": syscall.SIGINT, "QUIT": syscall.SIGQUIT,
-	"ILL": syscall.SIGILL, "TRAP": syscall.SIGTRAP, "ABRT": syscall.SIGABRT,
-	"BUS": syscall.SIGBUS, "FPE": syscall.SIGFPE, "KILL": syscall.SIGKILL,
-	"USR1": syscall.SIGUSR1, "SEGV": syscall.SIGSEGV, "USR2": syscall.SIGUSR2,
-	"PIPE": syscall.SIGPIPE, "ALRM": syscall.SIGALRM, "TERM": syscall.SIGTERM,
-}
+	"github.com/acp-guard/acp-guard/transport"
+)
 
 // signalNumber understands "SIGKILL", "KILL", "9" and Go's description
 // ("killed"); it returns 0 for anything else.
@@ -22,11 +15,10 @@ func signalNumber(name string) int {
 	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 128 {
 		return n
 	}
-	if sig, ok := signalNames[strings.TrimPrefix(strings.ToUpper(name), "SIG")]; ok {
-		return int(sig)
-	}
+	// One table of names: transport's ("SIGKILL"), then Go's descriptions.
+	upper := "SIG" + strings.TrimPrefix(strings.ToUpper(name), "SIG")
 	for n := 1; n < 65; n++ {
-		if strings.EqualFold(syscall.Signal(n).String(), name) {
+		if transport.SignalName(syscall.Signal(n)) == upper || strings.EqualFold(syscall.Signal(n).String(), name) {
 			return n
 		}
 	}

@@ -1,9 +1,10 @@
 package transport
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acp-guard/acp-guard/internal/ansi"
 )
 
 const maxRingLine = 1024
@@ -40,12 +41,8 @@ func (r *ring) lines() []string {
 	return append(out, r.buf[:r.next]...)
 }
 
-var ansiRe = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
-
-// StripANSI removes terminal escape sequences and carriage returns.
+// StripANSI removes terminal escape sequences (ansi.Strip, shared with the
+// classifier) and trailing carriage returns.
 func StripANSI(s string) string {
-	if strings.IndexByte(s, 0x1b) >= 0 {
-		s = ansiRe.ReplaceAllString(s, "")
-	}
-	return strings.TrimRight(s, "\r")
+	return strings.TrimRight(ansi.Strip(s), "\r")
 }

@@ -124,7 +124,11 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		gw.tap = &recorderTap{rec: rec, start: time.Now()}
 		gw.closers = append(gw.closers, rec.Close)
 	}
-	gw.hooks = guard.New(cfg)
+	g := guard.New(cfg)
+	gw.hooks = g
+	// The guard's attempt-log writer goes first: its queued records are
+	// written before the log closes.
+	gw.closers = append([]func() error{g.Close}, gw.closers...)
 	return gw, nil
 }
 
@@ -168,31 +172,34 @@ func (t *recorderTap) Exit(st transport.ExitStatus) {
 }
 
 // lazyLog opens the attempt log on first use, so a session without
-// failures creates no files.
+// failures creates no files. A log that cannot be opened stays failed:
+// every later Append reports the same error, so no recovery is scheduled
+// without its record (the guard fails closed). Only the guard's one
+// attempt-log writer calls it.
 type lazyLog struct {
-	dir    string
-	log    *slog.Logger
-	l      *policy.Log
-	failed bool
+	dir string
+	log *slog.Logger
+	l   *policy.Log
+	err error // the error that opening the log failed with
 }
 
 func (z *lazyLog) Append(r policy.Record) error {
-	if z.failed {
-		return nil
+	if z.err != nil {
+		return z.err
 	}
 	if z.l == nil {
 		dir := z.dir
 		if dir == "" {
 			d, err := policy.DefaultStateDir()
 			if err != nil {
-				z.failed = true
+				z.err = err
 				return err
 			}
 			dir = d
 		}
 		l, err := policy.OpenLog(dir)
 		if err != nil {
-			z.failed = true
+			z.err = err
 			return err
 		}
 		z.l = l

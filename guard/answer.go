@@ -1,0 +1,120 @@
+package guard
+
+import (
+	"sort"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+// respond is the one path that answers a client prompt: it ends the
+// prompt's bookkeeping, reports the turn, and either writes line as the
+// answer (re-addressed to the client's id by the caller) or, for a nil
+// line, lets the frame being handled go through as it is (the client's own
+// response) — or the relay's exit answer, for ExitData.
+func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
+	delete(g.prompts, p.client)
+	g.report(p, rep)
+	if line == nil {
+		return transport.Forward
+	}
+	c.Reply(p.client, line)
+	return transport.Drop
+}
+
+// pass answers the client with the agent's own answer, unchanged for the
+// client's own attempt (active --pass--> answered, or retrying --pass-->
+// answered for a retry that was cancelled or answered for an old
+// generation).
+func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
+	g.transit(c, p, step{on: onPass}, nil)
+	return g.answerWith(c, p, m, own, rep)
+}
+
+// answerWith answers the client with the agent's frame m: forwarded as it
+// is for the client's own attempt, or re-addressed to the client's id (and
+// marked with the model that answered) for a retry.
+func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
+	if own && p.model == "" {
+		return g.respond(c, p, rep, nil)
+	}
+	line := m.Line
+	if p.model != "" && m.Result != nil {
+		line = withResultMeta(line, m.Result, map[string]any{"model": p.model, "attempts": p.attempt + 1})
+	}
+	return g.respond(c, p, rep, g.readdress(line, p))
+}
+
+// readdress replaces the id of a response frame with the client's id.
+func (g *Guard) readdress(line []byte, p *prompt) []byte {
+	mm := transport.ParseMsg(line)
+	if mm.ID == nil || string(mm.ID) == string(p.client.ID) {
+		return line
+	}
+	return replaceID(line, mm.ID, p.client.ID)
+}
+
+// stopWith moves p to action_required on event on and answers the failure
+// being recovered with recovery.reason reason.
+func (g *Guard) stopWith(c transport.Ctl, p *prompt, on event, reason string, own bool) transport.Verdict {
+	d := policy.Decision{Action: policy.ActionStop, Reason: reason}
+	if p.last != nil {
+		d.Class = string(p.last.verdict.Class)
+	}
+	if !g.transit(c, p, step{on: on, d: d}, nil) || p.last == nil {
+		return transport.Forward
+	}
+	return g.answerFailure(c, p, p.last, d, own)
+}
+
+// answerFailure sends the final ProviderError for p: the agent's error
+// annotated, or the rewrite of a control-chunk projection.
+func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.Decision, own bool) transport.Verdict {
+	pe := g.providerError(c, p, f, string(policy.ActionStop), d.Reason)
+	rep := TurnReport{ProviderError: &pe, Decision: &p.decisions[len(p.decisions)-1]}
+	if f.msg == nil {
+		rep.Outcome = OutcomeRewritten
+		rep.Error = &RPCError{Code: -32603, Message: f.rewrite}
+		return g.respond(c, p, rep, transport.ErrorResponse(p.client.ID, -32603, f.rewrite, map[string]any{"providerError": pe}))
+	}
+	rep.Outcome = OutcomeAnnotated
+	rep.Error = rpcError(f.msg.Error)
+	return g.respond(c, p, rep, g.readdress(annotateError(f.msg.Line, f.msg.Error, pe), p))
+}
+
+// answerCancelled answers p with stopReason "cancelled".
+func (g *Guard) answerCancelled(c transport.Ctl, p *prompt) {
+	d := policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}
+	g.respond(c, p, TurnReport{Outcome: OutcomePassed, StopReason: string(acp.StopReasonCancelled), Decision: &d},
+		[]byte(`{"jsonrpc":"2.0","id":`+string(p.client.ID)+`,"result":{"stopReason":"cancelled"}}`+"\n"))
+}
+
+// providerError is the one ProviderError builder: the verdict and the
+// turn's evidence (with what the gate saw while the turn was held), the
+// projection's source, the model, and what recovery did.
+func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, reason string) ProviderError {
+	pe := newProviderError(f.verdict, f.turn, g.adapter, f.source, c.Now())
+	if f.signature != nil {
+		pe.Source = f.signature.Source
+		pe.ProviderID = f.signature.Adapter
+		if f.excerpt != "" {
+			pe.SafeExcerpt = classify.Sanitize(f.excerpt)
+		}
+	}
+	pe.Model = p.model
+	if p.late.any() {
+		pe.ReplaySafe = false
+		pe.Evidence.AgentRequests = pe.Evidence.AgentRequests || p.late.requests
+		pe.Evidence.Unparseable = pe.Evidence.Unparseable || p.late.unparseable
+	}
+	pe.Recovery = Recovery{Action: action, Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: reason}
+	return pe
+}
+
+// sortPrompts orders prompts as the client sent them.
+func sortPrompts(ps []*prompt) {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].client.Seq < ps[j].client.Seq })
+}

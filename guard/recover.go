@@ -1,0 +1,243 @@
+package guard
+
+import (
+	"encoding/json"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+// Recovery reasons the guard adds to the policy's (recovery.reason).
+const (
+	ReasonLateActivity    = "late_activity"      // evidence for the session while the turn was held
+	ReasonStateUnwritable = "state_unwritable"   // the attempt record of scheduled work could not be written
+	ReasonEmptyRetry      = "empty_retry_result" // a retry answered with nothing at all
+	ReasonSuperseded      = "superseded"         // the client sent a new prompt to the session
+	ReasonSwitchFailed    = "switch_failed"      // the agent refused the model switch
+	ReasonNoFallback      = "no_fallback"        // skip, but no model to switch to
+	ReasonSameProvider    = "same_provider_only" // skip, but the failure never authorizes a switch
+	ReasonAgentExited     = "agent_exited"
+	ReasonSessionEnded    = "session_ended"
+)
+
+type modelSwitch struct {
+	p     *prompt
+	model string
+	epoch uint64
+}
+
+// sameProviderOnly lists semantic codes that are evidence for recovering on
+// the same provider and model only: a lost agent transport says nothing
+// against the model, so it never authorizes switching to a fallback
+// (spec 000, "Cursor retry-safety semantics").
+var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
+
+// fail decides what to do about a failed attempt and moves p accordingly:
+// to a wait or a switch (the work starts once its record is durable), or
+// to action_required with the answer.
+func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport.Verdict {
+	d, next := g.decide(c, p, f)
+	switch d.Action {
+	case policy.ActionSkip:
+		g.transit(c, p, step{on: onSkip, f: f, d: d}, func() { g.switchModel(c, p, next) })
+	case policy.ActionRetry:
+		g.transit(c, p, step{on: onRetry, f: f, d: d}, func() { g.arm(c, p, f, d) })
+	case policy.ActionWait:
+		g.transit(c, p, step{on: onWait, f: f, d: d}, func() { g.arm(c, p, f, d) })
+	default:
+		if !g.transit(c, p, step{on: onStop, f: f, d: d}, nil) {
+			return transport.Forward
+		}
+		return g.answerFailure(c, p, f, d, own)
+	}
+	if own && c.Pending(p.client) {
+		return transport.Hold // the client's request waits for the recovery's answer
+	}
+	return transport.Drop
+}
+
+// decide evaluates the policy for f behind the replay-safety gate; for a
+// skip it also picks the model to switch to.
+func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision, string) {
+	safe := f.turn.ReplaySafe() && g.tracker.Current(f.turn) && !g.closed
+	p.maxRetries = g.classPolicy(f.verdict.Class).Retry.MaxRetries
+	d, route := policy.Evaluate(g.cfg.Policy, policy.Failure{
+		Class: string(f.verdict.Class), Code: f.verdict.Code, Safe: safe,
+		RetryAfter: f.verdict.RetryAfter, ResetAt: f.verdict.ResetAt, Now: c.Now(),
+	}, p.route)
+	p.route = route
+	if d.Action != policy.ActionSkip {
+		return d, ""
+	}
+	next, ok := g.nextCandidate(p)
+	switch {
+	case ok && sameProviderOnly[f.verdict.Code]:
+		d.Action, d.Reason = policy.ActionStop, ReasonSameProvider
+	case !ok:
+		d.Action, d.Reason = policy.ActionStop, ReasonNoFallback
+	}
+	return d, next
+}
+
+func (g *Guard) classPolicy(class classify.Class) policy.ClassPolicy {
+	if class == classify.ClassHard {
+		return g.cfg.Policy.Hard
+	}
+	return g.cfg.Policy.Transient
+}
+
+// arm tells the client what happens next and starts the wait's timer; the
+// deadline was fixed at the decision, so the time the record took to
+// write does not lengthen the wait.
+func (g *Guard) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+	g.notice(c, p, f, d)
+	delay := d.Delay
+	if !d.Deadline.IsZero() {
+		delay = max(d.Deadline.Sub(c.Now()), 0)
+	}
+	epoch := p.epoch
+	p.stop = c.After(delay, func() { g.due(c, p, epoch) })
+}
+
+// due runs when a wait ends: the epoch fences a cancel, late activity and
+// the timer against advancing the turn twice.
+func (g *Guard) due(c transport.Ctl, p *prompt, epoch uint64) {
+	p.stop = nil
+	if p.epoch != epoch || g.closed {
+		return
+	}
+	if !c.Pending(p.client) {
+		// Answered by the relay meanwhile: nothing is left to recover.
+		g.transit(c, p, step{on: onEnded}, nil)
+		g.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
+		return
+	}
+	if !g.tracker.Current(p.turn) {
+		g.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
+		return
+	}
+	g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
+}
+
+// dispatchRetry sends the cached prompt again with the proxy's own id: the
+// moment the held turn is released.
+func (g *Guard) dispatchRetry(c transport.Ctl, p *prompt) {
+	p.attempt++
+	p.turn = g.tracker.Start(p.session, c.Now())
+	c.Call(acp.AgentMethodSessionPrompt, p.session, p.params, p)
+}
+
+// nextCandidate returns the next fallback model the session can switch to.
+func (g *Guard) nextCandidate(p *prompt) (string, bool) {
+	info := g.sessions[p.session]
+	if info == nil || (len(info.models) == 0 && info.modelOption == "") {
+		return "", false // the agent cannot switch models
+	}
+	cands := append(append([]string(nil), g.cfg.Policy.FallbackModels...), g.cfg.Fallback...)
+	for _, m := range cands {
+		if m == info.currentModel || contains(p.tried, m) {
+			continue
+		}
+		if !contains(info.models, m) && !contains(info.optionValues, m) {
+			continue
+		}
+		return m, true
+	}
+	return "", false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// switchModel asks the agent to change the session's model.
+func (g *Guard) switchModel(c transport.Ctl, p *prompt, model string) {
+	info := g.session(p.session)
+	if info.currentModel != "" && !contains(p.tried, info.currentModel) {
+		p.tried = append(p.tried, info.currentModel)
+	}
+	p.tried = append(p.tried, model)
+	tag := &modelSwitch{p: p, model: model, epoch: p.epoch}
+	if contains(info.models, model) {
+		params, _ := json.Marshal(struct {
+			SessionID string `json:"sessionId"`
+			ModelID   string `json:"modelId"`
+		}{p.session, model})
+		c.Call(acp.AgentMethodSessionSetModel, p.session, params, tag)
+		return
+	}
+	params, _ := json.Marshal(struct {
+		SessionID string `json:"sessionId"`
+		ConfigID  string `json:"configId"`
+		Value     string `json:"value"`
+	}{p.session, info.modelOption, model})
+	c.Call(acp.AgentMethodSessionSetConfigOption, p.session, params, tag)
+}
+
+// switched continues after a model switch: a new route cycle on the new
+// candidate, retried at once; a refused switch stops.
+func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
+	p := s.p
+	if m.Error == nil {
+		// The agent's model changed, whatever became of the prompt.
+		g.session(p.session).currentModel = s.model
+	}
+	if p.state != stSwitching || p.epoch != s.epoch || g.closed || !c.Pending(p.client) {
+		return
+	}
+	if m.Error != nil {
+		g.log.Warn("model switch refused; stopping", "model", s.model)
+		g.stopWith(c, p, onSwitchFailed, ReasonSwitchFailed, false)
+		return
+	}
+	p.model = s.model
+	p.route = policy.Route{}
+	g.transit(c, p, step{on: onSwitched}, func() { g.dispatchRetry(c, p) })
+}
+
+// cancelWaits answers "cancelled" at once every prompt of the session the
+// guard holds (a wait, or a model switch). A retry already sent to the
+// agent is cancelled by the agent itself: the client's session/cancel is
+// forwarded.
+func (g *Guard) cancelWaits(c transport.Ctl, sessionID string) {
+	for _, p := range g.held(sessionID, false) {
+		if g.transit(c, p, step{on: onCancel, d: policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}}, nil) {
+			g.answerCancelled(c, p)
+		}
+	}
+}
+
+// supersede answers, with the failure being recovered, every prompt of the
+// session the guard holds when the client starts a new prompt there: the
+// new generation makes the old turn stale, and the old request must still
+// get its one answer.
+func (g *Guard) supersede(c transport.Ctl, sessionID string) {
+	for _, p := range g.held(sessionID, false) {
+		g.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
+	}
+}
+
+// held returns the prompts of a session (of every session when all) that
+// are between a failure and the dispatch of its recovery, in the order
+// the client sent them.
+func (g *Guard) held(sessionID string, all bool) []*prompt {
+	if g.waiting == 0 {
+		return nil
+	}
+	var out []*prompt
+	for _, p := range g.prompts {
+		if p.state.waiting() && (all || p.session == sessionID) {
+			out = append(out, p)
+		}
+	}
+	sortPrompts(out)
+	return out
+}
