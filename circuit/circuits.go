@@ -113,8 +113,8 @@ func (c *Circuits) RefreshEvery() time.Duration { return c.p.leaseTTL / 3 }
 // failure the decision is Go and the error wraps ErrStore.
 func (c *Circuits) Acquire(ctx context.Context, key Key, holder string, now time.Time) (Decision, error) {
 	key, err := checkArgs(key, holder)
-	if err != nil {
-		return Decision{Action: Go}, err
+	if err != nil || c.store == nil {
+		return Decision{Action: Go, Circuit: (*Record)(nil).SnapshotAt(key, now)}, err
 	}
 	var d Decision
 	_, err = c.update(ctx, "acquire", key, now, func(cur *Record) (*Record, error) {

@@ -266,7 +266,9 @@ func TestOffAlwaysGoes(t *testing.T) {
 	if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "a", t0); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, c, "b", t0.Add(time.Second), Go)
+	if d := mustAcquire(t, c, "b", t0.Add(time.Second), Go); d.Circuit.State != StateClosed {
+		t.Fatalf("off: circuit %+v, want closed", d.Circuit)
+	}
 }
 
 func TestKeyNormalizeAndID(t *testing.T) {
