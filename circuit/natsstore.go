@@ -19,7 +19,7 @@ const (
 	// DefaultBucketTTL is the bucket's max age: a circuit nobody wrote for
 	// this long disappears (twice the longest cooldown).
 	DefaultBucketTTL = 2 * DefaultMaxCooldown
-	natsMaxValue     = 4096
+	natsMaxValue     = 16 << 10 // a record is < 5 KiB even with every field at its bound and JSON-escaped
 )
 
 // NATSOptions configures NATSStore. Zero fields take the defaults.

@@ -21,7 +21,7 @@ type natsServer struct {
 	dir  string
 }
 
-func startNATS(t *testing.T, port int, dir string) *natsServer {
+func startNATS(t testing.TB, port int, dir string) *natsServer {
 	t.Helper()
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true,
 		StoreDir: dir, NoLog: true, NoSigs: true})
@@ -44,7 +44,7 @@ func (ns *natsServer) stop() {
 	ns.srv.WaitForShutdown()
 }
 
-func openNATS(t *testing.T, url string, extra ...nats.Option) *NATSStore {
+func openNATS(t testing.TB, url string, extra ...nats.Option) *NATSStore {
 	t.Helper()
 	s, err := OpenNATS(url, NATSOptions{Extra: extra})
 	if err != nil {
