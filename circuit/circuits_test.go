@@ -351,3 +351,21 @@ func TestJitterIsStableAndSpread(t *testing.T) {
 		}
 	}
 }
+
+func TestLeaseFromAFarFutureClockBindsNobody(t *testing.T) {
+	st := newMemStore()
+	c := newTest(t, st)
+	mustFail(t, c, transient(t0), "a", t0)
+	k, _ := testKey.Normalize()
+	e := st.recs[k.ID()]
+	e.rec.Lease = &Lease{Holder: "skewed", Until: t0.Add(time.Hour), GrantedAt: t0.Add(time.Hour - 30*time.Second)}
+	st.recs[k.ID()] = e
+	if d := mustAcquire(t, c, "b", t0.Add(time.Second), Probe); d.Lease.Holder != "b" {
+		t.Fatalf("lease %+v", d.Lease)
+	}
+	// A lease within two TTLs (a clock a little ahead) still binds.
+	e = st.recs[k.ID()]
+	e.rec.Lease = &Lease{Holder: "ahead", Until: t0.Add(50 * time.Second)}
+	st.recs[k.ID()] = e
+	mustAcquire(t, c, "b", t0.Add(time.Second), Park)
+}

@@ -52,7 +52,9 @@
 //
 // Lease and cooldown times are wall-clock instants compared by whoever
 // asks, so machines sharing a NATS store must keep their clocks in step
-// (NTP) to well within LeaseTTL (30 s).
+// (NTP) to well within LeaseTTL (30 s). A lease ending more than two TTLs
+// after the asker's now binds nobody (a clock far ahead, or a hostile
+// writer, cannot stall a circuit).
 //
 // # Stores
 //

@@ -74,6 +74,14 @@ type params struct {
 	seed          uint64
 }
 
+// leaseHeld reports whether r's lease still binds at now. A lease ending
+// more than two TTLs ahead was written by a clock far ahead of ours (or by
+// a hostile writer) and binds nobody: a refresh never sets it further than
+// one TTL from the holder's now.
+func (p params) leaseHeld(r *Record, now time.Time) bool {
+	return r.leaseValid(now) && r.Lease.Until.Sub(now) <= 2*p.leaseTTL
+}
+
 // clone returns a deep copy of cur, or a fresh closed record for key.
 func clone(cur *Record, key Key) *Record {
 	if cur == nil {
@@ -104,14 +112,14 @@ func (p params) acquire(cur *Record, key Key, holder string, now time.Time) (Dec
 	if now.Before(cur.OpenUntil) {
 		return park(cur.OpenUntil)
 	}
-	if cur.leaseValid(now) && cur.Lease.Holder != holder {
+	if p.leaseHeld(cur, now) && cur.Lease.Holder != holder {
 		// Re-ask within [poll/2, poll), spread per holder, never after the
 		// lease could have expired.
 		poll := p.parkPoll/2 + p.jitter(holder, cur.Epoch^0x9e3779b97f4a7c15, p.parkPoll/2)
 		return park(minTime(cur.Lease.Until, now.Add(poll)))
 	}
 	next := clone(cur, key)
-	if next.Lease == nil || next.Lease.Holder != holder || !cur.leaseValid(now) {
+	if next.Lease == nil || next.Lease.Holder != holder || !p.leaseHeld(cur, now) {
 		next.Lease = &Lease{Holder: holder, GrantedAt: now.UTC()}
 		next.Probes++
 	}
@@ -143,7 +151,7 @@ func (p params) fail(cur *Record, key Key, f Failure, holder string, now time.Ti
 	}
 	next.Failures++
 	next.Code, next.Class = f.Code, f.Class
-	if next.Lease != nil && (next.Lease.Holder == holder || !next.leaseValid(now)) {
+	if next.Lease != nil && (next.Lease.Holder == holder || !p.leaseHeld(next, now)) {
 		next.Lease = nil
 	}
 	next.UpdatedAt = now.UTC()
@@ -167,7 +175,7 @@ func (p params) progress(cur *Record, key Key, now time.Time) *Record {
 
 // refresh extends holder's lease by the lease TTL from now.
 func (p params) refresh(cur *Record, key Key, holder string, now time.Time) (*Record, error) {
-	if cur.Closed() || !cur.leaseValid(now) || cur.Lease.Holder != holder {
+	if cur.Closed() || !p.leaseHeld(cur, now) || cur.Lease.Holder != holder {
 		return nil, ErrLeaseLost
 	}
 	next := clone(cur, key)

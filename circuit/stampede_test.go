@@ -46,7 +46,7 @@ type simAttempt struct {
 
 type stampede struct {
 	t         *testing.T
-	c         *Circuits
+	machines  []*Circuits // session i runs on machines[i%len]
 	q         simQueue
 	seq       int
 	outageEnd time.Time
@@ -87,8 +87,11 @@ type simSession struct {
 	deadline time.Time // when its own schedule would have ended
 }
 
+func (ss *simSession) c() *Circuits { return ss.s.machines[ss.i%len(ss.s.machines)] }
+
 func (ss *simSession) dispatch(now time.Time, kind string) {
 	s := ss.s
+	c := ss.c()
 	s.attempts = append(s.attempts, simAttempt{session: ss.i, kind: kind, start: now})
 	idx := len(s.attempts) - 1
 	if now.Before(s.outageEnd) {
@@ -96,7 +99,7 @@ func (ss *simSession) dispatch(now time.Time, kind string) {
 		return
 	}
 	s.at(now.Add(simFirstChunk), func(now time.Time) {
-		if _, err := s.c.Progress(ctx, testKey, now); err != nil {
+		if _, err := c.Progress(ctx, testKey, now); err != nil {
 			s.t.Errorf("Progress: %v", err)
 		}
 		if s.closedAt.IsZero() {
@@ -114,7 +117,7 @@ func (ss *simSession) failed(now time.Time, idx int) {
 		return
 	}
 	next := now.Add(delay(ss.retries))
-	snap, err := s.c.Fail(ctx, testKey, transient(next), holderOf(ss.i), now)
+	snap, err := ss.c().Fail(ctx, testKey, transient(next), holderOf(ss.i), now)
 	if err != nil {
 		s.t.Errorf("Fail: %v", err)
 	}
@@ -134,7 +137,7 @@ func (ss *simSession) failed(now time.Time, idx int) {
 // ask is the guard's retry_wait deadline: before dispatching, ask the circuit.
 func (ss *simSession) ask(now time.Time) {
 	s := ss.s
-	d, err := s.c.Acquire(ctx, testKey, holderOf(ss.i), now)
+	d, err := ss.c().Acquire(ctx, testKey, holderOf(ss.i), now)
 	if err != nil {
 		s.t.Errorf("Acquire: %v", err)
 	}
@@ -155,8 +158,8 @@ func (ss *simSession) answer(outcome string) {
 	ss.s.answers[ss.i] = append(ss.s.answers[ss.i], outcome)
 }
 
-func runStampede(t *testing.T, c *Circuits, n int, outage time.Duration) *stampede {
-	s := &stampede{t: t, c: c, outageEnd: t0.Add(outage), answers: map[int][]string{}}
+func runStampede(t *testing.T, machines []*Circuits, n int, outage time.Duration) *stampede {
+	s := &stampede{t: t, machines: machines, outageEnd: t0.Add(outage), answers: map[int][]string{}}
 	for i := range n {
 		ss := &simSession{s: s, i: i}
 		s.at(t0.Add(time.Duration(i)*10*time.Millisecond), func(now time.Time) { ss.dispatch(now, "initial") })
@@ -167,26 +170,36 @@ func runStampede(t *testing.T, c *Circuits, n int, outage time.Duration) *stampe
 
 func TestStampedeOneProbePerCooldown(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		store func(t *testing.T) Store
+		name   string
+		stores func(t *testing.T) []Store // one per machine
 	}{
-		{"memory", func(*testing.T) Store { return newMemStore() }},
-		{"file", func(t *testing.T) Store { return openFile(t, t.TempDir()) }},
+		{"memory", func(*testing.T) []Store { return []Store{newMemStore()} }},
+		{"file-4-handles", func(t *testing.T) []Store {
+			dir := t.TempDir()
+			return []Store{openFile(t, dir), openFile(t, dir), openFile(t, dir), openFile(t, dir)}
+		}},
+		{"nats-2-machines", func(t *testing.T) []Store {
+			ns := startNATS(t, -1, t.TempDir())
+			return []Store{openNATS(t, ns.url()), openNATS(t, ns.url())}
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.name == "file" && testing.Short() {
-				t.Skip("fsyncs a few hundred times")
+			if tt.name != "memory" && testing.Short() {
+				t.Skip("a few thousand store operations")
 			}
-			c := New(Config{Store: tt.store(t), Seed: 7, ParkPoll: 2 * time.Second, ReleaseWindow: 3 * time.Second})
-			checkStampede(t, c)
+			var machines []*Circuits
+			for _, st := range tt.stores(t) {
+				machines = append(machines, New(Config{Store: st, Seed: 7, ParkPoll: 2 * time.Second, ReleaseWindow: 3 * time.Second}))
+			}
+			checkStampede(t, machines)
 		})
 	}
 }
 
-func checkStampede(t *testing.T, c *Circuits) {
+func checkStampede(t *testing.T, machines []*Circuits) {
 	const n = 200
 	const outage = 47 * time.Second
-	s := runStampede(t, c, n, outage)
+	s := runStampede(t, machines, n, outage)
 
 	// Every session answered exactly once, and none gave up: the outage is
 	// shorter than every schedule.
@@ -259,7 +272,7 @@ func checkStampede(t *testing.T, c *Circuits) {
 // TestStampedeWithoutCircuits is the baseline the circuit removes: the same
 // sessions with circuits off hit the provider on every schedule.
 func TestStampedeWithoutCircuits(t *testing.T) {
-	s := runStampede(t, New(Config{}), 200, 47*time.Second)
+	s := runStampede(t, []*Circuits{New(Config{})}, 200, 47*time.Second)
 	retries := 0
 	for _, a := range s.attempts {
 		if a.kind != "initial" && a.start.Before(s.outageEnd) {
