@@ -24,7 +24,8 @@ func transient(until time.Time) Failure {
 func newTest(t *testing.T, st Store) *Circuits {
 	t.Helper()
 	return New(Config{Store: st, Seed: 1, LeaseTTL: 30 * time.Second, ParkPoll: 2 * time.Second,
-		ReleaseWindow: 3 * time.Second})
+		ReleaseWindow: 3 * time.Second,
+		OpTimeout:     2 * time.Minute}) // a hang guard: a loaded machine must not turn contention into "store failed"
 }
 
 func mustAcquire(t *testing.T, c *Circuits, holder string, now time.Time, want Action) Decision {

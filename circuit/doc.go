@@ -74,9 +74,11 @@
 // document, circuits.json, shared by every acp-guard process of the user on
 // the machine. Writers take an exclusive flock(2) on circuits.lock through
 // github.com/gofrs/flock (plus a mutex per handle, since an flock belongs to
-// an open file), re-read, swap, write a temporary file (O_EXCL, 0600),
-// fsync it and rename it over the document; readers take no lock, because
-// the rename is atomic. Files are 0600 and opened with O_NOFOLLOW, the
+// an open file), re-read, swap, write a temporary file (O_EXCL, 0600) and
+// rename it over the document; readers take no lock, because the rename is
+// atomic. There is no fsync: a power loss can at worst leave a torn file,
+// which reads as "no circuits" (soft state), and the lock is held for
+// microseconds instead of a disk flush. Files are 0600 and opened with O_NOFOLLOW, the
 // directory is created 0700 (policy.MkdirPrivate). The document is bounded
 // (8 MiB, 4096 circuits; records untouched for 48 h behind the newest are
 // pruned unless still cooling down). A corrupt document reads as empty and

@@ -41,7 +41,7 @@ const (
 )
 
 // FileStore is the embedded store: one JSON document in the state
-// directory, replaced atomically (write a temporary file, fsync, rename),
+// directory, replaced atomically (write a temporary file, rename),
 // with writers serialised across processes by an flock(2) on a separate
 // lock file (github.com/gofrs/flock) and within the process by a mutex
 // (an flock is per open file, so one handle must not be shared unlocked).
@@ -205,7 +205,11 @@ func (s *FileStore) read() (*fileDoc, error) {
 }
 
 // replace writes doc to a new temporary file (created exclusively, so never
-// through a symlink), syncs it and renames it over the document.
+// through a symlink) and renames it over the document. It does not fsync:
+// the rename alone makes every reader see a whole document, even when a
+// process dies mid-write; only a power loss could leave an empty or torn
+// file, which reads as corrupt, that is as "no circuits" — acceptable for
+// soft state, and it keeps the lock held for microseconds, not a disk flush.
 func (s *FileStore) replace(doc *fileDoc) error {
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -217,9 +221,6 @@ func (s *FileStore) replace(doc *fileDoc) error {
 	}
 	name := tmp.Name()
 	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

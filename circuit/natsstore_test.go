@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -166,20 +167,26 @@ func TestNATSStoreLeaseTakeoverAfterTTL(t *testing.T) {
 // is back, the circuit it kept applies again.
 func TestNATSStoreServerGoesAway(t *testing.T) {
 	ns := startNATS(t, -1, t.TempDir())
-	reconnected := make(chan struct{}, 1)
+	reconnected, disconnected := make(chan struct{}, 1), make(chan struct{}, 1)
+	note := func(ch chan struct{}) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 	st := openNATS(t, ns.url(), nats.ReconnectWait(20*time.Millisecond),
-		nats.ReconnectHandler(func(*nats.Conn) {
-			select {
-			case reconnected <- struct{}{}:
-			default:
-			}
-		}))
-	c := New(Config{Store: st, StoreRetry: 30 * time.Second, OpTimeout: 10 * time.Second})
+		nats.ReconnectHandler(func(*nats.Conn) { note(reconnected) }),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { note(disconnected) }))
+	c := New(Config{Store: st, StoreRetry: 30 * time.Second, OpTimeout: 2 * time.Minute}) // hang guard
 	mustFail(t, c, transient(t0.Add(time.Hour)), "a", t0)
 	ns.stop()
+	<-disconnected // the client noticed (the test's own timeout is the hang guard)
 	d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second))
 	if !errors.Is(err, ErrStore) || d.Action != Go {
 		t.Fatalf("Acquire with the server gone = %+v, %v; want go and ErrStore", d, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire waited for its timeout: %v; want an immediate failure while disconnected", err)
 	}
 	if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "b", t0.Add(2*time.Second)); !errors.Is(err, ErrStore) {
 		t.Fatalf("Fail with the server gone: %v", err)

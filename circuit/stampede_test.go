@@ -189,7 +189,8 @@ func TestStampedeOneProbePerCooldown(t *testing.T) {
 			}
 			var machines []*Circuits
 			for _, st := range tt.stores(t) {
-				machines = append(machines, New(Config{Store: st, Seed: 7, ParkPoll: 2 * time.Second, ReleaseWindow: 3 * time.Second}))
+				machines = append(machines, New(Config{Store: st, Seed: 7, ParkPoll: 2 * time.Second,
+					ReleaseWindow: 3 * time.Second, OpTimeout: 2 * time.Minute}))
 			}
 			checkStampede(t, machines)
 		})
