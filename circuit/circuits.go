@@ -110,7 +110,10 @@ func (c *Circuits) RefreshEvery() time.Duration { return c.p.leaseTTL / 3 }
 // Acquire asks, for a session about to re-dispatch a failed turn on key,
 // whether it may. holder identifies the session's turn (unique across
 // processes and machines, e.g. host/pid/session/request). On a store
-// failure the decision is Go and the error wraps ErrStore.
+// failure the decision is Go and the error wraps ErrStore. After casRounds
+// lost races in a row (a store in heavy churn) it is Park for about one
+// ParkPoll with ErrContended: waiting a poll is safer than a stampede, and
+// the caller's own schedule still bounds it.
 func (c *Circuits) Acquire(ctx context.Context, key Key, holder string, now time.Time) (Decision, error) {
 	key, err := checkArgs(key, holder)
 	if err != nil || c.store == nil {
