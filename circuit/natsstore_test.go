@@ -92,6 +92,22 @@ func TestNATSStoreCompareAndSwap(t *testing.T) {
 	// The bucket keeps one revision per key and expires untouched keys.
 	js, _ := jetstream.New(s.nc)
 	kv, _ := js.KeyValue(ctx, DefaultBucket)
+	// A value someone else wrote that is not a version-1 record: refused,
+	// skipped by List, and a turn on that key proceeds.
+	foreign := Key{Provider: "foreign", Scope: "provider"}
+	fk, _ := foreign.Normalize()
+	if _, err := kv.Put(ctx, fk.ID(), []byte(`{"v":2,"shape":"new"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, fk.ID()); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Get of a foreign value: %v, want ErrFormat", err)
+	}
+	if recs, err := s.List(ctx); err != nil || len(recs) != 1 {
+		t.Fatalf("List with a foreign value = %+v, %v; want the one record", recs, err)
+	}
+	if d, err := newTest(t, s).Acquire(ctx, foreign, "a", t0); d.Action != Go || !errors.Is(err, ErrFormat) {
+		t.Fatalf("Acquire on a foreign value = %+v, %v; want go with ErrFormat", d, err)
+	}
 	st, err := kv.Status(ctx)
 	if err != nil || st.TTL() != DefaultBucketTTL || st.History() != 1 {
 		t.Fatalf("bucket status ttl=%v history=%d err=%v", st.TTL(), st.History(), err)
