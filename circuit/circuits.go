@@ -169,8 +169,9 @@ func (c *Circuits) Progress(ctx context.Context, key Key, now time.Time) (Snapsh
 	return rec.SnapshotAt(key, now), err
 }
 
-// Refresh extends holder's probe lease on key by LeaseTTL from now. It
-// fails with ErrLeaseLost when holder no longer holds it.
+// Refresh extends holder's probe lease on key by LeaseTTL from now, also
+// a lease that ran out if nobody took it over. It fails with ErrLeaseLost
+// when another session holds the lease or the circuit closed or re-opened.
 func (c *Circuits) Refresh(ctx context.Context, key Key, holder string, now time.Time) (Lease, error) {
 	return c.leaseOp(ctx, "refresh", key, holder, now, c.p.refresh)
 }
@@ -260,6 +261,10 @@ func (c *Circuits) skipStore(now time.Time) bool {
 }
 
 func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
+	if errors.Is(err, ErrFormat) {
+		// One record this build cannot read: the store itself answers.
+		return fmt.Errorf("%w: %s: %w", ErrStore, op, err)
+	}
 	c.mu.Lock()
 	first := !c.down
 	c.down, c.downUntil = true, now.Add(c.storeRetry)

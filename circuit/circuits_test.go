@@ -370,3 +370,49 @@ func TestLeaseFromAFarFutureClockBindsNobody(t *testing.T) {
 	st.recs[k.ID()] = e
 	mustAcquire(t, c, "b", t0.Add(time.Second), Park)
 }
+
+func TestRefreshKeepsAnExpiredLeaseNobodyTook(t *testing.T) {
+	c := newTest(t, newMemStore())
+	mustFail(t, c, transient(t0), "a", t0)
+	p := mustAcquire(t, c, "a", t0, Probe)
+	late := p.Lease.Until.Add(5 * time.Second) // the probe's process was slow to refresh
+	l, err := c.Refresh(ctx, testKey, "a", late)
+	if err != nil || !l.Until.Equal(late.Add(30*time.Second)) {
+		t.Fatalf("late Refresh = %+v, %v; want the lease kept", l, err)
+	}
+	mustAcquire(t, c, "b", late.Add(time.Second), Park)
+}
+
+func TestHostileTimesCannotParkPastTheirBounds(t *testing.T) {
+	st := newMemStore()
+	c := New(Config{Store: st, ReleaseWindow: 3 * time.Second, MaxCooldown: time.Hour})
+	k, _ := testKey.Normalize()
+	far := t0.AddDate(100, 0, 0)
+	for _, tt := range []struct {
+		name  string
+		rec   Record
+		limit time.Duration
+	}{
+		{"closedAt in the future", Record{Version: 1, Key: k, ClosedAt: far, Epoch: 2}, 3 * time.Second},
+		{"openUntil a century away", Record{Version: 1, Key: k, OpenUntil: far, Epoch: 1}, time.Hour},
+	} {
+		st.recs[k.ID()] = memEntry{rev: 1, rec: tt.rec}
+		d, err := c.Acquire(ctx, testKey, "b", t0)
+		if err != nil || d.Action != Park || d.Until.Sub(t0) > tt.limit {
+			t.Errorf("%s: %+v, %v; want parked at most %v", tt.name, d, err, tt.limit)
+		}
+	}
+}
+
+func TestAForeignRecordDoesNotTakeTheStoreDown(t *testing.T) {
+	st := newMemStore()
+	c := newTest(t, st)
+	foreign := Key{Provider: "foreign", Scope: "provider"}
+	fk, _ := foreign.Normalize()
+	st.recs[fk.ID()] = memEntry{rev: 1, rec: Record{Version: 9}}
+	if _, err := c.Acquire(ctx, foreign, "a", t0); !errors.Is(err, ErrFormat) {
+		t.Fatalf("foreign record: %v", err)
+	}
+	mustFail(t, c, transient(t0.Add(time.Minute)), "a", t0)
+	mustAcquire(t, c, "b", t0.Add(time.Second), Park)
+}

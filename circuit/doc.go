@@ -39,7 +39,8 @@
 //	                                  the caller's lease, if it held one, is dropped (a failed probe hands the lease on)
 //	Fail(key, request|unclassified)   nothing (the store is not even read)
 //	Acquire(key, holder, now)         Go | Park{Until} | Probe{Lease} as above; Probe sets Lease{holder, now+LeaseTTL}
-//	Refresh(key, holder, now)         the holder's lease until now+LeaseTTL; ErrLeaseLost if it is no longer the holder
+//	Refresh(key, holder, now)         the holder's lease until now+LeaseTTL (also one that ran out if nobody took it
+//	                                  over: its probe still runs); ErrLeaseLost if another session holds it now
 //	Release(key, holder, now)         drops the holder's lease without an outcome (probe cancelled or stopped)
 //	Progress(key, now)                open/probing → closed (ClosedAt = now, epoch+1); provider progress on the key,
 //	                                  in the probe's turn or any other, is proof the outage is over
@@ -55,6 +56,8 @@
 // (NTP) to well within LeaseTTL (30 s). A lease ending more than two TTLs
 // after the asker's now binds nobody (a clock far ahead, or a hostile
 // writer, cannot stall a circuit).
+// Likewise a park never lasts longer than MaxCooldown (open) or
+// ReleaseWindow (just closed), whatever times a record holds.
 //
 // # Stores
 //

@@ -104,13 +104,13 @@ func (p params) acquire(cur *Record, key Key, holder string, now time.Time) (Dec
 	if cur.Closed() {
 		if cur != nil && !cur.ClosedAt.IsZero() && now.Before(cur.ClosedAt.Add(p.releaseWindow)) {
 			if r := cur.ClosedAt.Add(p.jitter(holder, cur.Epoch, p.releaseWindow)); now.Before(r) {
-				return park(r)
+				return park(minTime(r, now.Add(p.releaseWindow))) // a ClosedAt from the future binds no longer
 			}
 		}
 		return Decision{Action: Go, Circuit: cur.SnapshotAt(key, now)}, nil
 	}
 	if now.Before(cur.OpenUntil) {
-		return park(cur.OpenUntil)
+		return park(minTime(cur.OpenUntil, now.Add(p.maxCooldown)))
 	}
 	if p.leaseHeld(cur, now) && cur.Lease.Holder != holder {
 		// Re-ask within [poll/2, poll), spread per holder, never after the
@@ -173,9 +173,12 @@ func (p params) progress(cur *Record, key Key, now time.Time) *Record {
 	return next
 }
 
-// refresh extends holder's lease by the lease TTL from now.
+// refresh extends holder's lease by the lease TTL from now. A lease that
+// ran out but that nobody took over is still the holder's: its probe is
+// still running, and handing the lease to another session now would make
+// two probes.
 func (p params) refresh(cur *Record, key Key, holder string, now time.Time) (*Record, error) {
-	if cur.Closed() || !p.leaseHeld(cur, now) || cur.Lease.Holder != holder {
+	if cur.Closed() || cur.Lease == nil || cur.Lease.Holder != holder {
 		return nil, ErrLeaseLost
 	}
 	next := clone(cur, key)
