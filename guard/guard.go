@@ -219,6 +219,9 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()
 	}
+	if st.OutputClosed { // still running: no exit code, a lost transport
+		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
+	}
 	v := g.classify(ev)
 	pe := newProviderError(v, p.turn, g.adapter, classify.SourceExit, c.Now())
 	pe.Recovery = Recovery{Action: string(policy.ActionStop), Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: "agent_exited"}
