@@ -161,7 +161,7 @@ type Relay struct {
 	// stopping: acp-guard was told to stop (a signal); no request of the
 	// proxy's own is sent to the agent any more.
 	stopping bool
-	msg    Msg // the frame being handled; hooks must not keep the pointer
+	msg      Msg // the frame being handled; hooks must not keep the pointer
 	// early holds client requests the proxy answered before the agent did:
 	// the agent's late response must not reach the client a second time.
 	early  map[IDKey]bool
