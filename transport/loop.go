@@ -234,7 +234,7 @@ type loop struct {
 	timers      []func() bool
 	agentOut    *watchedReader
 	stopping    bool // a signal arrived: forwarded once, escalation runs
-	escalating  bool // the TERM/KILL timers are set
+	escalating  int  // which TERM/KILL timers are set (escalateNone…)
 	outLost     bool // the agent closed stdout while running
 	// After the exit: the client writer's progress at the last drain
 	// check, and since when it has not moved.

@@ -17,18 +17,21 @@ import (
 // the one escalation: TERM after a grace period, KILL after another.
 // All of these run under the loop's lock.
 
-// escalate starts the grace timers once: after one grace period SIGTERM
+// escalate starts the grace timers: after one grace period SIGTERM
 // (skipped when sent, the signal the agent already got, was SIGTERM),
 // after another SIGKILL. After the client's EOF (quiet), the first period
-// counts from when the agent went quiet — everything queued for its stdin
-// written and nothing read from its stdout for the period — so an agent
-// still working through input the client sent before it closed, to a
-// client reading slowly, is not cut off.
+// counts from when the agent went quiet (whenQuiet), so an agent still
+// working through input the client sent before it closed, to a client
+// reading slowly, is not cut off. One escalation runs at a time; a strict
+// one (a signal, a closed stdout) still starts after a quiet one.
 func (l *loop) escalate(sent syscall.Signal, quiet bool) {
-	if l.escalating {
+	if l.escalating == escalateStrict || l.escalating == escalateQuiet && quiet {
 		return
 	}
-	l.escalating = true
+	l.escalating = escalateStrict
+	if quiet {
+		l.escalating = escalateQuiet
+	}
 	kill := func() {
 		l.log.Warn("agent ignored SIGTERM; sending SIGKILL")
 		_ = l.ch.signalGroup(syscall.SIGKILL)
@@ -48,6 +51,13 @@ func (l *loop) escalate(sent syscall.Signal, quiet bool) {
 	}
 	l.timers = append(l.timers, l.Schedule(l.o.Grace, first))
 }
+
+// Escalation kinds (loop.escalating).
+const (
+	escalateNone   = iota
+	escalateQuiet  // after the client's EOF: from when the agent went quiet
+	escalateStrict // after a signal or a closed stdout: from now
+)
 
 // whenQuiet runs fn once the agent has been quiet for the grace period —
 // nothing read from its stdout, nothing written to its stdin or to the
