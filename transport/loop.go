@@ -305,6 +305,7 @@ func (l *loop) handleLocked(ev event) {
 		// Its output may still be in the pipe, or a grandchild may hold
 		// the pipe open: wait for EOF, but not forever (drainCheck).
 		l.drainStalled = time.Now()
+		l.toClient.setFine()
 		l.timers = append(l.timers, l.Schedule(l.o.Drain, l.drainCheck))
 	case evSignal:
 		l.signalled(ev.sig, ev.why)

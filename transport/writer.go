@@ -30,12 +30,22 @@ type writer struct {
 	idleWait   chan struct{} // closed when draining stops (only while someone waits)
 
 	failed  atomic.Bool
+	fine    atomic.Bool   // write in finePiece pieces
 	written atomic.Uint64 // bytes written so far: progress, for the shutdown waits
 }
 
-// writePiece bounds one Write of a long chunk, so progress to a slow
-// reader shows as it happens (a pipe holds 64 KiB anyway).
-const writePiece = 64 << 10
+// setFine makes later writes go out in small pieces (see finePiece).
+func (w *writer) setFine() { w.fine.Store(true) }
+
+// Pieces bound one Write of a long chunk, so progress to a slow reader
+// shows as it happens: writePiece always (a read batch is no larger, so
+// pass-through batches still leave in one write), finePiece once the
+// session ends (setFine), when a stalled reader must be told from a slow
+// one within the grace period.
+const (
+	writePiece = readBufSize
+	finePiece  = 64 << 10
+)
 
 func newWriter(w io.Writer, log *slog.Logger, name string) *writer {
 	return &writer{w: w, name: name, log: log}
@@ -131,11 +141,12 @@ func (w *writer) kick() {
 
 // write writes b, in pieces when it is long, counting progress.
 func (w *writer) write(b []byte) error {
+	piece := writePiece
+	if w.fine.Load() {
+		piece = finePiece
+	}
 	for len(b) > 0 {
-		n := len(b)
-		if n > writePiece {
-			n = writePiece
-		}
+		n := min(len(b), piece)
 		if _, err := w.w.Write(b[:n]); err != nil {
 			return err
 		}
