@@ -50,6 +50,10 @@
 //   - Timers (time.AfterFunc in loop.Schedule): each fires once on its own
 //     goroutine and handles one event; Run stops the pending ones at the
 //     end; a timer that fires after the session is over finds it over.
+//   - Kicked drainers (writer.kick): started when a reader or the signal
+//     watcher leaves output for a peer it must not block on; each writes
+//     that writer's queue out and exits when it is empty (or abandoned,
+//     blocked on a peer that never reads, when the process exits).
 //   - Final client drain: started by Run after the session is over to write
 //     the last answers; Run waits for the writer to go idle and gives up
 //     when the client has read nothing for the grace period (the

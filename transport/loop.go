@@ -259,6 +259,9 @@ func (l *loop) handle(ev event) {
 	case evAgentLines:
 		l.toClient.drain()
 		l.toAgent.kick()
+	case evSignal: // the signal watcher must stay free to see done
+		l.toAgent.kick()
+		l.toClient.kick()
 	default:
 		l.toAgent.drain()
 		l.toClient.drain()
