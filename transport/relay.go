@@ -273,11 +273,13 @@ func (r *Relay) Call(method, sessionID string, params []byte, tag any) *Request 
 		// may start after a signal): answer the proxy's own request with
 		// an error at once so its owner does not wait forever and answers
 		// its client request.
-		msg := "agent exited"
+		msg, reason := "agent exited", "agent_exited"
 		if !r.exited {
-			msg = "acp-guard is shutting down (signal received); request not sent to the agent"
+			msg, reason = "acp-guard is shutting down (signal received); request not sent to the agent", "shutting_down"
 		}
-		resp := ParseMsg(ErrorResponse(req.ID, -32603, msg, nil))
+		// data.acpGuard.reason lets the owner tell the refusal from an
+		// answer of the agent's.
+		resp := ParseMsg(ErrorResponse(req.ID, -32603, msg, map[string]any{"acpGuard": map[string]any{"reason": reason, "notSent": true}}))
 		delete(r.table.proxy, req.Key)
 		r.log.Info("proxy request not sent", "method", method, "reason", msg)
 		r.hooks.ProxyResponse(r, &resp, req)
