@@ -176,7 +176,7 @@ func TestE2ESlowClientGetsTheAnswer(t *testing.T) {
 // a classified ProviderError (agent_transport_lost), a later request is
 // answered too, and the agent is terminated after the grace period.
 func TestE2EAgentClosesStdout(t *testing.T) {
-	g := startGuard(t, []string{"--grace", "500ms", "--state-dir", t.TempDir()}, demoAgent(t, "close-stdout")...)
+	g := startGuard(t, []string{"--grace", "2s", "--state-dir", t.TempDir()}, demoAgent(t, "close-stdout")...)
 	sid := g.openSession()
 	g.send(prompt(3, sid))
 	msgs := g.until("3")
