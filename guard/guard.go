@@ -244,6 +244,9 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()
 	}
+	if st.OutputClosed { // still running: no exit code, a lost transport
+		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
+	}
 	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
 	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
 	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {

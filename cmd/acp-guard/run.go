@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -118,6 +119,9 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		Hooks:     g.hooks,
 		Tap:       g.tap,
 		Redact:    g.redact,
+		// Orphans of the agent are reaped here, not left as zombies
+		// (acp-guard may be PID 1 of a container).
+		Subreaper: runtime.GOOS == "linux",
 	})
 	var se *transport.StartError
 	if errors.As(err, &se) {
@@ -128,7 +132,9 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	}
 	log.Info("relay finished", "exit", res.Exit.Code, "client_frames", res.Counts.ClientFrames, "agent_frames", res.Counts.AgentFrames,
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
-		"stderr_dropped_from_evidence", res.Counts.StderrDropped)
+		"stderr_dropped_from_evidence", res.Counts.StderrDropped,
+		"fragments_from_agent", res.Counts.FragmentsFromAgent, "fragments_from_client", res.Counts.FragmentsFromClient,
+		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored)
 	if res.Exit.Code == 0 {
 		return nil
 	}
