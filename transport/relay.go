@@ -577,7 +577,24 @@ func (r *Relay) ClientClosed() {
 // Stopping records that acp-guard is shutting down on a signal: from now
 // on Call refuses to send requests of the proxy's own (a retry must not
 // start after the user asked to stop); its owner gets an error response.
-func (r *Relay) Stopping() { r.stopping = true }
+// Hooks that implement StopHook are told once, so that work they hold
+// (a scheduled retry) is answered now rather than when the agent is gone.
+func (r *Relay) Stopping() {
+	if r.stopping {
+		return
+	}
+	r.stopping = true
+	if h, ok := r.hooks.(StopHook); ok {
+		h.Stopping(r)
+	}
+}
+
+// StopHook is an optional extension of Hooks: Stopping runs once, under
+// the relay's lock like every hook, when acp-guard starts shutting down on
+// a signal. Ctl.Call refuses requests from then on.
+type StopHook interface {
+	Stopping(c Ctl)
+}
 
 // AgentOutputClosed answers every pending client request exactly once
 // because the agent closed its stdout while still running: nothing can
