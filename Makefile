@@ -4,12 +4,13 @@ BIN ?= bin/acp-guard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short lint fuzz clean
+.PHONY: help build demo test test-short lint fuzz clean acp-schema
 
 help:
 	@echo "make build        build $(BIN)"
 	@echo "make demo         build and run the demo (client -> acp-guard -> demo agent)"
 	@echo "make test         the whole test suite, with the race detector"
+	@echo "make acp-schema   fetch the official ACP JSON schema (npm) for the conformance test"
 	@echo "make test-short   the test suite without the slowest cases"
 	@echo "make lint         gofmt, go vet, catalogue lint"
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
@@ -25,6 +26,11 @@ demo: build
 
 test:
 	$(GO) test -race -count=1 ./...
+
+# The conformance test (internal/acpschema) skips without the schema
+# (fails with CI=true); this installs it into .cache/acp-schema.
+acp-schema:
+	@scripts/acp-schema.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...
