@@ -25,6 +25,7 @@ type runOptions struct {
 	stderrPTY bool
 	log       logOptions
 	guard     guardOptions
+	telemetry telemetryOptions
 	argv      []string
 }
 
@@ -36,6 +37,7 @@ func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	bindGuardFlags(fs, &o.guard)
+	bindTelemetryFlags(fs, &o.telemetry)
 }
 
 func init() {
@@ -119,6 +121,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		Tap:       g.tap,
 		Redact:    g.redact,
 	})
+	closeTelemetry(g.tel, o.grace, res.Counts)
 	var se *transport.StartError
 	if errors.As(err, &se) {
 		return withCode(exitCode(se.ExitCode), err)

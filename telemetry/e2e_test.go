@@ -1,0 +1,276 @@
+package telemetry_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
+	"github.com/acp-guard/acp-guard/observers"
+)
+
+func TestMain(m *testing.M) { testbin.Main(m) }
+
+// A prompt text and session id that must never reach the collector.
+const (
+	secretPrompt = "fix it with sk-ant-api03-DONOTEXPORTTHISKEY0123456789"
+	rawSession   = "sess-1"
+)
+
+// session runs one guarded session: initialize, session/new, one prompt
+// answered, stdin closed, stdout read to the end, exit awaited. It returns
+// what the client read and acp-guard's stderr.
+func session(t *testing.T, env []string, flags []string, agent ...string) (stdout, stderr string) {
+	t.Helper()
+	bin := testbin.Path(t)
+	argv := append([]string{"--log-level", "info", "--state-dir", t.TempDir()}, flags...)
+	argv = append(append(argv, "--", bin, "demo-agent"), agent...)
+	cmd := exec.Command(bin, argv...)
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, _ := cmd.StdinPipe()
+	outR, _ := cmd.StdoutPipe()
+	var errB bytes.Buffer
+	cmd.Stderr = &errB
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dog := time.AfterFunc(90*time.Second, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // hang guard only
+	defer dog.Stop()
+	out := bufio.NewReader(outR)
+	var got strings.Builder
+	read := func(id string) {
+		for {
+			line, err := out.ReadString('\n')
+			got.WriteString(line)
+			if err != nil {
+				t.Fatalf("stdout ended before the answer to %s: %v\n%s", id, err, got.String())
+			}
+			if strings.Contains(line, `"id":`+id+`,`) && !strings.Contains(line, `"method"`) {
+				return
+			}
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	read("1")
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	read("2")
+	p, _ := json.Marshal(secretPrompt)
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%s}]}}`+"\n", rawSession, p)
+	read("3")
+	in.Close()
+	rest, _ := io.ReadAll(out)
+	got.Write(rest)
+	_ = cmd.Wait()
+	return got.String(), errB.String()
+}
+
+// cleanEnv is the test's environment without OTEL_* variables.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OTEL_") && !strings.HasPrefix(kv, "ACP_GUARD_OTEL") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func policyFile(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "policy.json")
+	doc := `{"version":1,
+"transient":{"retry":{"enabled":true,"max_retries":1,"initial_interval_seconds":1},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"skip"},
+"hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// A retried failure and a fallback, exported over OTLP/HTTP: the turn
+// span with its retry, wait and switch children, and the metrics.
+func TestExportRetryAndFallback(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	out, stderr := session(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.url, "OTEL_METRIC_EXPORT_INTERVAL=600000"},
+		[]string{"--policy", policyFile(t), "--fallback-models", "model-b"},
+		"--scenario", "fail-model", "--agent-name", "@zed-industries/claude-agent-acp")
+	if !strings.Contains(out, `"stopReason":"end_turn"`) {
+		t.Fatalf("the turn did not recover:\n%s\nstderr:\n%s", out, stderr)
+	}
+	spans, res := rcv.allSpans()
+	byName := map[string][]int{}
+	for i, s := range spans {
+		byName[s.Name] = append(byName[s.Name], i)
+	}
+	turns := byName["acp.session/prompt"]
+	if len(turns) != 1 {
+		t.Fatalf("turn spans: got %d, want 1 (spans: %v)\nstderr:\n%s", len(turns), keys(byName), stderr)
+	}
+	turn := spans[turns[0]]
+	if rattrs := attrMap(res[turns[0]]); rattrs["service.name"] != "acp-guard" {
+		t.Errorf("service.name: got %q, want acp-guard", rattrs["service.name"])
+	}
+	adapter, _ := observers.Identity{AgentInfo: "@zed-industries/claude-agent-acp"}.Resolve()
+	a := attrMap(turn.Attributes)
+	for k, want := range map[string]string{
+		"acp_guard.outcome": "retried", "acp_guard.attempts": "3", "acp_guard.adapter": adapter,
+		"acp_guard.model": "model-b", "acp.stop_reason": "end_turn", "acp_guard.request_id": "3",
+	} {
+		if a[k] != want {
+			t.Errorf("turn span %s: got %q, want %q (all: %v)", k, a[k], want, a)
+		}
+	}
+	if h := a["acp.session.id_hash"]; len(h) != 16 || h == rawSession {
+		t.Errorf("session id hash: got %q", h)
+	}
+	for name, want := range map[string]int{"acp_guard.retry": 2, "acp_guard.switch_model": 1, "acp_guard.wait": 1} {
+		if got := len(byName[name]); got != want {
+			t.Errorf("%s spans: got %d, want %d", name, got, want)
+		}
+		for _, i := range byName[name] {
+			if !bytes.Equal(spans[i].ParentSpanId, turn.SpanId) || !bytes.Equal(spans[i].TraceId, turn.TraceId) {
+				t.Errorf("%s span is not a child of the turn span", name)
+			}
+		}
+	}
+	if i := byName["acp_guard.switch_model"]; len(i) == 1 && attrMap(spans[i[0]].Attributes)["acp_guard.model"] != "model-b" {
+		t.Errorf("switch span: %v", attrMap(spans[i[0]].Attributes))
+	}
+	decisions := 0
+	for _, e := range turn.Events {
+		if e.Name == "acp_guard.decision" {
+			decisions++
+		}
+	}
+	if decisions < 3 {
+		t.Errorf("decision events on the turn span: got %d, want at least 3 (retry, skip, succeeded)", decisions)
+	}
+
+	checkMetrics(t, rcv)
+	for _, s := range rcv.everyString() {
+		for _, secret := range []string{"sk-ant", "DONOTEXPORT", `=` + rawSession, "API Error", `"Overloaded"`, "Internal error"} {
+			if strings.Contains(s, secret) {
+				t.Errorf("sensitive text %q exported: %q", secret, s)
+			}
+		}
+	}
+}
+
+func checkMetrics(t *testing.T, rcv *receiver) {
+	t.Helper()
+	sum := func(name string, match map[string]string) float64 {
+		var n float64
+	points:
+		for _, p := range rcv.metric(name) {
+			for k, v := range match {
+				if p.attrs[k] != v {
+					continue points
+				}
+			}
+			n += p.value
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name  string
+		match map[string]string
+		want  float64
+	}{
+		{"acp_guard.provider.failures", map[string]string{"code": "provider_overloaded", "class": "transient", "model": "model-a"}, 2},
+		{"acp_guard.recoveries", map[string]string{"outcome": "retried"}, 1},
+		{"acp_guard.notices", map[string]string{"action": "retry"}, 1},
+		{"acp_guard.model.switches", map[string]string{"model": "model-b", "result": "ok"}, 1},
+		{"acp_guard.turn.duration", map[string]string{"outcome": "retried", "model": "model-b"}, 1},
+		{"acp_guard.wait.duration", map[string]string{"class": "transient"}, 1},
+	} {
+		if got := sum(c.name, c.match); got != c.want {
+			t.Errorf("%s%v: got %v, want %v (points: %v)", c.name, c.match, got, c.want, rcv.metric(c.name))
+		}
+	}
+	if c2a, a2c := sum("acp_guard.frames", map[string]string{"direction": "c2a"}), sum("acp_guard.frames", map[string]string{"direction": "a2c"}); c2a < 3 || a2c < 3 {
+		t.Errorf("frames: got c2a %v, a2c %v; want at least 3 each", c2a, a2c)
+	}
+}
+
+func keys(m map[string][]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// A collector that refuses connections, or accepts and never answers,
+// costs one log line; the session is answered and acp-guard exits.
+func TestDeadCollector(t *testing.T) {
+	t.Parallel()
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refusedURL := "http://" + refused.Addr().String()
+	refused.Close()
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	// Accepts and holds connections until the listener closes; the test
+	// goroutine owns conns only after hung.Close, so keep them local.
+	accepted := make(chan net.Conn, 64)
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for _, tt := range []struct{ name, url string }{{"refused", refusedURL}, {"hung", "http://" + hung.Addr().String()}} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, stderr := session(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + tt.url}, []string{"--grace", "1s"}, "--scenario", "success")
+			if !strings.Contains(out, `"stopReason":"end_turn"`) {
+				t.Fatalf("session not answered:\n%s", out)
+			}
+			if n := strings.Count(stderr, "telemetry"); n != 1 {
+				t.Errorf("telemetry log lines: got %d, want 1:\n%s", n, stderr)
+			}
+			if !strings.Contains(stderr, "relay finished") {
+				t.Errorf("acp-guard did not finish cleanly:\n%s", stderr)
+			}
+		})
+	}
+	hung.Close()
+	for c := range accepted {
+		conns = append(conns, c)
+	}
+}
+
+// Off by default: no OTEL_* variables, no --otel, nothing exported and
+// nothing logged about telemetry.
+func TestOffByDefault(t *testing.T) {
+	t.Parallel()
+	_, stderr := session(t, nil, nil, "--scenario", "success")
+	if strings.Contains(stderr, "telemetry") {
+		t.Errorf("telemetry without configuration:\n%s", stderr)
+	}
+}
