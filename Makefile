@@ -14,6 +14,7 @@ help:
 	@echo "make test-short   the test suite without the slowest cases"
 	@echo "make lint         gofmt, go vet, catalogue lint"
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
+	@echo "make bench-otel   the end-to-end benchmark with OpenTelemetry export on"
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
 	@echo "make interop      the interop suite against real agents (needs Node and npm)"
@@ -51,4 +52,5 @@ clean:
 	rm -rf bin
 
 include bench/bench.mk
+include telemetry/bench.mk
 include interop/interop.mk
