@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -72,3 +73,6 @@ func protocol(getenv func(string) string, signal string) (string, error) {
 	}
 	return "", fmt.Errorf("OTEL_EXPORTER_OTLP_%s_PROTOCOL: %q is not supported (http/protobuf or grpc)", signal, p)
 }
+
+// ErrNotBuilt is New's error in a build without telemetry (-tags nootel).
+var ErrNotBuilt = errors.New("this acp-guard was built without telemetry (-tags nootel)")

@@ -1,3 +1,5 @@
+//go:build !nootel
+
 package telemetry
 
 import (

@@ -1,3 +1,5 @@
+//go:build !nootel
+
 package telemetry
 
 import (
@@ -25,6 +27,7 @@ type worker struct {
 	t        *Telemetry
 	identity observers.Identity
 	models   map[string]string // session → current model
+	hashes   map[string]string // session → its hashed id (computed once)
 	turns    map[transport.IDKey]*turn
 	bySess   map[string]*turn // session → its turn in flight (one per session)
 	proxies  map[transport.IDKey]*proxyReq
@@ -53,7 +56,7 @@ type proxyReq struct {
 }
 
 func newWorker(t *Telemetry, id observers.Identity) *worker {
-	return &worker{t: t, identity: id, models: map[string]string{}, turns: map[transport.IDKey]*turn{},
+	return &worker{t: t, identity: id, models: map[string]string{}, hashes: map[string]string{}, turns: map[transport.IDKey]*turn{},
 		bySess: map[string]*turn{}, proxies: map[transport.IDKey]*proxyReq{}}
 }
 
@@ -107,8 +110,13 @@ func (w *worker) sessionAttr(id string) (attribute.KeyValue, bool) {
 	case SessionRaw:
 		return attribute.String("acp.session.id", id), true
 	}
-	sum := sha256.Sum256([]byte(id))
-	return attribute.String("acp.session.id_hash", hex.EncodeToString(sum[:8])), true
+	h, ok := w.hashes[id]
+	if !ok {
+		sum := sha256.Sum256([]byte(id))
+		h = hex.EncodeToString(sum[:8])
+		w.hashes[id] = h
+	}
+	return attribute.String("acp.session.id_hash", h), true
 }
 
 // call starts a child span for the proxy's own request: a retry

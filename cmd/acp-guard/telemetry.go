@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -30,7 +31,12 @@ func startTelemetry(ctx context.Context, o telemetryOptions, argv0, adapter stri
 		return nil, err
 	}
 	set.ServiceVersion = version
-	return telemetry.New(ctx, set, log, observers.Identity{Flag: adapter, Command: argv0})
+	tel, err := telemetry.New(ctx, set, log, observers.Identity{Flag: adapter, Command: argv0})
+	if errors.Is(err, telemetry.ErrNotBuilt) {
+		log.Warn("telemetry requested but not available", "err", err)
+		return nil, nil
+	}
+	return tel, err
 }
 
 // wireTelemetry plugs tel into the guard's configuration; call it before
