@@ -276,3 +276,56 @@ func TestOffByDefault(t *testing.T) {
 		t.Errorf("telemetry without configuration:\n%s", stderr)
 	}
 }
+
+// SIGTERM while a prompt hangs: acp-guard answers the client, then flushes
+// the turn's span and the metrics before it exits.
+func TestFlushOnSignal(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	bin := testbin.Path(t)
+	cmd := exec.Command(bin, "--grace", "2s", "--", bin, "demo-agent", "--scenario", "hang")
+	cmd.Env = append(cleanEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_METRIC_EXPORT_INTERVAL=600000", "OTEL_BSP_SCHEDULE_DELAY=600000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, _ := cmd.StdinPipe()
+	outR, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dog := time.AfterFunc(90*time.Second, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // hang guard only
+	defer dog.Stop()
+	out := bufio.NewReader(outR)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	for i := 0; i < 2; i++ {
+		if _, err := out.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"x"}]}}`)
+	// The prompt is in the guard's table once the agent has it; a frame
+	// through the agent after it proves the order (test/mirror answers).
+	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":4,"method":"test/mirror","params":{}}`)
+	for {
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("stdout ended: %v", err)
+		}
+		if strings.Contains(line, `"id":4`) {
+			break
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	rest, _ := io.ReadAll(out)
+	_ = cmd.Wait()
+	if !strings.Contains(string(rest), `"id":3`) {
+		t.Errorf("the hung prompt was not answered: %s", rest)
+	}
+	spans, _ := rcv.allSpans()
+	if len(spans) != 1 || spans[0].Name != "acp.session/prompt" {
+		t.Fatalf("spans after SIGTERM: got %d, want the one turn", len(spans))
+	}
+	if got := rcv.metric("acp_guard.frames"); len(got) == 0 {
+		t.Error("metrics not flushed at exit")
+	}
+	t.Logf("turn outcome at exit: %s", attrMap(spans[0].Attributes)["acp_guard.outcome"])
+}
