@@ -329,3 +329,50 @@ func TestFlushOnSignal(t *testing.T) {
 	}
 	t.Logf("turn outcome at exit: %s", attrMap(spans[0].Attributes)["acp_guard.outcome"])
 }
+
+// An auth failure whose provider message names a key and URLs: the only
+// provider text exported is the ProviderError's safeExcerpt, exactly as the
+// client received it; the agent's error message appears nowhere else.
+func TestExportOnlyTheSafeExcerpt(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	out, stderr := session(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.url}, nil, "--scenario", "auth-error", "--agent-name", "codex-acp")
+	var excerpt string
+	for _, line := range strings.Split(out, "\n") {
+		var f struct {
+			Error struct {
+				Message string `json:"message"`
+				Data    struct {
+					Message       string `json:"message"`
+					ProviderError struct {
+						SafeExcerpt string `json:"safeExcerpt"`
+					} `json:"providerError"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(line), &f) == nil && f.Error.Data.ProviderError.SafeExcerpt != "" {
+			excerpt = f.Error.Data.ProviderError.SafeExcerpt
+		}
+	}
+	if excerpt == "" || !strings.Contains(out, "https://platform.openai.com/account/api-keys") {
+		t.Fatalf("the scenario changed (no excerpt, or no URL in the message); the test proves nothing:\n%s", out)
+	}
+	spans, _ := rcv.allSpans()
+	if len(spans) != 1 {
+		t.Fatalf("spans: got %d, want 1\nstderr:\n%s", len(spans), stderr)
+	}
+	a := attrMap(spans[0].Attributes)
+	if a["acp_guard.error.class"] != "hard" || a["acp_guard.outcome"] != "annotated" || a["acp_guard.error.excerpt"] != excerpt {
+		t.Errorf("turn span: got %v, want an annotated hard failure with the client's safeExcerpt %q", a, excerpt)
+	}
+	for _, s := range rcv.everyString() {
+		if strings.HasPrefix(s, "acp_guard.error.excerpt=") {
+			continue
+		}
+		for _, text := range []string{"api-keys", "Incorrect API key", "Unauthorized"} {
+			if strings.Contains(s, text) {
+				t.Errorf("provider text %q exported outside the excerpt: %q", text, s)
+			}
+		}
+	}
+}
