@@ -137,6 +137,17 @@ func (c *ctlTap) Call(method, sessionID string, params []byte, tag any) *transpo
 	return req
 }
 
+// Poster forwards the relay's optional Poster, which the guard finds by a
+// type assertion on its Ctl (to write the attempt log off the relay's
+// goroutine); a wrapper that hid it would put disk writes back on the
+// relay. Any other optional Ctl interface must be forwarded here too.
+func (c *ctlTap) Poster() func(func()) {
+	if p, ok := c.Ctl.(interface{ Poster() func(func()) }); ok {
+		return p.Poster()
+	}
+	return nil
+}
+
 func (c *ctlTap) ToClient(line []byte) {
 	if r := jsonscan.Get(line, "params", "update", "_meta", "acpGuard", "retry"); r != nil {
 		sid, _ := jsonscan.String(jsonscan.Get(line, "params", "sessionId"))

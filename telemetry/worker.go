@@ -31,7 +31,16 @@ type worker struct {
 	turns    map[transport.IDKey]*turn
 	bySess   map[string]*turn // session → its turn in flight (one per session)
 	proxies  map[transport.IDKey]*proxyReq
+	// counted holds the failed attempts already counted, per client
+	// request, so that a later decision about the same failure (or a
+	// record arriving after its turn's report) is not counted twice.
+	// Entries go with the turn's report plus a grace of countedKeep turns.
+	counted map[transport.IDKey]map[int]bool
+	order   []transport.IDKey
 }
+
+// countedKeep is how many settled turns keep their counted attempts.
+const countedKeep = 64
 
 // turn is one client prompt in flight.
 type turn struct {
@@ -44,7 +53,6 @@ type turn struct {
 	lastDone time.Time // when the latest attempt was answered: a wait starts there
 	waitMs   int64     // the delay the guard announced for the next attempt
 	waiting  bool      // the guard scheduled a delayed retry or a reset wait
-	failed   map[int]bool
 	class    string
 }
 
@@ -57,7 +65,7 @@ type proxyReq struct {
 
 func newWorker(t *Telemetry, id observers.Identity) *worker {
 	return &worker{t: t, identity: id, models: map[string]string{}, hashes: map[string]string{}, turns: map[transport.IDKey]*turn{},
-		bySess: map[string]*turn{}, proxies: map[transport.IDKey]*proxyReq{}}
+		bySess: map[string]*turn{}, proxies: map[transport.IDKey]*proxyReq{}, counted: map[transport.IDKey]map[int]bool{}}
 }
 
 func (w *worker) adapter() string {
@@ -91,7 +99,7 @@ func (w *worker) handle(e event) {
 }
 
 func (w *worker) prompt(e event) {
-	tn := &turn{key: e.key, session: e.session, start: e.at, model: w.models[e.session], failed: map[int]bool{}}
+	tn := &turn{key: e.key, session: e.session, start: e.at, model: w.models[e.session]}
 	attrs := []attribute.KeyValue{attribute.String("acp_guard.adapter", w.adapter())}
 	if sid, ok := w.sessionAttr(e.session); ok {
 		attrs = append(attrs, sid)
@@ -205,13 +213,30 @@ func (w *worker) attempt(e event) {
 	if r.Code == "" || r.Outcome == policy.AttemptSucceeded || r.Outcome == policy.AttemptCancelled {
 		return
 	}
-	if tn != nil {
-		if tn.failed[r.Attempt] {
-			return // a later decision about a failure already counted
-		}
-		tn.failed[r.Attempt] = true
+	if !w.countOnce(e.key, r.Attempt) {
+		return // a later decision about a failure already counted
 	}
 	w.failure(r.Code, r.Class, model)
+}
+
+// countOnce reports whether attempt of the request key is counted now for
+// the first time.
+func (w *worker) countOnce(key transport.IDKey, attempt int) bool {
+	m := w.counted[key]
+	if m == nil {
+		m = map[int]bool{}
+		w.counted[key] = m
+		w.order = append(w.order, key)
+		if len(w.order) > countedKeep+len(w.turns) {
+			delete(w.counted, w.order[0])
+			w.order = w.order[1:]
+		}
+	}
+	if m[attempt] {
+		return false
+	}
+	m[attempt] = true
+	return true
 }
 
 func (w *worker) failure(code, class, model string) {
@@ -238,9 +263,9 @@ func (w *worker) report(e event) {
 	if r.Outcome != guard.OutcomePassed && r.Outcome != guard.OutcomeRetried {
 		tn.span.SetStatus(codes.Error, r.Outcome)
 	}
-	if pe := r.ProviderError; pe != nil && len(tn.failed) == 0 {
-		// No attempt record said so (no recovery was possible): the
-		// report's failure is the turn's one.
+	if pe := r.ProviderError; pe != nil && w.countOnce(e.key, max(r.Attempts, 1)-1) {
+		// No attempt record counted the final failure (there is no
+		// attempt log, or its record comes later and is then skipped).
 		w.failure(pe.Code, pe.Class, tn.model)
 	}
 	if r.Attempts > 1 || (r.Decision != nil && r.Decision.Action != policy.ActionStop && r.Decision.Action != "none") {
