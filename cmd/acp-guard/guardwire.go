@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
+	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -50,6 +52,7 @@ type guardWiring struct {
 	tap     transport.Tap
 	redact  func(string) string
 	closers []func() error
+	tel     *telemetry.Telemetry // nil: telemetry off
 }
 
 // loadEngine returns the embedded catalogue or the one in path.
@@ -124,8 +127,15 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		gw.tap = &recorderTap{rec: rec, start: time.Now()}
 		gw.closers = append(gw.closers, rec.Close)
 	}
+	if gw.tel, err = startTelemetry(context.Background(), o.telemetry, o.argv[0], o.guard.adapter, log); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	wireTelemetry(gw.tel, &cfg)
 	g := guard.New(cfg)
 	gw.hooks = g
+	if gw.tel != nil {
+		gw.hooks = gw.tel.Hooks(g)
+	}
 	// The guard's attempt-log writer goes first: its queued records are
 	// written before the log closes.
 	gw.closers = append([]func() error{g.Close}, gw.closers...)

@@ -26,6 +26,7 @@ type runOptions struct {
 	stderrPTY bool
 	log       logOptions
 	guard     guardOptions
+	telemetry telemetryOptions
 	argv      []string
 }
 
@@ -37,6 +38,7 @@ func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	bindGuardFlags(fs, &o.guard)
+	bindTelemetryFlags(fs, &o.telemetry)
 }
 
 func init() {
@@ -123,6 +125,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		// (acp-guard may be PID 1 of a container).
 		Subreaper: runtime.GOOS == "linux",
 	})
+	closeTelemetry(g.tel, o.grace, res.Counts)
 	var se *transport.StartError
 	if errors.As(err, &se) {
 		return withCode(exitCode(se.ExitCode), err)
