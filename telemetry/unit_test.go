@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/transport"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -55,5 +56,27 @@ func TestEmitNeverBlocks(t *testing.T) {
 	tel.Turn(guard.TurnReport{})
 	if got := tel.Dropped(); got != 1000-8+1 {
 		t.Errorf("after close: got %d dropped, want %d", got, 1000-8+1)
+	}
+}
+
+type stopRecorder struct {
+	transport.Hooks
+	stopped int
+}
+
+func (s *stopRecorder) Stopping(transport.Ctl) { s.stopped++ }
+
+// The wrapper passes the relay's optional StopHook through: without it a
+// stop signal would never reach the guard while telemetry is on.
+func TestHooksPassStopping(t *testing.T) {
+	inner := &stopRecorder{}
+	wrapped := (&Telemetry{queue: make(chan event, 8)}).Hooks(inner)
+	s, ok := wrapped.(transport.StopHook)
+	if !ok {
+		t.Fatal("the telemetry hooks do not implement transport.StopHook")
+	}
+	s.Stopping(nil)
+	if inner.stopped != 1 {
+		t.Errorf("inner Stopping called %d times, want 1", inner.stopped)
 	}
 }
