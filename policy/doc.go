@@ -71,8 +71,10 @@
 //
 // [OpenLog] appends one JSON [Record] per line to
 // <state dir>/attempts.jsonl (directory 0700, file 0600, O_APPEND, synced
-// per record). Each record carries the classification, the decision, the
+// per record; opened through internal/safefile, so symbolic links are
+// refused, and started on a fresh line when a crash tore the last record). Each record carries the classification, the decision, the
 // attempt ordinal and a snapshot of the policy, so a later edit of the
 // policy never rewrites why an earlier decision was made. [ReadLog] reads
-// it back, ignoring a truncated last line.
+// it back, skipping and reporting each line that is not a whole record (a
+// torn or corrupt line never makes the log unreadable).
 package policy

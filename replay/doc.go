@@ -10,7 +10,8 @@
 //	cmd/acp-guard ─► replay ─► guard ─► transport / observers ─► classify ◄─ catalogue
 //
 // replay must not import cmd. Serve and the Recorder use only the standard
-// library; they never decode and re-encode a frame.
+// library (and internal/safefile, the one way acp-guard opens a file it
+// writes); they never decode and re-encode a frame.
 //
 // # Transcript format
 //

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
+
+	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
 // RecorderOptions configure a Recorder.
@@ -26,6 +26,9 @@ type RecorderOptions struct {
 	RecordRaw bool
 	// Logger receives the one warning about a write failure. Nil discards.
 	Logger *slog.Logger
+	// Overwrite lets OpenRecorder replace an existing file
+	// (--record-overwrite); without it an existing file is refused.
+	Overwrite bool
 }
 
 // Recorder writes a transcript. A write failure is logged once, after which
@@ -41,28 +44,23 @@ type Recorder struct {
 	err     error // first failure; the Recorder is inert once set
 }
 
-// OpenRecorder creates (or truncates) the transcript file at path with mode
-// 0600, creating missing parent directories with mode 0700. An existing file
-// with wider permissions is narrowed to 0600.
+// OpenRecorder creates the transcript file at path with mode 0600 through
+// internal/safefile: a symbolic link at path is refused, no directory is
+// created, and an existing file is refused unless opts.Overwrite is set
+// (then it is truncated and narrowed to 0600). A transcript holds exactly
+// one session, so there is no appending.
 func OpenRecorder(path string, opts RecorderOptions) (*Recorder, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("replay: creating transcript directory: %w", err)
+	how := safefile.New
+	if opts.Overwrite {
+		how = safefile.Truncate
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := safefile.Open(path, how)
+	var ee *safefile.ExistsError
+	if errors.As(err, &ee) {
+		return nil, fmt.Errorf("replay: transcript %s already exists (choose another name, or overwrite it on purpose)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replay: opening transcript: %w", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("replay: opening transcript: %w", err)
-	}
-	// Only a regular file is ours to narrow (never /dev/stdout and the like).
-	if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("replay: restricting transcript permissions: %w", err)
-		}
 	}
 	r := NewRecorder(f, opts)
 	r.closer = f

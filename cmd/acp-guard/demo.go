@@ -73,13 +73,15 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 			steps = append(steps, demoStep{title: "Scenario " + sc, scenario: sc, policy: o.policy != ""})
 		}
 	}
+	// A private directory (0700, unpredictable name) for the demo's
+	// policy and attempt log: never a shared, guessable path in /tmp.
+	dir, err := os.MkdirTemp("", "acp-guard-demo-")
+	if err != nil {
+		return withCode(exitFailure, err)
+	}
+	defer os.RemoveAll(dir)
 	policyFile := o.policy
 	if policyFile == "" {
-		dir, err := os.MkdirTemp("", "acp-guard-demo-")
-		if err != nil {
-			return withCode(exitFailure, err)
-		}
-		defer os.RemoveAll(dir)
 		policyFile = dir + "/policy.json"
 		if err := os.WriteFile(policyFile, []byte(demoPolicy), 0o600); err != nil {
 			return withCode(exitFailure, err)
@@ -92,7 +94,7 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 		ro.guard.notices = "thought"
 		if st.policy {
 			ro.guard.policyFile = policyFile
-			ro.guard.stateDir = os.TempDir() + "/acp-guard-demo-state"
+			ro.guard.stateDir = dir + "/state"
 			fmt.Fprintf(s.out, "   policy: transient → retry after 1s, 2s, then stop\n")
 		}
 		if err := demoSession(ctx, s, ro, o.raw); err != nil {

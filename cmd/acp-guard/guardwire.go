@@ -31,6 +31,7 @@ type guardOptions struct {
 	stateDir   string
 	record     string
 	recordRaw  bool
+	recordOver bool
 }
 
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
@@ -40,7 +41,8 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringSliceVar(&o.fallback, "fallback-models", nil, "models to fall back to, in order, when a policy says skip")
 	fs.StringVar(&o.notices, "notices", guard.NoticesThought, "retry notices to the client: off, thought or message")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for the attempt log (default: $XDG_STATE_HOME/acp-guard)")
-	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this file (0600)")
+	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this new file (0600; its directory must exist; an existing file or a symbolic link is refused)")
+	fs.BoolVar(&o.recordOver, "record-overwrite", false, "let --record replace an existing file")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
 }
 
@@ -112,7 +114,7 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 	}
 	if o.guard.record != "" {
 		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{
-			Redact: classify.Redact, RedactFrame: classify.RedactSecrets, RecordRaw: o.guard.recordRaw, Logger: log})
+			Redact: classify.Redact, RedactFrame: classify.RedactSecrets, RecordRaw: o.guard.recordRaw, Overwrite: o.guard.recordOver, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}

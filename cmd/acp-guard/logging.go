@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
 type logOptions struct {
@@ -23,14 +23,10 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, func() error, erro
 	}
 	w, closer := stderr, func() error { return nil }
 	if o.file != "" {
-		if err := os.MkdirAll(filepath.Dir(o.file), 0o700); err != nil {
-			return nil, nil, fmt.Errorf("--log-file: %w", err)
-		}
-		f, err := os.OpenFile(o.file, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := safefile.Open(o.file, safefile.Append)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--log-file: %w", err)
 		}
-		_ = f.Chmod(0o600)
 		w, closer = f, f.Close
 	}
 	hopts := &slog.HandlerOptions{Level: level}

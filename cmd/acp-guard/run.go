@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -32,7 +33,7 @@ func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.Int64Var(&o.maxLine, "max-line", transport.DefaultMaxLine, "largest frame in bytes; longer lines are discarded with an error")
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "after the client closes stdin: wait this long, then SIGTERM, then after as long again SIGKILL")
 	fs.BoolVar(&o.stderrPTY, "stderr-pty", false, "give the agent a pseudo-terminal as stderr")
-	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file (0600) instead of stderr")
+	fs.StringVar(&o.log.file, "log-file", "", "append logs to this file (0600; its directory must exist; a symbolic link is refused) instead of stderr")
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	bindGuardFlags(fs, &o.guard)
@@ -140,7 +141,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 }
 
 func startCPUProfile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := safefile.Open(path, safefile.Truncate)
 	if err != nil {
 		return nil, err
 	}
