@@ -19,8 +19,9 @@ type RecorderOptions struct {
 	// and argv element. Nil records without redaction.
 	Redact func(string) string
 	// RedactFrame, if set, replaces Redact for protocol frames: the proxy
-	// passes a secrets-only redactor there, so session ids, paths and
-	// URLs in frames stay intact and the recording still replays.
+	// passes classify.RedactFrame there (secrets, emails and account ids
+	// go), so session ids, paths and URLs in frames stay intact and the
+	// recording still replays.
 	RedactFrame func(string) string
 	// RecordRaw turns redaction off even when Redact is set (--record-raw).
 	RecordRaw bool

@@ -114,7 +114,7 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 	}
 	if o.guard.record != "" {
 		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{
-			Redact: classify.Redact, RedactFrame: classify.RedactSecrets, RecordRaw: o.guard.recordRaw, Overwrite: o.guard.recordOver, Logger: log})
+			Redact: classify.Redact, RedactFrame: classify.RedactFrame, RecordRaw: o.guard.recordRaw, Overwrite: o.guard.recordOver, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
