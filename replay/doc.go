@@ -69,7 +69,8 @@
 //
 // Strings that are not valid UTF-8 (raw lines, stderr) are stored with each
 // bad byte replaced by U+FFFD; a frame that is valid JSON is stored byte for
-// byte. Secrets are redacted by default (RecorderOptions.Redact): a line whose
+// byte. Secrets, emails and account ids are redacted by default
+// (RecorderOptions.Redact, RedactFrame for frames): a line whose
 // redacted text differs is stored redacted, as msg when it is still valid
 // JSON and as raw otherwise.
 //
