@@ -43,6 +43,10 @@ const DefaultMaxLine = 64 << 20
 type Result struct {
 	Exit   ExitStatus
 	Counts Counts
+	// GraceSignal is the signal acp-guard itself sent the agent because it
+	// was still running a grace period after the client closed its input
+	// ("SIGTERM", then "SIGKILL"); "" when it sent none.
+	GraceSignal string
 }
 
 type eventKind uint8
@@ -176,7 +180,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	l.flush()
 	l.toAgent.close()
 	l.toClient.close()
-	res := Result{Exit: l.exit, Counts: l.relay.Counts}
+	res := Result{Exit: l.exit, Counts: l.relay.Counts, GraceSignal: l.graceSignal}
 	res.Counts.StderrDropped = l.stderrDrops.Load()
 	l.mu.Unlock()
 	l.toAgent.drain()
@@ -217,6 +221,7 @@ type loop struct {
 	outAgent    [][]byte
 	outClient   [][]byte
 	clientDone  bool
+	graceSignal string // Result.GraceSignal
 	exitSeen    bool
 	exit        ExitStatus
 	agentEOF    bool
@@ -302,9 +307,11 @@ func (l *loop) clientGone() {
 	l.toAgent.close()
 	l.timers = append(l.timers, l.Schedule(l.o.Grace, func() {
 		l.log.Warn("agent still running after grace; sending SIGTERM")
+		l.graceSignal = "SIGTERM"
 		_ = l.ch.signalGroup(syscall.SIGTERM)
 		l.timers = append(l.timers, l.Schedule(l.o.Grace, func() {
 			l.log.Warn("agent ignored SIGTERM; sending SIGKILL")
+			l.graceSignal = "SIGKILL"
 			_ = l.ch.signalGroup(syscall.SIGKILL)
 		}))
 	}))

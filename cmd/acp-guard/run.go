@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,9 +103,8 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs, external, stopSignals := notifySignals()
+	defer stopSignals()
 
 	res, err := transport.Run(ctx, transport.Options{
 		Argv:      o.argv,
@@ -130,14 +130,55 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	log.Info("relay finished", "exit", res.Exit.Code, "client_frames", res.Counts.ClientFrames, "agent_frames", res.Counts.AgentFrames,
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
 		"stderr_dropped_from_evidence", res.Counts.StderrDropped)
-	if res.Exit.Code == 0 {
+	code := sessionExitCode(res, external.Load())
+	if code != res.Exit.Code {
+		log.Info("client ended the session and the agent exited only on acp-guard's grace signal; exiting 0",
+			"agent_exit", res.Exit.Code, "signal", res.GraceSignal)
+	}
+	if code == 0 {
 		return nil
 	}
+	return withCode(exitCode(code), nil)
+}
+
+// sessionExitCode is acp-guard's exit code for a session that ran (the
+// README's exit-code table): the agent's code, except that an agent which
+// ended only because acp-guard sent it the grace SIGTERM (or SIGKILL) after
+// the client closed its input — codex-acp and claude-agent-acp do not exit
+// on stdin EOF — ended a clean session: 0. A crash, and any signal that
+// came to acp-guard from outside, keep their code.
+func sessionExitCode(res transport.Result, externalSignal bool) int {
 	code := res.Exit.Code
+	if res.GraceSignal != "" && !externalSignal {
+		bySignal := res.Exit.Signal == "terminated" || res.Exit.Signal == "killed"
+		if bySignal || code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL) {
+			return 0
+		}
+	}
 	if code < 0 || code > 255 {
 		code = 1
 	}
-	return withCode(exitCode(code), nil)
+	return code
+}
+
+// notifySignals relays SIGINT, SIGTERM and SIGHUP to the channel the
+// transport forwards to the agent, noting that one arrived. The relaying
+// goroutine is ended by stop (which the caller defers).
+func notifySignals() (sigs chan os.Signal, external *atomic.Bool, stop func()) {
+	raw := make(chan os.Signal, 4)
+	sigs = make(chan os.Signal, 4)
+	external = new(atomic.Bool)
+	signal.Notify(raw, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for s := range raw {
+			external.Store(true)
+			select {
+			case sigs <- s:
+			default: // four signals already wait to be forwarded
+			}
+		}
+	}()
+	return sigs, external, func() { signal.Stop(raw); close(raw) }
 }
 
 func startCPUProfile(path string) (func(), error) {
