@@ -17,9 +17,6 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// version is acp-guard's version, set at build time with -ldflags.
-var version = "0.1.0-dev"
-
 // guardOptions configure observation, classification, recovery and
 // recording.
 type guardOptions struct {
@@ -122,7 +119,7 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		// basename). On replay a meta adapter that is only the basename's
 		// yields to the recorded initialize's agentInfo, as it did live.
 		adapter, _ := cfg.Identity.Resolve()
-		rec.Meta(o.argv, adapter, version, engine.Version())
+		rec.Meta(o.argv, adapter, versionString(), engine.Version())
 		gw.tap = &recorderTap{rec: rec, start: time.Now()}
 		gw.closers = append(gw.closers, rec.Close)
 	}

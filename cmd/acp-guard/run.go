@@ -71,6 +71,9 @@ func attachProxy(root *cobra.Command, s *streams) {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
+		if err := checkFirstWord(cmd, args); err != nil {
+			return err
+		}
 		o.argv = args
 		return runProxy(cmd.Context(), s, o)
 	}
