@@ -81,18 +81,18 @@ func attachProxy(root *cobra.Command, s *streams) {
 
 func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	if o.maxLine < 1024 {
-		return withCode(exitUsage, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
+		return failStartup(s, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
 	}
 	stderr := syncio.NewWriter(s.err)
 	log, closeLog, err := newLogger(o.log, stderr)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return failStartup(s, err)
 	}
 	defer closeLog()
 
 	g, err := newGuard(o, log)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return failStartup(s, err)
 	}
 	defer g.close()
 
