@@ -51,6 +51,9 @@ func newRunCmd(s *streams) *cobra.Command {
 		Short: "Start AGENT and relay ACP between stdio and the agent (same as the root command)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := applyConfig(cmd.Flags(), nil); err != nil {
+				return failStartup(s, err)
+			}
 			o.argv = args
 			return runProxy(cmd.Context(), s, o)
 		},
@@ -73,6 +76,9 @@ func attachProxy(root *cobra.Command, s *streams) {
 		}
 		if err := checkFirstWord(cmd, args); err != nil {
 			return err
+		}
+		if _, err := applyConfig(cmd.Flags(), nil); err != nil {
+			return failStartup(s, err)
 		}
 		o.argv = args
 		return runProxy(cmd.Context(), s, o)
