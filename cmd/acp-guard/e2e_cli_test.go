@@ -44,3 +44,22 @@ func TestE2ESubcommandTypos(t *testing.T) {
 		}
 	}
 }
+
+// A policy with omitted sections runs: "retry transient failures" alone
+// recovers a transient failure.
+func TestE2EShortPolicyRecovers(t *testing.T) {
+	t.Parallel()
+	pol := writeTemp(t, "short.json", `{"transient":{"retry":{"max_retries":2,"initial_interval_seconds":1}}}`)
+	p := startBin(t, nil, proxy(t, []string{"--policy", pol, "--state-dir", t.TempDir()},
+		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
+	p.send(binInit, binNew)
+	p.until("2")
+	p.send(binPrompt(3, "sess-1"))
+	frames := p.until("3")
+	if last := frames[len(frames)-1]; last.Error != nil || !strings.Contains(string(last.Result), "end_turn") {
+		t.Errorf("prompt answered %s, want the retried end_turn", last.raw)
+	}
+	if _, code := p.finish(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+}
