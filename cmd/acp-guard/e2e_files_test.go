@@ -171,3 +171,44 @@ func TestE2EStateDirSymlinkRefused(t *testing.T) {
 		t.Errorf("files written through the link: %v", ents)
 	}
 }
+
+// --record with {time}, {pid} and {session} gives one file per run, named
+// after the run's session.
+func TestE2ERecordPerRunPattern(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pattern := filepath.Join(dir, "{time}-{pid}-{session}.jsonl")
+	for range 2 {
+		p := startBin(t, nil, proxy(t, []string{"--record", pattern}, "--scenario", "success")...)
+		p.send(binInit, binNew)
+		p.until("2")
+		if _, code := p.finish(); code != 0 {
+			t.Fatalf("exit %d: %s", code, p.stderr.String())
+		}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ents) != 2 {
+		t.Fatalf("got %d files, want one per run: %v", len(ents), ents)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, "-sess-1.jsonl") || strings.Contains(name, "{") || strings.Contains(name, "pending") {
+			t.Errorf("file %q: want <time>-<pid>-sess-1.jsonl", name)
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, name))
+		if !strings.Contains(string(data), `"dir":"meta"`) || !strings.Contains(string(data), "session/new") {
+			t.Errorf("%s: not a whole transcript:\n%s", name, data)
+		}
+	}
+	// Without a session the file keeps its pending name, and says so.
+	p := startBin(t, nil, proxy(t, []string{"--record", filepath.Join(dir, "solo-{session}.jsonl")}, "--scenario", "success")...)
+	p.send(binInit)
+	p.until("1")
+	p.finish()
+	if m, _ := filepath.Glob(filepath.Join(dir, "solo-pending-*.jsonl")); len(m) != 1 || !strings.Contains(p.stderr.String(), "pending name") {
+		t.Errorf("pending files %v, stderr %q", m, p.stderr.String())
+	}
+}

@@ -38,7 +38,7 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringSliceVar(&o.fallback, "fallback-models", nil, "models to fall back to, in order, when a policy says skip")
 	fs.StringVar(&o.notices, "notices", guard.NoticesThought, "retry notices to the client: off, thought or message")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for the attempt log (default: $XDG_STATE_HOME/acp-guard)")
-	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this new file (0600; its directory must exist; an existing file or a symbolic link is refused)")
+	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this new file (0600; its directory must exist; an existing file or a symbolic link is refused); {pid}, {time} and {session} in the name give one file per run")
 	fs.BoolVar(&o.recordOver, "record-overwrite", false, "let --record replace an existing file")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
 }
@@ -110,7 +110,9 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		gw.closers = append(gw.closers, cfg.Attempts.(*lazyLog).close)
 	}
 	if o.guard.record != "" {
-		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{
+		start := time.Now()
+		name := newRecordName(o.guard.record, start, os.Getpid())
+		rec, err := replay.OpenRecorder(name.opened, replay.RecorderOptions{
 			Redact: classify.Redact, RedactFrame: classify.RedactFrame, RecordRaw: o.guard.recordRaw, Overwrite: o.guard.recordOver, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
@@ -120,8 +122,12 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		// yields to the recorded initialize's agentInfo, as it did live.
 		adapter, _ := cfg.Identity.Resolve()
 		rec.Meta(o.argv, adapter, versionString(), engine.Version())
-		gw.tap = &recorderTap{rec: rec, start: time.Now()}
-		gw.closers = append(gw.closers, rec.Close)
+		gw.tap = &recorderTap{rec: rec, start: start, name: name}
+		gw.closers = append(gw.closers, func() error {
+			err := rec.Close()
+			name.finish(log)
+			return err
+		})
 	}
 	gw.hooks = guard.New(cfg)
 	return gw, nil
@@ -147,6 +153,7 @@ func (g *guardWiring) close() {
 type recorderTap struct {
 	rec   *replay.Recorder
 	start time.Time
+	name  *recordName
 }
 
 func (t *recorderTap) ms() int64 { return time.Since(t.start).Milliseconds() }
@@ -157,6 +164,9 @@ func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, s
 		v = "guard"
 	}
 	t.rec.Frame(t.ms(), dir.String(), line, v, suppressed)
+	if t.name.wantsSession() {
+		t.name.observe(line)
+	}
 }
 
 func (t *recorderTap) Stderr(line string) { t.rec.Stderr(t.ms(), []byte(line)) }
