@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acp-guard/acp-guard/internal/safefile"
+	"github.com/acp-guard/acp-guard/internal/syncio"
 )
 
 type logOptions struct {
@@ -15,19 +16,22 @@ type logOptions struct {
 	format string
 }
 
-// newLogger builds the slog logger; the returned closer closes a log file.
-func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, func() error, error) {
+// newLogger builds the slog logger. diag is where everything else acp-guard
+// writes besides the protocol goes — the agent's stderr copy included: the
+// log file when there is one (shared with the logger under one lock), else
+// stderr. The returned closer closes a log file.
+func newLogger(o logOptions, stderr io.Writer) (log *slog.Logger, diag io.Writer, closer func() error, err error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.level)); err != nil {
-		return nil, nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", o.level)
+		return nil, nil, nil, fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", o.level)
 	}
 	w, closer := stderr, func() error { return nil }
 	if o.file != "" {
 		f, err := safefile.Open(o.file, safefile.Append)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--log-file: %w", err)
+			return nil, nil, nil, fmt.Errorf("--log-file: %w", err)
 		}
-		w, closer = f, f.Close
+		w, closer = syncio.NewWriter(f), f.Close
 	}
 	hopts := &slog.HandlerOptions{Level: level}
 	var h slog.Handler
@@ -37,7 +41,7 @@ func newLogger(o logOptions, stderr io.Writer) (*slog.Logger, func() error, erro
 	case "json":
 		h = slog.NewJSONHandler(w, hopts)
 	default:
-		return nil, nil, fmt.Errorf("--log-format: %q is not text or json", o.format)
+		return nil, nil, nil, fmt.Errorf("--log-format: %q is not text or json", o.format)
 	}
-	return slog.New(h), closer, nil
+	return slog.New(h), w, closer, nil
 }

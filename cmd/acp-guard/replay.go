@@ -117,7 +117,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 func runServe(ctx context.Context, o *replayOptions) error {
 	stderr := syncio.NewWriter(o.err)
 	o.log.format = "text"
-	log, closeLog, err := newLogger(o.log, stderr)
+	log, _, closeLog, err := newLogger(o.log, stderr)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

@@ -89,8 +89,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	if o.maxLine < 1024 {
 		return failStartup(s, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
 	}
-	stderr := syncio.NewWriter(s.err)
-	log, closeLog, err := newLogger(o.log, stderr)
+	log, stderr, closeLog, err := newLogger(o.log, syncio.NewWriter(s.err))
 	if err != nil {
 		return failStartup(s, err)
 	}
@@ -140,9 +139,12 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
 		"stderr_dropped_from_evidence", res.Counts.StderrDropped)
 	code := sessionExitCode(res, external.Load())
-	if code != res.Exit.Code {
+	switch {
+	case code != res.Exit.Code:
 		log.Info("client ended the session and the agent exited only on acp-guard's grace signal; exiting 0",
 			"agent_exit", res.Exit.Code, "signal", res.GraceSignal)
+	case code != 0:
+		log.Warn("agent exited with a failure", "code", res.Exit.Code, "signal", res.Exit.Signal, "external_signal", external.Load())
 	}
 	if code == 0 {
 		return nil

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// With --log-file, everything acp-guard writes besides the protocol goes
+// there — the agent's own stderr too — and an agent crash is a warning at
+// the default level.
+func TestE2ELogFileGetsAgentStderrAndCrash(t *testing.T) {
+	t.Parallel()
+	logFile := filepath.Join(t.TempDir(), "acp-guard.log")
+	p := startBin(t, nil, proxy(t, []string{"--log-file", logFile}, "--scenario", "crash", "--exit-code", "3")...)
+	p.send(binInit, binNew)
+	p.until("2")
+	p.send(binPrompt(3, "sess-1"))
+	p.until("3")
+	if _, code := p.finish(); code != 3 {
+		t.Errorf("exit %d, want 3", code)
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := string(data)
+	for _, want := range []string{"demo-agent: fatal: simulated crash in prompt 1", "level=WARN", "agent exited with a failure", "code=3"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log file lacks %q:\n%s", want, logs)
+		}
+	}
+	if got := p.stderr.String(); got != "" {
+		t.Errorf("stderr %q, want nothing (all of it in the log file)", got)
+	}
+}
