@@ -63,3 +63,31 @@ func TestE2EShortPolicyRecovers(t *testing.T) {
 		t.Errorf("exit %d", code)
 	}
 }
+
+func TestE2EDemoMistakesAndOutput(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := runBin(t, nil, "", "demo", "--scenario", "nope")
+	if code != 2 || !strings.Contains(stderr, `unknown scenario "nope"`) || !strings.Contains(stderr, "codex-error") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the scenario and listing the known ones", code, stderr)
+	}
+	out, stderr, code := runBin(t, nil, "", "demo", "--scenario", "codex-error")
+	if code != 0 || !strings.Contains(out, `evidence={"assistantOutput":false`) || strings.Contains(out, "map[") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want evidence as JSON, no Go map syntax", code, out, stderr)
+	}
+}
+
+// A file that is not a transcript gets one clear line, not one per line;
+// many bad lines in a transcript are bounded and counted.
+func TestE2EReplayNotATranscript(t *testing.T) {
+	t.Parallel()
+	junk := writeTemp(t, "app.log", strings.Repeat("an ordinary log line\n", 3000))
+	_, stderr, code := runBin(t, nil, "", "replay", junk)
+	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "is not a transcript") {
+		t.Errorf("exit %d, stderr (%d lines) %.300q; want 1 and one line", code, strings.Count(stderr, "\n"), stderr)
+	}
+	mixed := writeTemp(t, "mixed.jsonl", `{"t_ms":0,"dir":"meta","argv":["x"]}`+"\n"+strings.Repeat("junk\n", 500))
+	_, stderr, code = runBin(t, nil, "", "replay", mixed)
+	if code != 1 || strings.Count(stderr, "\n") > maxProblems+1 || !strings.Contains(stderr, "more problems not shown") {
+		t.Errorf("exit %d, %d stderr lines; want at most %d and a count of the rest", code, strings.Count(stderr, "\n"), maxProblems+1)
+	}
+}

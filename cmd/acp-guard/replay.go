@@ -130,14 +130,19 @@ func runServe(ctx context.Context, o *replayOptions) error {
 	}
 	events, errs := replay.ReadAll(f)
 	f.Close()
+	if notTranscript(stderr, path, events, errs) {
+		return withCode(exitFailure, nil)
+	}
+	pr := &problems{w: stderr, path: path}
 	for _, e := range errs {
 		var le *replay.LineError
 		if !errors.As(e, &le) {
 			return withCode(exitFailure, fmt.Errorf("replay: %s: %w", path, e))
 		}
 		// A bad line is skipped; the rest of the transcript still serves.
-		fmt.Fprintf(stderr, "acp-guard: replay: %s:%d: %v (line skipped)\n", path, le.Line, le.Err)
+		pr.printf("%s:%d: %v (line skipped)", path, le.Line, le.Err)
 	}
+	pr.done()
 	if len(events) == 0 {
 		return withCode(exitFailure, fmt.Errorf("replay: %s: no events", path))
 	}

@@ -54,8 +54,12 @@ func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
 	}
 	events, errs := replay.ReadAll(f)
 	f.Close()
+	if notTranscript(o.err, path, events, errs) {
+		return false
+	}
 	res := replay.Play(events, opts)
 	ok := true
+	pr := &problems{w: o.err, path: path}
 	for _, e := range replay.ErrorsByLine(errs, res.Errors) {
 		var (
 			le *replay.LineError
@@ -64,14 +68,15 @@ func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
 		switch {
 		case errors.As(e, &le):
 			ok = false
-			fmt.Fprintf(o.err, "acp-guard: replay: %s:%d: %v\n", path, le.Line, le.Err)
+			pr.printf("%s:%d: %v", path, le.Line, le.Err)
 		case errors.As(e, &dv):
-			fmt.Fprintf(o.err, "acp-guard: replay: %s:%d: note: %v\n", path, dv.Line, dv.Err)
+			pr.printf("%s:%d: note: %v", path, dv.Line, dv.Err)
 		default:
 			ok = false
-			fmt.Fprintf(o.err, "acp-guard: replay: %s: %v\n", path, e)
+			pr.printf("%s: %v", path, e)
 		}
 	}
+	pr.done()
 	for _, t := range res.Turns {
 		if o.json {
 			b, err := json.Marshal(t)
@@ -139,4 +144,38 @@ func oneLine(s string, max int) string {
 		s = string(r[:len(r)-1]) + "…"
 	}
 	return s
+}
+
+// maxProblems bounds the problems printed for one transcript; the rest are
+// counted.
+const maxProblems = 20
+
+// problems prints a transcript's problems, at most maxProblems of them.
+type problems struct {
+	w    io.Writer
+	path string
+	n    int
+}
+
+func (p *problems) printf(format string, args ...any) {
+	p.n++
+	if p.n <= maxProblems {
+		fmt.Fprintf(p.w, "acp-guard: replay: "+format+"\n", args...)
+	}
+}
+
+func (p *problems) done() {
+	if p.n > maxProblems {
+		fmt.Fprintf(p.w, "acp-guard: replay: %s: %d more problems not shown\n", p.path, p.n-maxProblems)
+	}
+}
+
+// notTranscript reports, in one line, a file none of whose lines is a
+// transcript event (a log, a JSON document, the wrong file).
+func notTranscript(w io.Writer, path string, events []replay.Event, errs []error) bool {
+	if len(events) > 0 || len(errs) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "acp-guard: replay: %s is not a transcript: none of its lines is a transcript event (first: %v)\n", path, errs[0])
+	return true
 }
