@@ -31,6 +31,10 @@
 //	adapter     meta only: the adapter identity, e.g. "cursor-acp".
 //	version     meta only: the acp-guard version that recorded.
 //	catalogue   meta only: the classifier catalogue version in use.
+//	policy      meta only, optional: the effective policy document the
+//	            proxy ran under (a JSON object; omitted parts filled in).
+//	            The offline player decides with it unless --policy is given.
+//	fallback    meta only, optional: the --fallback-models list.
 //	via         frames only: "guard" marks a frame the proxy emitted itself
 //	            or rewrote (a rewritten session/prompt response, a retry
 //	            notice, the proxy's own requests to the agent). A frame

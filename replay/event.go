@@ -43,6 +43,11 @@ type Event struct {
 
 	Argv                        []string // meta only
 	Adapter, Version, Catalogue string   // meta only
+	// Policy is the effective policy document the proxy ran under
+	// (compact JSON object), and Fallback its --fallback-models; meta
+	// only, optional.
+	Policy   json.RawMessage
+	Fallback []string
 
 	// Line is the 1-based line number the Reader read the event from; 0 for
 	// events that were not read. It is not part of the format.
@@ -127,6 +132,20 @@ func (e Event) appendJSON(dst []byte) []byte {
 			dst = appendString(dst, f.val)
 		}
 	}
+	if e.Policy != nil {
+		dst = append(dst, `,"policy":`...)
+		dst = append(dst, e.Policy...)
+	}
+	if e.Fallback != nil {
+		dst = append(dst, `,"fallback":[`...)
+		for i, m := range e.Fallback {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, m)
+		}
+		dst = append(dst, ']')
+	}
 	if e.Suppressed {
 		dst = append(dst, `,"suppressed":true`...)
 	}
@@ -160,6 +179,8 @@ type wireEvent struct {
 	Adapter    string          `json:"adapter"`
 	Version    string          `json:"version"`
 	Catalogue  string          `json:"catalogue"`
+	Policy     json.RawMessage `json:"policy"`
+	Fallback   []string        `json:"fallback"`
 }
 
 // UnmarshalJSON decodes and validates one transcript line. Msg keeps the
@@ -176,6 +197,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal,
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
+		Policy: w.Policy, Fallback: w.Fallback,
 	}
 	if w.TMs != nil {
 		ev.TMs = *w.TMs
@@ -197,6 +219,9 @@ func (e Event) validate() error {
 	}
 	switch e.Dir {
 	case DirMeta:
+		if e.Policy != nil && (len(e.Policy) == 0 || e.Policy[0] != '{' || bytes.IndexByte(e.Policy, '\n') >= 0) {
+			return errors.New(`meta event: "policy" must be a JSON object on one line`)
+		}
 	case DirC2A, DirA2C:
 		if e.Msg == nil && e.Raw == nil {
 			return fmt.Errorf(`%s event: missing "msg" or "raw"`, e.Dir)

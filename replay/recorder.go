@@ -78,16 +78,33 @@ func NewRecorder(w io.Writer, opts RecorderOptions) *Recorder {
 	return &Recorder{w: bufio.NewWriterSize(w, 64<<10), opts: opts, log: log}
 }
 
+// MetaInfo is what the meta event says about the recorded run.
+type MetaInfo struct {
+	Argv      []string // the agent command line (redacted when recording redacts)
+	Adapter   string
+	Version   string          // acp-guard's version
+	Catalogue string          // the catalogue version
+	Policy    json.RawMessage // the effective policy document, compact JSON; nil: none
+	Fallback  []string        // --fallback-models
+}
+
 // Meta records the meta event; call it first.
-func (r *Recorder) Meta(argv []string, adapter, version, catalogue string) {
+func (r *Recorder) Meta(m MetaInfo) {
 	if r.err != nil {
 		return
 	}
-	red := make([]string, len(argv))
-	for i, a := range argv {
+	red := make([]string, len(m.Argv))
+	for i, a := range m.Argv {
 		red[i] = r.redact(a)
 	}
-	r.write(Event{Dir: DirMeta, Argv: red, Adapter: adapter, Version: version, Catalogue: catalogue})
+	var pol json.RawMessage
+	if len(m.Policy) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, m.Policy); err == nil {
+			pol = b.Bytes()
+		}
+	}
+	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback})
 }
 
 // Frame records one frame that crossed the proxy in direction dir (DirC2A or

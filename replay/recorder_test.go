@@ -114,7 +114,7 @@ func TestRecorderRedaction(t *testing.T) {
 	record := func(opts RecorderOptions) string {
 		var buf bytes.Buffer
 		rec := NewRecorder(&buf, opts)
-		rec.Meta([]string{"agent", "--key=sk-abc1"}, "demo", "v", "c")
+		rec.Meta(MetaInfo{Argv: []string{"agent", "--key=sk-abc1"}, Adapter: "demo", Version: "v", Catalogue: "c"})
 		rec.Frame(1, DirC2A, []byte(`{"id":1,"params":{"prompt":[{"text":"use sk-secret9 please"}]}}`), "", false)
 		rec.Frame(2, DirA2C, []byte(`{"id":1,"error":{"code":-32603,"message":"bad key sk-zz"}}`), "", false)
 		rec.Frame(3, DirA2C, []byte(`{"id":2,"result":{"text":"no secrets here"}}`), "", false)
@@ -240,7 +240,8 @@ func TestRecorderReaderRoundTrip(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	rec := NewRecorder(&buf, RecorderOptions{})
-	rec.Meta([]string{"a b", "c"}, "demo", "1", "2")
+	rec.Meta(MetaInfo{Argv: []string{"a b", "c"}, Adapter: "demo", Version: "1", Catalogue: "2",
+		Policy: []byte("{\n  \"version\": 1\n}"), Fallback: []string{"model-b"}})
 	for i, f := range frames {
 		rec.Frame(int64(i), f.dir, []byte(f.line), f.via, f.suppressed)
 	}
@@ -256,7 +257,8 @@ func TestRecorderReaderRoundTrip(t *testing.T) {
 		t.Fatalf("got %d events, want %d", len(events), len(frames)+3)
 	}
 	meta := events[0]
-	if meta.Dir != DirMeta || strings.Join(meta.Argv, "|") != "a b|c" || meta.Adapter != "demo" || meta.Version != "1" || meta.Catalogue != "2" {
+	if meta.Dir != DirMeta || strings.Join(meta.Argv, "|") != "a b|c" || meta.Adapter != "demo" || meta.Version != "1" || meta.Catalogue != "2" ||
+		string(meta.Policy) != `{"version":1}` || strings.Join(meta.Fallback, "|") != "model-b" {
 		t.Errorf("got meta %+v", meta)
 	}
 	for i, f := range frames {

@@ -212,3 +212,39 @@ func TestE2ERecordPerRunPattern(t *testing.T) {
 		t.Errorf("pending files %v, stderr %q", m, p.stderr.String())
 	}
 }
+
+// A recording stores the policy it ran under, and replay decides with it
+// unless --policy overrides it.
+func TestE2EReplayUsesTheRecordedPolicy(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "s.jsonl")
+	p := startBin(t, nil, proxy(t, []string{"--record", rec, "--policy", retryPolicy(t, 2), "--state-dir", t.TempDir()},
+		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
+	p.send(binInit, binNew)
+	p.until("2")
+	p.send(binPrompt(3, "sess-1"))
+	if f := p.until("3"); f[len(f)-1].Error != nil {
+		t.Fatalf("live prompt answered %s", f[len(f)-1].raw)
+	}
+	p.finish()
+	data, _ := os.ReadFile(rec)
+	if !strings.Contains(strings.SplitN(string(data), "\n", 2)[0], `"policy":{"version":1,"transient":{"retry":{"enabled":true,"max_retries":2`) {
+		t.Errorf("meta event lacks the policy: %s", strings.SplitN(string(data), "\n", 2)[0])
+	}
+	outcome := func(args ...string) string {
+		out, stderr, code := runBin(t, nil, "", append([]string{"replay", "--json"}, args...)...)
+		var turn struct {
+			Outcome string `json:"outcome"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &turn) != nil {
+			t.Fatalf("replay %v: exit %d, stdout %q, stderr %q", args, code, out, stderr)
+		}
+		return turn.Outcome
+	}
+	if got := outcome(rec); got != "retried" {
+		t.Errorf("replay with the recorded policy: outcome %q, want retried", got)
+	}
+	if got := outcome("--policy", writeTemp(t, "stop.json", `"stop"`), rec); got == "retried" {
+		t.Errorf("replay with --policy stop: outcome %q, want the failure reported", got)
+	}
+}

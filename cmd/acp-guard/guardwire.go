@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -121,7 +122,9 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		// basename). On replay a meta adapter that is only the basename's
 		// yields to the recorded initialize's agentInfo, as it did live.
 		adapter, _ := cfg.Identity.Resolve()
-		rec.Meta(o.argv, adapter, versionString(), engine.Version())
+		pol, _ := json.Marshal(doc)
+		rec.Meta(replay.MetaInfo{Argv: o.argv, Adapter: adapter, Version: versionString(), Catalogue: engine.Version(),
+			Policy: pol, Fallback: o.guard.fallback})
 		gw.tap = &recorderTap{rec: rec, start: start, name: name}
 		gw.closers = append(gw.closers, func() error {
 			err := rec.Close()

@@ -68,7 +68,7 @@ and exits with the recorded exit status. For example:
 	fs.BoolVar(&o.json, "json", false, "print one JSON line per prompt turn")
 	fs.StringVar(&o.adapter, "adapter", "", "adapter identity, overriding the transcript's")
 	fs.StringVar(&o.catalogue, "catalogue", "", "classify with the catalogue in this file")
-	fs.StringVar(&o.policy, "policy", "", "decide with the policy document in this file")
+	fs.StringVar(&o.policy, "policy", "", "decide with the policy document in this file (default: the policy the transcript was recorded under, else the default policy)")
 	fs.BoolVar(&o.serve, "serve", false, "act as the recorded agent on stdio")
 	fs.Float64Var(&o.speed, "speed", 1, "with --serve: play N times as fast as recorded")
 	fs.BoolVar(&o.noDelay, "no-delay", false, "with --serve: ignore recorded times")

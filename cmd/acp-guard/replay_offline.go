@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -56,6 +57,9 @@ func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
 	f.Close()
 	if notTranscript(o.err, path, events, errs) {
 		return false
+	}
+	if o.policy == "" {
+		opts = recordedPolicy(o.err, path, events, opts)
 	}
 	res := replay.Play(events, opts)
 	ok := true
@@ -178,4 +182,22 @@ func notTranscript(w io.Writer, path string, events []replay.Event, errs []error
 	}
 	fmt.Fprintf(w, "acp-guard: replay: %s is not a transcript: none of its lines is a transcript event (first: %v)\n", path, errs[0])
 	return true
+}
+
+// recordedPolicy decides with the policy the recording ran under (its meta
+// event's policy and fallback models) when --policy does not override it.
+func recordedPolicy(w io.Writer, path string, events []replay.Event, opts replay.PlayOptions) replay.PlayOptions {
+	if len(events) == 0 || events[0].Dir != replay.DirMeta || events[0].Policy == nil {
+		return opts
+	}
+	doc, err := policy.Parse(events[0].Policy)
+	if err != nil {
+		fmt.Fprintf(w, "acp-guard: replay: %s: the recorded policy is not valid (%v); deciding with the default\n", path, oneLine(err.Error(), 200))
+		return opts
+	}
+	opts.Policy = &doc
+	if opts.Fallback == nil {
+		opts.Fallback = events[0].Fallback
+	}
+	return opts
 }
