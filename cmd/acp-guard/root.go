@@ -85,6 +85,7 @@ After "--" the first word is always the agent.`,
 		root.AddCommand(add(s))
 	}
 	requireSubcommands(root)
+	addExamples(root)
 	return root
 }
 
