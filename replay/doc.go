@@ -27,6 +27,8 @@
 //	            was killed by a signal and no code exists).
 //	signal      exit only, optional: the signal that killed the agent
 //	            ("SIGKILL", "killed" and "9" are all understood).
+//	client_closed exit only, optional: true when the client had closed its
+//	            input before the agent exited.
 //	argv        meta only: the agent command line (redacted).
 //	adapter     meta only: the adapter identity, e.g. "cursor-acp".
 //	version     meta only: the acp-guard version that recorded.
@@ -91,9 +93,16 @@
 // waits for the client's response to each agent→client request before going
 // past the point where the recorded client answered. Client notifications
 // (session/cancel) are consumed and never waited for. A live request with no
-// recorded counterpart left gets a -32603 error "replay: client diverged from
-// recording: expected X, got Y". The recorded exit ends Serve with the
-// recorded code (128+N for a signal N).
+// recorded counterpart left is answered with the last recorded error
+// response of its method, when there is one (a failing provider keeps
+// failing: a guard's retries of a recorded 529 see the 529 again); else it
+// gets a -32603 error "replay: client diverged from recording: expected X,
+// got Y". The recorded exit ends Serve with the recorded code (128+N for a
+// signal N). An exit marked client_closed (it followed the client's EOF) is
+// played only once the live client has closed its input; if a signal ended
+// that agent too (the proxy's grace kill of an agent that does not exit on
+// EOF), the served agent, like the recorded one, stays until it is stopped
+// (ctx ends; as a process: until it is signalled).
 //
 // Because Serve follows what the agent received, the proxy's own requests
 // (a retry's session/prompt, marked via "guard") are requests it waits for:

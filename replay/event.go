@@ -36,6 +36,9 @@ type Event struct {
 
 	Code   *int   // exit code, exit events only
 	Signal string // signal name, exit events only
+	// ClientClosed marks an exit that came after the client had closed
+	// its input (exit events only).
+	ClientClosed bool
 
 	Via        string // "guard" when the proxy emitted or rewrote the frame
 	Suppressed bool   // an original frame the proxy did not forward
@@ -113,6 +116,9 @@ func (e Event) appendJSON(dst []byte) []byte {
 		dst = append(dst, `,"signal":`...)
 		dst = appendString(dst, e.Signal)
 	}
+	if e.ClientClosed {
+		dst = append(dst, `,"client_closed":true`...)
+	}
 	if e.Argv != nil {
 		dst = append(dst, `,"argv":[`...)
 		for i, a := range e.Argv {
@@ -166,21 +172,22 @@ func (e Event) appendJSON(dst []byte) []byte {
 // wireEvent is the decoding shape of an event; pointers tell absent fields
 // from zero values.
 type wireEvent struct {
-	TMs        *int64          `json:"t_ms"`
-	Dir        *string         `json:"dir"`
-	Msg        json.RawMessage `json:"msg"`
-	Raw        *string         `json:"raw"`
-	Code       *int            `json:"code"`
-	Signal     string          `json:"signal"`
-	Via        string          `json:"via"`
-	Suppressed bool            `json:"suppressed"`
-	CRLF       bool            `json:"crlf"`
-	Argv       []string        `json:"argv"`
-	Adapter    string          `json:"adapter"`
-	Version    string          `json:"version"`
-	Catalogue  string          `json:"catalogue"`
-	Policy     json.RawMessage `json:"policy"`
-	Fallback   []string        `json:"fallback"`
+	TMs          *int64          `json:"t_ms"`
+	Dir          *string         `json:"dir"`
+	Msg          json.RawMessage `json:"msg"`
+	Raw          *string         `json:"raw"`
+	Code         *int            `json:"code"`
+	Signal       string          `json:"signal"`
+	ClientClosed bool            `json:"client_closed"`
+	Via          string          `json:"via"`
+	Suppressed   bool            `json:"suppressed"`
+	CRLF         bool            `json:"crlf"`
+	Argv         []string        `json:"argv"`
+	Adapter      string          `json:"adapter"`
+	Version      string          `json:"version"`
+	Catalogue    string          `json:"catalogue"`
+	Policy       json.RawMessage `json:"policy"`
+	Fallback     []string        `json:"fallback"`
 }
 
 // UnmarshalJSON decodes and validates one transcript line. Msg keeps the
@@ -194,7 +201,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return errors.New(`missing "dir"`)
 	}
 	ev := Event{
-		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal,
+		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed,
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
 		Policy: w.Policy, Fallback: w.Fallback,

@@ -167,11 +167,20 @@ func (r *Recorder) Stderr(tMs int64, line []byte) {
 
 // Exit records the agent's exit and flushes. signal is "" unless a signal
 // killed the agent.
-func (r *Recorder) Exit(tMs int64, code int, signal string) {
+func (r *Recorder) Exit(tMs int64, code int, signal string) { r.exit(tMs, code, signal, false) }
+
+// ExitAfterClientClosed records the agent's exit like Exit, marking that
+// the client had closed its input before it (client_closed): Serve then
+// plays the exit only once its own client has closed its input.
+func (r *Recorder) ExitAfterClientClosed(tMs int64, code int, signal string) {
+	r.exit(tMs, code, signal, true)
+}
+
+func (r *Recorder) exit(tMs int64, code int, signal string, clientClosed bool) {
 	if r.err != nil {
 		return
 	}
-	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, Signal: signal})
+	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, Signal: signal, ClientClosed: clientClosed})
 	r.Flush()
 }
 

@@ -248,3 +248,35 @@ func TestE2EReplayUsesTheRecordedPolicy(t *testing.T) {
 		t.Errorf("replay with --policy stop: outcome %q, want the failure reported", got)
 	}
 }
+
+// A recorded provider failure served behind acp-guard with a retry policy
+// reproduces the failure on every retry (not "agent exited"), and the
+// client gets the classified ProviderError once the retries are spent.
+func TestE2EServeReproducesFailureBehindPolicy(t *testing.T) {
+	t.Parallel()
+	rec := filepath.Join(t.TempDir(), "s.jsonl")
+	p := startBin(t, nil, proxy(t, []string{"--record", rec}, "--scenario", "claude-error")...)
+	p.send(binInit, binNew)
+	p.until("2")
+	p.send(binPrompt(3, "sess-1"))
+	p.until("3")
+	p.finish()
+	data, _ := os.ReadFile(rec)
+	if !strings.Contains(string(data), `"client_closed":true`) {
+		t.Errorf("the recorded exit is not marked as after the client closed:\n%s", data)
+	}
+
+	s := startBin(t, nil, "--policy", retryPolicy(t, 2), "--state-dir", t.TempDir(), "--grace", "500ms", "--",
+		testbinPath(t), "replay", "--serve", "--no-delay", rec)
+	s.send(binInit, binNew)
+	s.until("2")
+	s.send(binPrompt(3, "sess-1"))
+	frames := s.until("3")
+	last := frames[len(frames)-1]
+	if last.Error == nil || !strings.Contains(string(last.Error.Data), `"code":"provider_overloaded"`) || !strings.Contains(string(last.Error.Data), `"attempt":2`) {
+		t.Errorf("prompt answered %s; want the 529 classified after 2 retries", last.raw)
+	}
+	if _, code := s.finish(); code != 0 {
+		t.Errorf("exit %d; stderr:\n%s", code, s.stderr.String())
+	}
+}

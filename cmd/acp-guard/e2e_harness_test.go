@@ -202,3 +202,6 @@ func retryPolicy(t *testing.T, max int) string {
 "transient":{"retry":{"enabled":true,"max_retries":%d,"initial_interval_seconds":1},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
 "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`, max))
 }
+
+// testbinPath is the built binary's path.
+func testbinPath(t *testing.T) string { return testbin.Path(t) }

@@ -3,8 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -50,6 +52,10 @@ type guardWiring struct {
 	tap     transport.Tap
 	redact  func(string) string
 	closers []func() error
+	// clientClosed, when recording, is set once the client's input ended
+	// (runProxy wraps stdin with watchEOF), so the recorded exit says
+	// whether it followed the client's departure.
+	clientClosed *atomic.Bool
 }
 
 // loadEngine returns the embedded catalogue or the one in path.
@@ -125,7 +131,8 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		pol, _ := json.Marshal(doc)
 		rec.Meta(replay.MetaInfo{Argv: o.argv, Adapter: adapter, Version: versionString(), Catalogue: engine.Version(),
 			Policy: pol, Fallback: o.guard.fallback})
-		gw.tap = &recorderTap{rec: rec, start: start, name: name}
+		gw.clientClosed = new(atomic.Bool)
+		gw.tap = &recorderTap{rec: rec, start: start, name: name, clientClosed: gw.clientClosed}
 		gw.closers = append(gw.closers, func() error {
 			err := rec.Close()
 			name.finish(log)
@@ -154,9 +161,10 @@ func (g *guardWiring) close() {
 
 // recorderTap adapts a replay.Recorder to the relay's Tap.
 type recorderTap struct {
-	rec   *replay.Recorder
-	start time.Time
-	name  *recordName
+	rec          *replay.Recorder
+	start        time.Time
+	name         *recordName
+	clientClosed *atomic.Bool
 }
 
 func (t *recorderTap) ms() int64 { return time.Since(t.start).Milliseconds() }
@@ -175,7 +183,11 @@ func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, s
 func (t *recorderTap) Stderr(line string) { t.rec.Stderr(t.ms(), []byte(line)) }
 
 func (t *recorderTap) Exit(st transport.ExitStatus) {
-	t.rec.Exit(t.ms(), st.Code, st.Signal)
+	if t.clientClosed.Load() {
+		t.rec.ExitAfterClientClosed(t.ms(), st.Code, st.Signal)
+	} else {
+		t.rec.Exit(t.ms(), st.Code, st.Signal)
+	}
 	t.rec.Flush()
 }
 
@@ -217,4 +229,27 @@ func (z *lazyLog) close() error {
 		return z.l.Close()
 	}
 	return nil
+}
+
+// eofWatch notes when the client's input ends. Its one reader is the
+// transport's client reader goroutine.
+type eofWatch struct {
+	r    io.Reader
+	done *atomic.Bool
+}
+
+func (w *eofWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err != nil {
+		w.done.Store(true)
+	}
+	return n, err
+}
+
+// watchEOF wraps the client's input when something needs to know it ended.
+func (g *guardWiring) watchEOF(in io.Reader) io.Reader {
+	if g.clientClosed == nil {
+		return in
+	}
+	return &eofWatch{r: in, done: g.clientClosed}
 }

@@ -119,7 +119,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		MaxLine:   o.maxLine,
 		Grace:     o.grace,
 		StderrPTY: o.stderrPTY,
-		Stdin:     s.in,
+		Stdin:     g.watchEOF(s.in),
 		Stdout:    s.out,
 		Stderr:    stderr,
 		Signals:   sigs,
