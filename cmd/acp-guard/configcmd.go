@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/acp-guard/acp-guard/policy"
 )
 
 func init() { subcommands = append(subcommands, newConfigCmd) }
@@ -46,6 +48,11 @@ Paths have a leading ~ and $VAR expanded.`,
 			tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "SETTING\tVALUE\tFROM")
 			for _, st := range settings {
+				if st.Name == "state-dir" && st.Value == "" {
+					if d, err := policy.DefaultStateDir(); err == nil {
+						st.Value = d
+					}
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", st.Name, cell(st.Value), st.From)
 			}
 			return tw.Flush()
