@@ -19,9 +19,11 @@ type ServeOptions struct {
 	// Logger receives divergence and stall reports. Nil discards.
 	Logger *slog.Logger
 
-	// now and after replace the wall clock in tests.
-	now   func() time.Time
-	after func(time.Duration) <-chan time.Time
+	// now and after replace the wall clock in tests; lingering, if set,
+	// is called when Serve starts to stay after a lingering exit.
+	now       func() time.Time
+	after     func(time.Duration) <-chan time.Time
+	lingering func()
 }
 
 // Serve acts as the agent recorded in events: it reads the client's frames
@@ -50,6 +52,9 @@ func Serve(ctx context.Context, events []Event, opts ServeOptions, in io.Reader,
 			return st.code, nil
 		case stLinger:
 			s.log.Info("replay: the recorded agent was stopped after its client left; staying until stopped")
+			if opts.lingering != nil {
+				opts.lingering()
+			}
 			<-ctx.Done()
 			return st.code, nil
 		case stFailed:

@@ -33,7 +33,8 @@ func readString(t *testing.T, s string) []Event {
 func TestServeFailureStaysFaithfulForRetries(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := startServe(t, ctx, readString(t, failingThenKilled), ServeOptions{})
+	lingering := make(chan struct{})
+	c := startServe(t, ctx, readString(t, failingThenKilled), ServeOptions{lingering: func() { close(lingering) }})
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)
 	c.expect(`{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1}}`)
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s"}}`)
@@ -49,9 +50,9 @@ func TestServeFailureStaysFaithfulForRetries(t *testing.T) {
 	}
 	c.stdin.Close()
 	select {
+	case <-lingering:
 	case res := <-c.done:
 		t.Fatalf("Serve ended on the client's EOF (%v); the recorded agent stayed until killed", res)
-	default:
 	}
 	cancel() // what the proxy's grace signal does to the served process
 	if res := c.wait(); res.code != 128+9 || res.err != nil {
