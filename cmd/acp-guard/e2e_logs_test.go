@@ -35,3 +35,19 @@ func TestE2ELogFileGetsAgentStderrAndCrash(t *testing.T) {
 		t.Errorf("stderr %q, want nothing (all of it in the log file)", got)
 	}
 }
+
+// The agent's stderr is stored redacted in the log file.
+func TestE2ELogFileRedactsAgentStderr(t *testing.T) {
+	t.Parallel()
+	logFile := filepath.Join(t.TempDir(), "acp-guard.log")
+	_, stderr, code := runBin(t, nil, "", "--log-file", logFile, "--",
+		"sh", "-c", `echo "401 for ops.lead@example.com with ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789" >&2; cat`)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	data, _ := os.ReadFile(logFile)
+	logs := string(data)
+	if !strings.Contains(logs, "401 for [redacted-email] with [redacted-key]") || strings.Contains(logs, "ops.lead") || strings.Contains(logs, "ghp_") {
+		t.Errorf("log file:\n%s\nwant the agent's line, redacted", logs)
+	}
+}

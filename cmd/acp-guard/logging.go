@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 )
@@ -44,4 +45,19 @@ func newLogger(o logOptions, stderr io.Writer) (log *slog.Logger, diag io.Writer
 		return nil, nil, nil, fmt.Errorf("--log-format: %q is not text or json", o.format)
 	}
 	return slog.New(h), w, closer, nil
+}
+
+// redactingWriter redacts what it writes (classify.Redact). The agent's
+// stderr goes through it on its way into a --log-file: a file acp-guard
+// stores, where provider text is redacted like in acp-guard's own log lines
+// and in transcripts. (Passed through to acp-guard's stderr, the agent's
+// stderr stays as the agent wrote it.) The transport writes whole lines, and
+// an over-long line in 64 KiB pieces, each redacted on its own.
+type redactingWriter struct{ w io.Writer }
+
+func (r redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, classify.Redact(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

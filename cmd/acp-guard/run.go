@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -121,7 +122,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		StderrPTY: o.stderrPTY,
 		Stdin:     g.watchEOF(s.in),
 		Stdout:    s.out,
-		Stderr:    stderr,
+		Stderr:    agentStderr(stderr, o.log.file != ""),
 		Signals:   sigs,
 		Logger:    log,
 		Hooks:     g.hooks,
@@ -202,4 +203,13 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// agentStderr is where the agent's stderr is copied: acp-guard's stderr as
+// it is, or the log file, redacted.
+func agentStderr(diag io.Writer, toFile bool) io.Writer {
+	if toFile {
+		return redactingWriter{w: diag}
+	}
+	return diag
 }
