@@ -16,6 +16,11 @@ type Scenario struct {
 	Steps   func(api string) []fp.Step
 	Timeout time.Duration // 0: DefaultTimeout
 	Idle    time.Duration // agent stream-idle / request timeout knob
+	// Offline points the agent at a host that cannot resolve (OfflineURL)
+	// instead of the fake provider: the machine-without-network case.
+	Offline bool
+	// NoKey launches the agent without its provider credential.
+	NoKey bool
 }
 
 // DefaultTimeout bounds one capture.
@@ -170,6 +175,7 @@ func Scenarios() map[string]Scenario {
 			return []fp.Step{{Times: -1, Delay: fp.Duration(10 * time.Minute)}}
 		}},
 	}
+	list = append(list, fieldScenarios...)
 	m := map[string]Scenario{}
 	for _, s := range list {
 		m[s.Name] = s
