@@ -209,13 +209,13 @@ func TestLoad(t *testing.T) {
 	bad := embedded(t)
 	bad.Fixtures = append([]classify.Fixture(nil), bad.Fixtures...)
 	for i, f := range bad.Fixtures {
-		if f.Rule == "net.dns.v1" && f.Match {
-			bad.Fixtures[i].Rule = "net.timeout.v1"
-			bad.Fixtures[i].Name = "misfiled dns fixture"
+		if f.Rule == "net.timeout.v1" && f.Match {
+			bad.Fixtures[i].Rule = "net.dns.v1"
+			bad.Fixtures[i].Name = "misfiled timeout fixture"
 			break
 		}
 	}
-	if _, err := Load(write("bad.json", bad)); err == nil || !strings.Contains(err.Error(), "misfiled dns fixture") {
+	if _, err := Load(write("bad.json", bad)); err == nil || !strings.Contains(err.Error(), "misfiled timeout fixture") {
 		t.Errorf("failing fixture: got %v, want an error naming the fixture", err)
 	}
 

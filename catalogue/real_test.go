@@ -40,6 +40,9 @@ var realExpect = map[string]string{
 	"text_then_error":        classify.CodeAgentTransportLost,
 	"unauthorized_401":       classify.CodeAuthRequired,
 	"api_key_invalid_400":    classify.CodeAuthRequired,
+	"offline_dns":            classify.CodeNetworkUnavailable,
+	"no_api_key":             classify.CodeMissingCredentials,
+	"claude/no_api_key":      classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
 }
 
 type transcriptEvent struct {
