@@ -76,7 +76,7 @@ func New(cfg Config) *Guard {
 		prompts:  make(map[*transport.Request]*prompt),
 	}
 	g.adapter, _ = cfg.Identity.Resolve()
-	g.tracker = observers.NewTracker(g.adapter, cfg.Signatures)
+	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))
 	return g
 }
 
