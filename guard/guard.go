@@ -139,6 +139,9 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 		if req == nil {
 			return transport.Forward
 		}
+		if v, ok := g.setupFailure(c, req, m); ok {
+			return v
+		}
 		switch req.Method {
 		case acp.AgentMethodInitialize:
 			if name, ok := jsonscan.String(jsonscan.Get(m.Result, "agentInfo", "name")); ok {
@@ -202,7 +205,7 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
 	p, ok := req.Tag.(*prompt)
 	if !ok {
-		return nil
+		return g.launchFailure(c, req, st, base)
 	}
 	delete(g.prompts, req)
 	ev := classify.Evidence{
