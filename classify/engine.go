@@ -18,9 +18,20 @@ const (
 // Engine classifies evidence with a compiled catalogue. It is immutable and
 // safe for concurrent use.
 type Engine struct {
-	cat   Catalogue
-	rules []*compiledRule // ordered by tier, then catalogue order
-	byID  map[string]*compiledRule
+	cat     Catalogue
+	rules   []*compiledRule // ordered by rank, then catalogue order
+	byID    map[string]*compiledRule
+	observe func(Evidence, Verdict) // see Observed
+}
+
+// Observed returns an engine that classifies like e and then calls fn with
+// each evidence envelope and its verdict, on the caller's goroutine: how
+// `acp-guard classify --transcript` sees exactly what the live pipeline
+// classified. e itself is unchanged.
+func (e *Engine) Observed(fn func(Evidence, Verdict)) *Engine {
+	c := *e
+	c.observe = fn
+	return &c
 }
 
 // Compile validates a catalogue and prepares it for classification. It
@@ -122,6 +133,9 @@ func (e *Engine) Catalogue() Catalogue { return e.cat }
 // catalogue.
 func (e *Engine) Classify(ev Evidence) Verdict {
 	v, _ := e.classify(&ev)
+	if e.observe != nil {
+		e.observe(ev, v)
+	}
 	return v
 }
 

@@ -2,7 +2,12 @@ package guard_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"os/exec"
+	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
 // The Cursor veto is the catalogue's: chunks it vetoes reach the client as
@@ -60,5 +65,45 @@ func TestE2ECursorUnicodeBlankDoesNotClear(t *testing.T) {
 	}
 	if !pe.ReplaySafe {
 		t.Errorf("replaySafe: got false, want true (a blank chunk is not output)")
+	}
+}
+
+// shCodexOffline answers the prompt as codex-acp 0.16.0 does on a machine
+// without network (testdata/transcripts/real/codex/offline_dns.jsonl), with
+// a DNS error on stderr as in issue 12.
+const shCodexOffline = `while IFS= read -r line; do
+  case "$line" in
+  *'"initialize"'*) printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"codex-acp","version":"0.16.0"}}}' ;;
+  *'"session/new"'*) printf '%s\n' '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"sess-1"}}' ;;
+  *'"session/prompt"'*) echo 'ERROR codex_core::client: dns error: failed to lookup address information: Temporary failure in name resolution' >&2
+    printf '%s\n' '{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error","data":{"message":"stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)","codex_error_info":"other"}},"id":3}' ;;
+  esac
+done`
+
+// The live proxy and `acp-guard classify` (both the built binary) give the
+// issue's opening example the same verdict: one evidence path.
+func TestE2ELiveAndClassifyAgree(t *testing.T) {
+	t.Parallel()
+	frames := promptTurn(t, startArgv(t, proxyArgv(t, nil, "sh", "-c", shCodexOffline)...))
+	resp := responsesTo(frames, "3")
+	if len(resp) != 1 {
+		t.Fatalf("responses to 3: %d", len(resp))
+	}
+	live, _ := errorData(t, resp[0])
+	envelope := `{"source":"rpc_error","adapter":"codex-acp","rpcCode":-32603,"message":"Internal error",` +
+		`"data":{"message":"stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)","codex_error_info":"other"},` +
+		`"stderr":["ERROR codex_core::client: dns error: failed to lookup address information: Temporary failure in name resolution"]}`
+	cmd := exec.Command(testbin.Path(t), "classify")
+	cmd.Stdin = strings.NewReader(envelope)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("acp-guard classify: %v", err)
+	}
+	var cli e2ePE
+	if err := json.Unmarshal(out, &cli); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if live.Code != "network_unavailable" || live.Code != cli.Code || live.Rule != cli.Rule || live.Class != cli.Class {
+		t.Errorf("live %s/%s (%s), classify %s/%s (%s); want both network_unavailable", live.Code, live.Rule, live.Class, cli.Code, cli.Rule, cli.Class)
 	}
 }
