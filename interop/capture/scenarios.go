@@ -21,6 +21,9 @@ type Scenario struct {
 	Offline bool
 	// NoKey launches the agent without its provider credential.
 	NoKey bool
+	// Chat, when set, gives the steps for Chat Completions agents (API
+	// "chat") instead of Steps; a Chat-only scenario has Steps nil.
+	Chat func() []fp.Step
 }
 
 // DefaultTimeout bounds one capture.
@@ -34,6 +37,8 @@ func MainKey(api string) string {
 		return fp.RouteResponses
 	case "anthropic":
 		return fp.RouteMessages
+	case "chat":
+		return fp.RouteChat
 	default:
 		return fp.RouteStreamGenerate
 	}
@@ -41,7 +46,13 @@ func MainKey(api string) string {
 
 // Script returns the fake-provider script of a scenario for an API.
 func (s Scenario) Script(api string) fp.Script {
-	steps := s.Steps(api)
+	var steps []fp.Step
+	switch {
+	case api == "chat" && s.Chat != nil:
+		steps = s.Chat()
+	case s.Steps != nil:
+		steps = s.Steps(bodyAPI(api))
+	}
 	if steps == nil {
 		return nil
 	}
