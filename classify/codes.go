@@ -74,7 +74,7 @@ func Codes() []string {
 }
 
 // Adapters are the adapter names a rule may be scoped to, besides AnyAdapter.
-var Adapters = []string{"codex-acp", "claude-agent-acp", "gemini-cli", "cursor-acp"}
+var Adapters = []string{"codex-acp", "claude-agent-acp", "gemini-cli", "cursor-acp", "copilot-cli", "qwen-code", "kilo"}
 
 // AnyAdapter scopes a rule to every adapter.
 const AnyAdapter = "any"
@@ -97,6 +97,12 @@ func NormalizeAdapter(name string) string {
 		return "gemini-cli"
 	case "codex-acp", "codex_acp", "codex":
 		return "codex-acp"
+	case "copilot", "copilot-cli", "copilot_cli", "github-copilot":
+		return "copilot-cli"
+	case "qwen", "qwen-code", "qwen_code":
+		return "qwen-code"
+	case "kilo", "kilocode", "kilo-code", "kilo_code":
+		return "kilo"
 	}
 	return n
 }

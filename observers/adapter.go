@@ -8,10 +8,13 @@ import (
 // Adapter names: which agent is behind the proxy. Adapter-scoped observers
 // and catalogue rules apply only to their adapter.
 const (
-	AdapterCursor = "cursor-acp"
-	AdapterCodex  = "codex-acp"
-	AdapterClaude = "claude-agent-acp"
-	AdapterGemini = "gemini-cli"
+	AdapterCursor  = "cursor-acp"
+	AdapterCodex   = "codex-acp"
+	AdapterClaude  = "claude-agent-acp"
+	AdapterGemini  = "gemini-cli"
+	AdapterCopilot = "copilot-cli"
+	AdapterQwen    = "qwen-code"
+	AdapterKilo    = "kilo"
 )
 
 // NormalizeAdapter maps an agent's self-reported name (agentInfo.name) or
@@ -32,6 +35,12 @@ func NormalizeAdapter(name string) string {
 		return AdapterClaude
 	case "gemini-cli", "gemini", "gemini cli":
 		return AdapterGemini
+	case "copilot", "copilot-cli", "github-copilot", "github copilot":
+		return AdapterCopilot
+	case "qwen", "qwen-code", "qwen code":
+		return AdapterQwen
+	case "kilo", "kilocode", "kilo-code", "kilo code":
+		return AdapterKilo
 	}
 	return n
 }

@@ -21,7 +21,7 @@ const FakeModel = "fake-model"
 // fieldAgents are the OpenAI-compatible agents of issue 12: each talks
 // Chat Completions to the fake provider and needs no login.
 var fieldAgents = []Agent{
-	{Name: "copilot", Adapter: "copilot", API: "chat", Retries: -1, Setup: setupCopilot},
+	{Name: "copilot", Adapter: "copilot-cli", API: "chat", Retries: -1, Setup: setupCopilot},
 	{Name: "qwen", Adapter: "qwen-code", API: "chat", Retries: 1, Setup: setupQwen},
 	{Name: "kilo", Adapter: "kilo", API: "chat", Retries: 1, Setup: setupKilo},
 }
