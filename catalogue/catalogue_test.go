@@ -63,14 +63,21 @@ func TestEveryRuleCodeHasAClass(t *testing.T) {
 	}
 }
 
-// TestOnlyCursorRulesReadAssistantText guards against topic-word matching:
-// assistant text is prose, and only Cursor's control-chunk projection may
-// read it.
-func TestOnlyCursorRulesReadAssistantText(t *testing.T) {
+// TestOnlyProjectionRulesReadAssistantText guards against topic-word
+// matching: assistant text is prose, and only the text-reported-failure
+// projections (Cursor's "Error: RetriableError:", Copilot CLI's "Error:" and
+// "Info: … Retrying...") may read it — adapter-scoped rules anchored at the
+// start of the chunk by a prefix, for adapters known to report failures as
+// text.
+func TestOnlyProjectionRulesReadAssistantText(t *testing.T) {
+	projecting := map[string]bool{"cursor-acp": true, "copilot-cli": true}
 	for _, r := range Default().Rules() {
 		for _, s := range r.Sources {
-			if s == classify.SourceMessageChunk && r.Adapter != "cursor-acp" {
-				t.Errorf("rule %s (adapter %s) reads message chunks", r.ID, r.Adapter)
+			if s != classify.SourceMessageChunk {
+				continue
+			}
+			if !projecting[r.Adapter] || r.Match.Prefix == nil {
+				t.Errorf("rule %s (adapter %s) reads message chunks without a chunk-anchored prefix", r.ID, r.Adapter)
 			}
 		}
 	}

@@ -107,3 +107,45 @@ func TestE2ELiveAndClassifyAgree(t *testing.T) {
 		t.Errorf("live %s/%s (%s), classify %s/%s (%s); want both network_unavailable", live.Code, live.Rule, live.Class, cli.Code, cli.Rule, cli.Class)
 	}
 }
+
+// shCopilotAgent answers the prompt as GitHub Copilot CLI 1.0.102 does when
+// its provider keeps failing (testdata/transcripts/real/copilot/
+// server_error_500.jsonl): retry notes, one "Error: …" chunk, end_turn.
+const shCopilotAgent = `while IFS= read -r line; do
+  case "$line" in
+  *'"initialize"'*) printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"Copilot","title":"Copilot","version":"1.0.102"}}}' ;;
+  *'"session/new"'*) printf '%s\n' '{"jsonrpc":"2.0","id":2,"result":{"sessionId":"sess-1"}}' ;;
+  *'"session/prompt"'*) printf '%s\n%s\n%s\n' \
+    '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Info: Request failed due to a transient API error. Retrying..."}}}}' \
+    '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Error: Failed to get response from the AI model; retried 5 times (total retry wait time: 12.91 seconds) Last error: 500 The server had an error while processing your request. Sorry about that!"}}}}' \
+    '{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}' ;;
+  esac
+done`
+
+// Copilot's text-reported failure becomes one ProviderError classified from
+// its text; its retry note reaches the client and is not output (the turn
+// stays replay-safe).
+func TestE2ECopilotTextReportedFailure(t *testing.T) {
+	t.Parallel()
+	frames := promptTurn(t, startArgv(t, proxyArgv(t, nil, "sh", "-c", shCopilotAgent)...))
+	var notes int
+	for _, f := range frames {
+		if bytes.Contains(f.raw, []byte("Error: Failed to get response")) && f.Method != "" {
+			t.Errorf("the control chunk reached the client: %s", f.raw)
+		}
+		if bytes.Contains(f.raw, []byte("Retrying...")) {
+			notes++
+		}
+	}
+	if notes != 1 {
+		t.Errorf("retry notes forwarded: %d, want 1", notes)
+	}
+	resp := responsesTo(frames, "3")
+	if len(resp) != 1 || resp[0].Error == nil {
+		t.Fatalf("want exactly one error response to the prompt, got %d", len(resp))
+	}
+	pe, _ := errorData(t, resp[0])
+	if pe.Code != "provider_unavailable" || pe.Rule != "copilot.error_server.v1" || pe.Source != "copilot_cli" || !pe.ReplaySafe || pe.Evidence.AssistantOutput {
+		t.Errorf("providerError: %+v; want provider_unavailable by copilot.error_server.v1, source copilot_cli, replay-safe, no output", pe)
+	}
+}

@@ -18,12 +18,19 @@ import (
 // classifier that names it cannot disagree. An unbound signature (Check
 // nil) never matches: the chunk passes through as assistant text.
 type ControlSignature struct {
-	Name       string // stable name, e.g. "cursor.retriable"
-	Rule       string // the catalogue rule that defines the match
-	Adapter    string // the only adapter it applies to (from the rule)
-	Prefix     string // the rule's prefix: the observers' cheap prefilter
-	Diagnostic string // the constant error message at prompt return
-	Source     string // ProviderError.source, e.g. "cursor_acp"
+	Name string // stable name, e.g. "cursor.retriable"
+	// Kind is KindControl (suppressed, sets the pending marker) or
+	// KindDiagnostic (forwarded; neither output for the safety gate nor a
+	// clearing event: an agent's own "retrying" note).
+	Kind SignatureKind
+	// ClassifyText: the ProviderError is classified from the chunk's text
+	// (Prefix + suffix) instead of from Diagnostic.
+	ClassifyText bool
+	Rule         string // the catalogue rule (or "stem*" group) that defines the match
+	Adapter      string // the only adapter it applies to (from the rule)
+	Prefix       string // the rule's prefix: the observers' cheap prefilter
+	Diagnostic   string // the constant error message at prompt return
+	Source       string // ProviderError.source, e.g. "cursor_acp"
 	// Check is the rule's test of a whole chunk's text (prefix after
 	// Unicode trim, suffix bound, vetoes).
 	Check func(text string) bool
@@ -41,8 +48,54 @@ var CursorRetriable = ControlSignature{
 	Source:     "cursor_acp",
 }
 
-// DefaultSignatures are the built-in control-chunk signatures (unbound).
-var DefaultSignatures = []ControlSignature{CursorRetriable}
+// SignatureKind says what a matching chunk is.
+type SignatureKind uint8
+
+const (
+	KindControl    SignatureKind = iota // a failure report: suppressed, pending marker
+	KindDiagnostic                      // a note: forwarded, not output
+)
+
+// CopilotError is GitHub Copilot CLI's failure report: every provider
+// failure arrives as one assistant chunk "Error: …" followed by end_turn
+// (testdata/transcripts/real/copilot). The match is the catalogue group
+// copilot.error_* (one rule per kind of failure, so only a failure the
+// catalogue recognises is projected); the verdict is classified from the
+// chunk's text.
+var CopilotError = ControlSignature{
+	Name:         "copilot.error",
+	Rule:         "copilot.error_*",
+	ClassifyText: true,
+	Adapter:      AdapterCopilot,
+	Prefix:       "Error:",
+	Diagnostic:   "Error: the agent reported a provider failure as assistant text",
+	Source:       "copilot_cli",
+}
+
+// CopilotRetrying is Copilot CLI's retry note, "Info: Request failed due to
+// a transient API error. Retrying..." (a diagnostic: the agent retries by
+// itself). Bound to the catalogue rule copilot.retry_note.v1.
+var CopilotRetrying = ControlSignature{
+	Name:    "copilot.retrying",
+	Kind:    KindDiagnostic,
+	Rule:    "copilot.retry_note.v1",
+	Adapter: AdapterCopilot,
+	Prefix:  "Info:",
+	Source:  "copilot_cli",
+}
+
+// DefaultSignatures are the built-in signatures (unbound).
+var DefaultSignatures = []ControlSignature{CursorRetriable, CopilotError, CopilotRetrying}
+
+// EvidenceText is the text a pending marker is classified from at prompt
+// return: the chunk's own text for ClassifyText signatures, else the
+// constant Diagnostic.
+func (s *ControlSignature) EvidenceText(suffix string) string {
+	if s.ClassifyText {
+		return s.Prefix + " " + suffix
+	}
+	return s.Diagnostic
+}
 
 // ChunkRule is a catalogue rule's control-chunk test, as Bind needs it.
 type ChunkRule struct {

@@ -61,8 +61,8 @@ func TestUnboundSignatureNeverMatches(t *testing.T) {
 		t.Errorf("an unbound signature matched")
 	}
 	_, missing := Bind(DefaultSignatures, func(string) (ChunkRule, error) { return ChunkRule{}, classify.ErrUnknownRule })
-	if len(missing) != 1 {
-		t.Errorf("Bind: got %d missing, want 1", len(missing))
+	if len(missing) != len(DefaultSignatures) {
+		t.Errorf("Bind: got %d missing, want %d", len(missing), len(DefaultSignatures))
 	}
 }
 
@@ -121,5 +121,49 @@ func TestTextBlank(t *testing.T) {
 		if got := TextBlank([]byte(tt.raw)); got != tt.want {
 			t.Errorf("TextBlank(%s) = %v, want %v", tt.raw, got, tt.want)
 		}
+	}
+}
+
+// Copilot CLI 1.0.102's failure turn, as captured
+// (testdata/transcripts/real/copilot/server_error_500.jsonl): retry notes,
+// then one "Error: …" chunk, then end_turn.
+func TestCopilotProjection(t *testing.T) {
+	const s = "sess-1"
+	info := chunk(s, "agent_message_chunk", "Info: Request failed due to a transient API error. Retrying...")
+	fail := chunk(s, "agent_message_chunk", "Error: Failed to get response from the AI model; retried 5 times (total retry wait time: 12.91 seconds) Last error: 500 The server had an error while processing your request. Sorry about that!")
+	prose := chunk(s, "agent_message_chunk", "Error: handling in main.go is missing, so I added it.")
+	for _, tt := range []struct {
+		name         string
+		adapter      string
+		steps        []step
+		wantMarker   bool
+		wantOutput   bool
+		wantDiagnose int
+	}{
+		{"notes then the error: notes forwarded, error suppressed", AdapterCopilot, []step{{info, false}, {info, false}, {fail, true}}, true, false, 2},
+		{"a note after the error keeps the marker", AdapterCopilot, []step{{fail, true}, {info, false}}, true, false, 1},
+		{"text after the error clears it (the agent resumed)", AdapterCopilot, []step{{fail, true}, {chunk(s, "agent_message_chunk", "Here is the answer"), false}}, false, true, 0},
+		{"an Error: sentence the catalogue does not recognise is prose", AdapterCopilot, []step{{prose, false}}, false, true, 0},
+		{"another adapter: all of it is output", AdapterCodex, []step{{info, false}, {fail, false}}, false, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := NewTracker(tt.adapter, bound(t))
+			turn := tr.Start(s, time.Time{})
+			for i, st := range tt.steps {
+				if got := observe(t, tr, st.params); got != st.wantSuppress {
+					t.Errorf("step %d: suppress %v, want %v", i, got, st.wantSuppress)
+				}
+			}
+			if (turn.Marker != nil) != tt.wantMarker || turn.Evidence.AssistantOutput != tt.wantOutput || turn.Evidence.Diagnostics != tt.wantDiagnose {
+				t.Errorf("marker %v output %v diagnostics %d, want %v %v %d", turn.Marker != nil, turn.Evidence.AssistantOutput, turn.Evidence.Diagnostics, tt.wantMarker, tt.wantOutput, tt.wantDiagnose)
+			}
+			if tt.wantMarker {
+				e := catalogue.Default()
+				v := e.Classify(classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tt.adapter, Message: turn.Marker.EvidenceText(turn.MarkerSuffix)})
+				if v.Code != classify.CodeProviderUnavailable || v.Rule != "copilot.error_server.v1" {
+					t.Errorf("verdict of the marker's text: %s by %q, want provider_unavailable by copilot.error_server.v1", v.Code, v.Rule)
+				}
+			}
+		})
 	}
 }
