@@ -14,6 +14,7 @@ const (
 	CodeModelCapacity         = "model_capacity"
 	CodeRateLimited           = "rate_limited"
 	CodeAgentTransportLost    = "agent_transport_lost"
+	CodeEmptyResponse         = "empty_response"
 	CodeQuotaLimited          = "quota_limited"
 	CodeSubscriptionRequired  = "subscription_required"
 	CodeAuthRequired          = "auth_required"
@@ -36,6 +37,7 @@ var registry = map[string]Class{
 	CodeModelCapacity:         ClassTransient,
 	CodeRateLimited:           ClassTransient,
 	CodeAgentTransportLost:    ClassTransient,
+	CodeEmptyResponse:         ClassTransient,
 	CodeQuotaLimited:          ClassHard,
 	CodeSubscriptionRequired:  ClassHard,
 	CodeAuthRequired:          ClassHard,
