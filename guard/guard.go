@@ -79,7 +79,7 @@ func New(cfg Config) *Guard {
 		prompts:  make(map[*transport.Request]*prompt),
 	}
 	g.adapter, _ = cfg.Identity.Resolve()
-	g.tracker = observers.NewTracker(g.adapter, cfg.Signatures)
+	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))
 	return g
 }
 
@@ -164,6 +164,9 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 	if req == nil {
 		return transport.Forward
 	}
+	if v, ok := g.setupFailure(c, req, m); ok {
+		return v
+	}
 	switch req.Method {
 	case acp.AgentMethodInitialize:
 		if name, ok := agentName(m.Result); ok {
@@ -234,7 +237,7 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
 	p, ok := req.Tag.(*prompt)
 	if !ok {
-		return nil
+		return g.launchFailure(c, req, st, base)
 	}
 	ev := classify.Evidence{
 		Source:     classify.SourceExit,
