@@ -1,7 +1,6 @@
 package guard
 
 import (
-
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
