@@ -56,6 +56,7 @@ type sessionInfo struct {
 	modelOption  string   // id of a model config option (session/set_config_option)
 	optionValues []string
 	currentModel string
+	compactCmd   string // the compaction command the agent advertised last ("" : none; compact.go)
 }
 
 var _ transport.Hooks = (*Guard)(nil)
@@ -146,6 +147,9 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 			if suppress {
 				return transport.Drop
 			}
+			if g.cfg.Policy.Request.CompactThenRetry {
+				return g.compactionUpdate(c, m)
+			}
 		}
 	case transport.KindRequest:
 		if req != nil {
@@ -199,6 +203,8 @@ func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		g.settle(c, tag, m, false)
 	case *modelSwitch:
 		g.switched(c, tag, m)
+	case *compaction:
+		g.compacted(c, tag, m)
 	}
 }
 
