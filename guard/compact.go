@@ -143,7 +143,7 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, m *transport.Msg) {
 	}
 	if reason != "" {
 		g.log.Warn("compaction did not succeed; stopping", "session", p.session, "reason", reason)
-		g.stopWith(c, p, onCompactionFailed, reason, false)
+		g.stopWith(c, p, onCompactFail, reason, false)
 		return
 	}
 	g.transit(c, p, step{on: onCompacted}, func() { g.dispatchRetry(c, p) })

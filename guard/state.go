@@ -60,7 +60,7 @@ const (
 	onEnded                     // the session ended (transcript over) with the prompt pending
 	onCompact                   // a replay-safe context overflow; compaction allowed and offered
 	onCompacted                 // the compaction turn ended well; the retry goes out
-	onCompactionFailed          // the compaction turn failed, ended empty or did more than compact
+	onCompactFail               // the compaction turn failed, ended empty or did more than compact
 	nEvents
 )
 
@@ -80,7 +80,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onCompact, onCompactionFailed:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onCompact, onCompactFail:
 		return true
 	}
 	return false
@@ -122,7 +122,7 @@ var transitions = func() []edge {
 	add([]state{stSwitching}, onSwitched, stRetrying, "", false)
 	add([]state{stSwitching}, onSwitchFailed, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stCompacting}, onCompacted, stRetrying, "", false)
-	add([]state{stCompacting}, onCompactionFailed, stActionRequired, policy.AttemptStopped, false)
+	add([]state{stCompacting}, onCompactFail, stActionRequired, policy.AttemptStopped, false)
 	add(held, onLate, stActionRequired, policy.AttemptStopped, false)
 	add(held, onCancel, stAnswered, policy.AttemptCancelled, false)
 	add(held, onSuperseded, stActionRequired, policy.AttemptStopped, false)
