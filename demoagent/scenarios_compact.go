@@ -49,6 +49,7 @@ var compactModes = []compactMode{
 		}
 		return compactOK(t)
 	}},
+	{name: "compact-crash", what: "advertises compact; /compact streams a note and the agent exits (--exit-code)", commands: []string{"compact"}, run: promptCrash(false)},
 	{name: "compact-hang", what: "advertises compact; /compact streams a note, then waits until cancelled", commands: []string{"compact"}, run: func(t *turn) error {
 		if err := t.message("Compacting…"); err != nil {
 			return err

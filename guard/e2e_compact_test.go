@@ -178,6 +178,7 @@ func TestE2ECompactionStops(t *testing.T) {
 		{"compact-again", "compact", "overflow_after_compaction", true, 3, 1},
 		{"compact-effect", "stop", "late_activity", true, 2, 1},
 		{"compact-late", "stop", "late_activity", true, 1, 0},
+		{"compact-crash", "stop", "agent_exited", true, 2, 1},
 	} {
 		t.Run(tt.scenario+"/"+tt.reason, func(t *testing.T) {
 			t.Parallel()
@@ -194,8 +195,12 @@ func TestE2ECompactionStops(t *testing.T) {
 				t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].raw)
 			}
 			pe, _ := errorData(t, resp[0])
-			if pe.Code != "context_overflow" || pe.Class != "request" || pe.Recovery.Action != tt.action || pe.Recovery.Reason != tt.reason {
-				t.Errorf("providerError: got %s/%s recovery %+v, want context_overflow/request %s %s", pe.Code, pe.Class, pe.Recovery, tt.action, tt.reason)
+			wantCode := "context_overflow"
+			if tt.reason == "agent_exited" {
+				wantCode = "unclassified" // the answer is about the agent's death (ExitData)
+			}
+			if pe.Code != wantCode || pe.Recovery.Action != tt.action || pe.Recovery.Reason != tt.reason {
+				t.Errorf("providerError: got %s/%s recovery %+v, want %s %s %s", pe.Code, pe.Class, pe.Recovery, wantCode, tt.action, tt.reason)
 			}
 			if n, _ := promptsToAgent(t, transcript(t, rec)); n != tt.prompts {
 				t.Errorf("prompts the agent saw: got %d, want %d", n, tt.prompts)
