@@ -151,9 +151,11 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, m *transport.Msg) {
 
 // compactionUpdate runs for every session/update the relay forwards when
 // the policy allows compaction: it learns the session's compaction command
-// and marks the updates of a compaction turn.
-func (g *Guard) compactionUpdate(c transport.Ctl, m *transport.Msg) transport.Verdict {
-	if bytes.Contains(m.Params, []byte(`"available_commands_update"`)) {
+// and marks the updates of a compaction turn. known is true when the
+// observers parsed the update as a chunk, tool or plan update: only the
+// other updates are searched for an available_commands_update.
+func (g *Guard) compactionUpdate(c transport.Ctl, m *transport.Msg, known bool) transport.Verdict {
+	if !known && bytes.Contains(m.Params, []byte(`"available_commands_update"`)) {
 		g.learnCommands(m.Params)
 	}
 	if g.waiting == 0 {

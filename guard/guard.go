@@ -140,7 +140,7 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 		g.lateUnparseable(c)
 	case transport.KindNotification:
 		if m.Method == acp.ClientMethodSessionUpdate {
-			suppress, _ := g.tracker.ObserveParams(m.Params)
+			suppress, parsed := g.tracker.ObserveParams(m.Params)
 			if g.waiting > 0 {
 				g.lateUpdate(c)
 			}
@@ -148,7 +148,7 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 				return transport.Drop
 			}
 			if g.cfg.Policy.Request.CompactThenRetry {
-				return g.compactionUpdate(c, m)
+				return g.compactionUpdate(c, m, parsed && g.tracker.LastKind != observers.UpdateOther)
 			}
 		}
 	case transport.KindRequest:
