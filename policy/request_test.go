@@ -14,6 +14,9 @@ func TestParseRequestSection(t *testing.T) {
 	if !strings.Contains(string(d.Normalized()), `"compact_then_retry": true`) {
 		t.Errorf("Normalized drops the request section:\n%s", d.Normalized())
 	}
+	if got := d.Describe(); !strings.HasSuffix(got, "context overflow: the agent's compaction command, then one retry\n") {
+		t.Errorf("Describe: got %q", got)
+	}
 	again, err := Parse(d.Normalized())
 	if err != nil || again.Request != d.Request {
 		t.Errorf("Parse(Normalized()): got %+v, %v", again.Request, err)
