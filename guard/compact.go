@@ -134,8 +134,8 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, m *transport.Msg) {
 	e := k.turn.Evidence
 	reason := ""
 	switch {
-	case m.Error != nil || stopReason != string(acp.StopReasonEndTurn) || e.Cancelled:
-		reason = ReasonCompactionFailed
+	case m.Error != nil || stopReason != string(acp.StopReasonEndTurn) || e.Cancelled || k.turn.Marker != nil:
+		reason = ReasonCompactionFailed // an error, in a response or as a control chunk
 	case e.ToolActivity || e.ToolUpdates > 0 || e.Effects > 0 || e.Unparseable > 0:
 		reason = ReasonCompactionFailed // a compaction never acts
 	case k.updates == 0:
