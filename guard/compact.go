@@ -132,8 +132,12 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, m *transport.Msg) {
 		return
 	}
 	e := k.turn.Evidence
-	reason := ""
+	reason, refused := notSent(m) // the relay never sent it (shutting down, agent gone)
 	switch {
+	case refused:
+		if reason == "" {
+			reason = ReasonCompactionFailed
+		}
 	case m.Error != nil || stopReason != string(acp.StopReasonEndTurn) || e.Cancelled || k.turn.Marker != nil:
 		reason = ReasonCompactionFailed // an error, in a response or as a control chunk
 	case e.ToolActivity || e.ToolUpdates > 0 || e.Effects > 0 || e.Unparseable > 0:

@@ -45,6 +45,7 @@
 //	waiting_for_reset | retry_wait | switching | compacting --cancel--> answered  [record cancelled]
 //	waiting_for_reset | retry_wait | switching | compacting --superseded--> action_required  [record stopped]
 //	waiting_for_reset | retry_wait | switching | compacting --state_unwritable--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching | compacting --shutting_down--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching | compacting --agent_exit--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching | compacting --session_ended--> answered
 //
@@ -54,7 +55,9 @@
 // agent's own answer (a success of the client's attempt, a cancelled turn,
 // an older generation); due is the wait's deadline with the generation
 // still current; late_activity is any evidence for the session while the
-// turn is held (late.go); session_ended is a transcript that ran out.
+// turn is held (late.go); session_ended is a transcript that ran out;
+// shutting_down is a signal to acp-guard while the turn is held (no new
+// attempt starts after it: the held prompt gets its failure now).
 // compact is a replay-safe context overflow with request.compact_then_retry
 // and a compaction command the agent advertised (compact.go): the work is
 // acp-guard's own session/prompt with that command, whose updates are the

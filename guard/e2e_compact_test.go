@@ -195,10 +195,7 @@ func TestE2ECompactionStops(t *testing.T) {
 				t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].raw)
 			}
 			pe, _ := errorData(t, resp[0])
-			wantCode := "context_overflow"
-			if tt.reason == "agent_exited" {
-				wantCode = "unclassified" // the answer is about the agent's death (ExitData)
-			}
+			wantCode := "context_overflow" // an agent that dies during compaction: the failure recovery was for
 			if pe.Code != wantCode || pe.Recovery.Action != tt.action || pe.Recovery.Reason != tt.reason {
 				t.Errorf("providerError: got %s/%s recovery %+v, want %s %s %s", pe.Code, pe.Class, pe.Recovery, wantCode, tt.action, tt.reason)
 			}

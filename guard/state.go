@@ -58,6 +58,7 @@ const (
 	onUnwritable                // the attempt record of scheduled work could not be written
 	onAgentExit                 // the agent exited before the prompt was answered
 	onEnded                     // the session ended (transcript over) with the prompt pending
+	onShutdown                  // acp-guard is shutting down on a signal while the prompt is held
 	onCompact                   // a replay-safe context overflow; compaction allowed and offered
 	onCompacted                 // the compaction turn ended well; the retry goes out
 	onCompactFail               // the compaction turn failed, ended empty or did more than compact
@@ -65,7 +66,7 @@ const (
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended",
+	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
 	"compact", "compacted", "compaction_failed"}
 
 func (e event) String() string {
@@ -80,7 +81,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onCompact, onCompactFail:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail:
 		return true
 	}
 	return false
@@ -127,6 +128,7 @@ var transitions = func() []edge {
 	add(held, onCancel, stAnswered, policy.AttemptCancelled, false)
 	add(held, onSuperseded, stActionRequired, policy.AttemptStopped, false)
 	add(held, onUnwritable, stActionRequired, policy.AttemptStopped, false)
+	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
 	add(live, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add(live, onEnded, stAnswered, "", false)
 	return t
