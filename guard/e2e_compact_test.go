@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/policy"
@@ -263,5 +264,37 @@ func TestE2ECompactionUnwritableLog(t *testing.T) {
 	}
 	if n, _ := promptsToAgent(t, transcript(t, rec)); n != 1 {
 		t.Errorf("prompts the agent saw: got %d, want 1 (no compaction without its record)", n)
+	}
+}
+
+// A stop signal during the compaction turn answers the held prompt at once
+// with the overflow, reason shutting_down; nothing is re-sent.
+func TestE2ESignalDuringCompaction(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "session.jsonl")
+	p := startProxy(t, []string{"--record", rec, "--state-dir", filepath.Join(dir, "state"), "--policy", compactPolicyFile(t, true)},
+		"--scenario", "compact-hang")
+	_, sid := p.open()
+	p.send(e2ePrompt(3, sid))
+	var frames []e2eFrame
+	for len(compactionMarked(t, frames)) == 0 {
+		frames = append(frames, p.next())
+	}
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	frames = append(frames, p.until("3")...)
+	rest, _ := p.finish()
+	resp := responsesTo(append(frames, rest...), "3")
+	if len(resp) != 1 || resp[0].Error == nil {
+		t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].raw)
+	}
+	pe, _ := errorData(t, resp[0])
+	if pe.Code != "context_overflow" || pe.Recovery.Action != "stop" || pe.Recovery.Reason != "shutting_down" {
+		t.Errorf("providerError: got %s recovery %+v, want context_overflow stopped with shutting_down", pe.Code, pe.Recovery)
+	}
+	if got := guardPromptTexts(t, transcript(t, rec)); len(got) != 1 || got[0] != "/compact" {
+		t.Errorf("acp-guard's prompts: got %q, want only /compact", got)
 	}
 }
