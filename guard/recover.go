@@ -224,8 +224,7 @@ func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 }
 
 // Stopping answers every prompt the guard holds (a wait, a model switch,
-// a compaction)
-// with its failure at once, reason shutting_down: acp-guard got a stop
+// a compaction) with its failure at once, reason shutting_down: acp-guard got a stop
 // signal, the relay refuses new requests of the proxy's own from now on,
 // and the client should not wait for a retry that will never be sent.
 func (g *Guard) Stopping(c transport.Ctl) {
