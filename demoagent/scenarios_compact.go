@@ -22,6 +22,7 @@ type compactMode struct {
 	commands   []string // advertised command names
 	run        func(t *turn) error
 	overflows  bool // prompts keep overflowing after the compaction
+	textFirst  bool // an overflowing prompt streams a message chunk first (not replay-safe)
 }
 
 const compactSummary = "Summarized the conversation to free context."
@@ -50,6 +51,7 @@ var compactModes = []compactMode{
 		return compactOK(t)
 	}},
 	{name: "compact-crash", what: "advertises compact; /compact streams a note and the agent exits (--exit-code)", commands: []string{"compact"}, run: promptCrash(false)},
+	{name: "compact-after-text", what: "advertises compact; an overflowing prompt streams a message chunk first", commands: []string{"compact"}, run: compactOK, textFirst: true},
 	{name: "compact-hang", what: "advertises compact; /compact streams a note, then waits until cancelled", commands: []string{"compact"}, run: func(t *turn) error {
 		if err := t.message("Compacting…"); err != nil {
 			return err
@@ -108,6 +110,11 @@ func promptCompact(m compactMode) func(t *turn) error {
 		cs.mu.Unlock()
 		if done && !m.overflows {
 			return promptSuccess(t)
+		}
+		if m.textFirst {
+			if err := t.message("Reading the whole repository…"); err != nil {
+				return err
+			}
 		}
 		f, err := t.providerFailure("", KindContextOverflow)
 		if err != nil {

@@ -180,6 +180,7 @@ func TestE2ECompactionStops(t *testing.T) {
 		{"compact-effect", "stop", "late_activity", true, 2, 1},
 		{"compact-late", "stop", "late_activity", true, 1, 0},
 		{"compact-crash", "stop", "agent_exited", true, 2, 1},
+		{"compact-after-text", "stop", "unsafe", true, 1, 0},
 	} {
 		t.Run(tt.scenario+"/"+tt.reason, func(t *testing.T) {
 			t.Parallel()
