@@ -25,8 +25,17 @@ import (
 // compaction turn is dispatched every update for the session is late
 // activity; afterwards the session's updates belong to the compaction turn
 // (they are forwarded with _meta.acpGuard.compaction: true), while an
-// agent→client request or an unparseable line still stops recovery. At
-// most one compaction per client prompt: an overflow after it stops.
+// agent→client request or an unparseable line still stops recovery. ACP
+// updates name no turn, so a chunk the agent still sends for the failed
+// turn after that point cannot be told from the compaction's own; a tool
+// call or tool update in that window fails the compaction
+// (compaction_failed), as does one of the compaction itself. At most one
+// compaction per client prompt: an overflow after it stops.
+//
+// Cost: with the policy off, one flag test per session/update; on, the
+// updates the observers did not recognise (not chunks, tools or plans) are
+// searched for "available_commands_update", and while a compaction runs
+// the session's updates are copied once to add the mark.
 
 // Recovery reasons of compaction; their ProviderError says recovery.action
 // "compact".
