@@ -38,12 +38,13 @@ func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep
 // is for the client's own attempt, or re-addressed to the client's id (and
 // marked with the model that answered) for a retry.
 func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
-	if own && p.model == "" {
+	meta := resultMeta(p)
+	if own && meta == nil {
 		return g.respond(c, p, rep, nil)
 	}
 	line := m.Line
-	if p.model != "" && m.Result != nil {
-		line = withResultMeta(line, m.Result, map[string]any{"model": p.model, "attempts": p.attempt + 1})
+	if meta != nil && m.Result != nil {
+		line = withResultMeta(line, m.Result, meta)
 	}
 	return g.respond(c, p, rep, g.readdress(line, p))
 }
@@ -73,7 +74,7 @@ func (g *Guard) stopWith(c transport.Ctl, p *prompt, on event, reason string, ow
 // answerFailure sends the final ProviderError for p: the agent's error
 // annotated, or the rewrite of a control-chunk projection.
 func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.Decision, own bool) transport.Verdict {
-	pe := g.providerError(c, p, f, string(policy.ActionStop), d.Reason)
+	pe := g.providerError(c, p, f, recoveryAction(d.Reason), d.Reason)
 	rep := TurnReport{ProviderError: &pe, Decision: &p.decisions[len(p.decisions)-1]}
 	if f.msg == nil {
 		rep.Outcome = OutcomeRewritten

@@ -34,6 +34,9 @@ type prompt struct {
 	last       *failure  // the latest failure, answered if recovery stops
 	mark       mark      // the turn's evidence when the current wait began
 	late       lateFlags // what the gate saw while the turn was held
+
+	// compaction is the prompt's one compaction, once started (compact.go).
+	compaction *compaction
 }
 
 func (p *prompt) stopTimer() {

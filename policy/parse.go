@@ -445,7 +445,9 @@ func (p *parser) document(raw json.RawMessage) Document {
 			hasHard, hardRaw = true, m.raw
 		case "fallback_models":
 			hasFallback, fallbackRaw = true, m.raw
-		case classRequest, classUnclassified:
+		case classRequest:
+			d.Request = p.request(m.raw)
+		case classUnclassified:
 			unknownClass = append(unknownClass, m.name)
 		default:
 			unknownField = append(unknownField, m.name)
@@ -469,7 +471,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 				ld = Default()
 			}
 		}
-		ld.Version = d.Version
+		ld.Version, ld.Request = d.Version, d.Request
 		d = ld
 	default:
 		// An omitted class takes the seed's default: immediate skip.
@@ -488,7 +490,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
 	}
 	for _, name := range unknownField {
-		p.fail(name, "unknown field (want version, transient, hard, fallback_models or legacy)")
+		p.fail(name, "unknown field (want version, transient, hard, request, fallback_models or legacy)")
 	}
 	return d
 }
@@ -589,4 +591,22 @@ func (p *parser) models(raw json.RawMessage) []string {
 		return nil
 	}
 	return models
+}
+
+// request parses the request section: {"compact_then_retry": bool}.
+func (p *parser) request(raw json.RawMessage) Request {
+	var r Request
+	members, ok := p.object(classRequest, raw)
+	if !ok {
+		return r
+	}
+	for _, m := range members {
+		f := join(classRequest, m.name)
+		if m.name == "compact_then_retry" {
+			p.boolField(f, m.raw, &r.CompactThenRetry)
+		} else {
+			p.fail(f, "unknown field (want compact_then_retry)")
+		}
+	}
+	return r
 }
