@@ -34,6 +34,7 @@ type prompt struct {
 	last       *failure  // the latest failure, answered if recovery stops
 	mark       mark      // the turn's evidence when the current wait began
 	late       lateFlags // what the gate saw while the turn was held
+	circ       promptCircuit
 }
 
 func (p *prompt) stopTimer() {

@@ -57,11 +57,15 @@ const (
 	onUnwritable                // the attempt record of scheduled work could not be written
 	onAgentExit                 // the agent exited before the prompt was answered
 	onEnded                     // the session ended (transcript over) with the prompt pending
+	onPark                      // the wait's deadline passed, but the shared circuit is open: wait on (circuit.go)
+	onCircuitOpen               // still parked when the prompt's own schedule ran out
+	onNoCandidate               // every fallback model left is cooling down
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended"}
+	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended",
+	"park", "circuit_open", "no_candidate"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -75,7 +79,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onCircuitOpen, onNoCandidate:
 		return true
 	}
 	return false
@@ -120,6 +124,11 @@ var transitions = func() []edge {
 	add(held, onUnwritable, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onEnded, stAnswered, "", false)
+	// Shared circuits (circuit.go).
+	add([]state{stWaitingForReset}, onPark, stWaitingForReset, "", false)
+	add([]state{stRetryWait}, onPark, stRetryWait, "", false)
+	add(waits, onCircuitOpen, stActionRequired, policy.AttemptStopped, false)
+	add([]state{stSwitching}, onNoCandidate, stActionRequired, policy.AttemptStopped, false)
 	return t
 }()
 

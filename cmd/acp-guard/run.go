@@ -26,6 +26,7 @@ type runOptions struct {
 	stderrPTY bool
 	log       logOptions
 	guard     guardOptions
+	circuits  circuitOptions
 	argv      []string
 }
 
@@ -37,6 +38,7 @@ func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	bindGuardFlags(fs, &o.guard)
+	bindCircuitFlags(fs, &o.circuits)
 }
 
 func init() {
