@@ -95,8 +95,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // outageRun starts n proxies with flags around the outage scenario, sends
-// one prompt each, waits until endOutage says the outage is over (it is
-// given the attempts so far), then reads every answer.
+// one prompt each (all sessions opened first, so that the prompts leave
+// together), waits until endOutage says the outage is over (it is given
+// the attempts so far), then reads every answer. A nil endOutage reads
+// the answers while the outage lasts.
 type outageRun struct {
 	answers  []e2eFrame
 	attempts []*agentAttempt
@@ -115,13 +117,21 @@ func runOutage(t *testing.T, n int, flags []string, endOutage func([]*agentAttem
 	for i := range procs {
 		procs[i] = startProxy(t, append([]string{"--notices", "off"}, flags...), "--scenario", "outage", "--agent-name", "codex-acp")
 	}
-	for _, p := range procs {
-		_, sid := p.open()
-		p.send(e2ePrompt(3, sid))
+	sids := make([]string, n)
+	for i, p := range procs {
+		_, sids[i] = p.open()
 	}
-	waitFor(t, "the end of the outage", func() bool { return endOutage(readAttempts(t, attempts)) })
-	if err := os.Remove(outage); err != nil {
-		t.Fatal(err)
+	for i, p := range procs {
+		p.send(e2ePrompt(3, sids[i]))
+	}
+	end := func() {
+		waitFor(t, "the end of the outage", func() bool { return endOutage(readAttempts(t, attempts)) })
+		if err := os.Remove(outage); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if endOutage != nil {
+		end()
 	}
 	var r outageRun
 	for i, p := range procs {
@@ -212,6 +222,37 @@ func TestE2ECircuitsNATS(t *testing.T) {
 	checkOneProbeAtATime(t, r.attempts)
 	if _, retries := outageCounts(r.attempts); retries < 2 {
 		t.Errorf("failed retries: %d, want at least 2", retries)
+	}
+}
+
+// A parked session never waits longer than its own schedule: with one
+// retry each, the session that probes fails (exhausted), and the sessions
+// parked behind its probe get their ProviderError with recovery.reason
+// circuit_open and the circuit at once instead of retrying into the
+// outage. Every session is answered exactly once either way.
+func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
+	const n = 3
+	state := filepath.Join(t.TempDir(), "state")
+	r := runOutage(t, n, []string{"--policy", retryPolicyFile(t, 1, 1), "--state-dir", state}, nil)
+	_, retries := outageCounts(r.attempts)
+	parked := 0
+	for i, f := range r.answers {
+		pe := summaryOf(t, f)
+		switch pe.Recovery.Reason {
+		case "circuit_open":
+			parked++
+			if pe.Circuit == nil || pe.Circuit.State == "closed" || pe.Circuit.CooldownUntil == nil ||
+				!strings.HasPrefix(pe.Circuit.Key, "default/codex-acp/") {
+				t.Errorf("process %d: circuit_open without the open circuit: %s", i, f.raw)
+			}
+		case "exhausted":
+		default:
+			t.Errorf("process %d: answered %s, want exhausted or circuit_open", i, f.raw)
+		}
+	}
+	t.Logf("%d sessions: %d retries reached the agents, %d parked out", n, retries, parked)
+	if parked == 0 || retries+parked != n {
+		t.Errorf("retries that reached the agents %d, sessions parked out %d: want at least one parked, %d in all", retries, parked, n)
 	}
 }
 
