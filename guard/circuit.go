@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
+
+	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
@@ -74,9 +77,17 @@ var holderBase = func() string {
 	return fmt.Sprintf("%s/%d", h, os.Getpid())
 }()
 
-// holder names p's turn uniquely across processes and machines.
-func holder(p *prompt) string {
-	s := fmt.Sprintf("%s/%s/%s", holderBase, p.session, p.client.ID)
+// guards numbers the Guards of the process, so that two of them never
+// share a lease holder id.
+var guards atomic.Uint64
+
+// holder names p's turn uniquely across processes and machines:
+// host/pid/guard/session/request.
+func (g *Guard) holder(p *prompt) string {
+	if g.circID == 0 {
+		g.circID = guards.Add(1)
+	}
+	s := fmt.Sprintf("%s/%d/%s/%s", holderBase, g.circID, p.session, p.client.ID)
 	if len(s) > 200 {
 		s = fmt.Sprintf("%s/%x", holderBase, []byte(s[len(holderBase):])[:64])
 	}
@@ -144,14 +155,14 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 	g.endProbe(p)
 	if !opens {
 		if probe {
-			g.release(c, p.circ.key, holder(p))
+			g.release(c, p.circ.key, g.holder(p))
 		}
 		p.circ.keyed = false
 		return
 	}
 	key := circuit.Key{Namespace: g.cfg.CircuitNamespace, Provider: g.adapter, Model: a.Model, Scope: f.verdict.Scope}
 	p.circ.key, p.circ.keyed = key, true
-	cf, h, cc := circuit.Failure{Class: a.Class, Code: a.Code, CooldownUntil: until}, holder(p), g.cfg.Circuits
+	cf, h, cc := circuit.Failure{Class: a.Class, Code: a.Code, CooldownUntil: until}, g.holder(p), g.cfg.Circuits
 	g.circOps.do(c, func() func() {
 		if _, err := cc.Fail(context.Background(), key, cf, h, now); err != nil {
 			g.log.Debug("circuit fail", "key", key.String(), "err", err)
@@ -167,7 +178,7 @@ func (g *Guard) dispatchDue(c transport.Ctl, p *prompt) {
 		g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
 		return
 	}
-	key, h, epoch, now, cc := p.circ.key, holder(p), p.epoch, c.Now(), g.cfg.Circuits
+	key, h, epoch, now, cc := p.circ.key, g.holder(p), p.epoch, c.Now(), g.cfg.Circuits
 	g.circOps.do(c, func() func() {
 		d, err := cc.Acquire(context.Background(), key, h, now)
 		if err != nil {
@@ -181,7 +192,7 @@ func (g *Guard) dispatchDue(c transport.Ctl, p *prompt) {
 func (g *Guard) acquired(c transport.Ctl, p *prompt, epoch uint64, d circuit.Decision) {
 	if p.epoch != epoch || g.closed || !c.Pending(p.client) || !g.tracker.Current(p.turn) {
 		if d.Action == circuit.Probe {
-			g.release(c, p.circ.key, holder(p)) // nobody runs this probe
+			g.release(c, p.circ.key, g.holder(p)) // nobody runs this probe
 		}
 		if p.epoch == epoch && !g.closed {
 			g.due(c, p, epoch) // the prompt ended meanwhile: due answers it
@@ -246,7 +257,7 @@ func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 
 // armRefresh keeps a running probe's lease alive.
 func (g *Guard) armRefresh(c transport.Ctl, p *prompt) {
-	epoch, key, h, cc := p.epoch, p.circ.key, holder(p), g.cfg.Circuits
+	epoch, key, h, cc := p.epoch, p.circ.key, g.holder(p), g.cfg.Circuits
 	p.stop = c.After(cc.RefreshEvery(), func() {
 		if p.epoch != epoch || !p.circ.probe || g.closed {
 			return
@@ -296,10 +307,10 @@ func (g *Guard) circuitAnswered(c transport.Ctl, p *prompt, rep TurnReport) {
 	}
 	switch {
 	case p.circ.progressed:
-	case rep.Outcome == OutcomeRetried:
-		g.progress(c, p)
+	case rep.Outcome == OutcomeRetried && rep.StopReason != string(acp.StopReasonCancelled):
+		g.progress(c, p) // a successful return; a cancelled one proves nothing
 	default:
-		g.release(c, p.circ.key, holder(p))
+		g.release(c, p.circ.key, g.holder(p))
 	}
 	g.endProbe(p)
 }

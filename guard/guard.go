@@ -54,6 +54,7 @@ type Guard struct {
 	closed   bool
 	circOps  circuitOps // the circuit store's worker (circuitops.go)
 	probes   int        // prompts holding a probe lease
+	circID   uint64     // this Guard among the process's (lease holder ids)
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
