@@ -129,13 +129,15 @@ type failingStore struct{}
 
 var errDown = errors.New("store down")
 
-func (failingStore) Get(context.Context, string) (*circuit.Record, uint64, error) { return nil, 0, errDown }
+func (failingStore) Get(context.Context, string) (*circuit.Record, uint64, error) {
+	return nil, 0, errDown
+}
 func (failingStore) CompareAndSwap(context.Context, string, circuit.Record, uint64) error {
 	return errDown
 }
 func (failingStore) List(context.Context) ([]circuit.Record, error) { return nil, errDown }
-func (failingStore) Delete(context.Context, string) error          { return errDown }
-func (failingStore) Close() error                                  { return nil }
+func (failingStore) Delete(context.Context, string) error           { return errDown }
+func (failingStore) Close() error                                   { return nil }
 
 type syncBuf struct {
 	mu sync.Mutex
