@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/acp-guard/acp-guard/demoagent"
+	"github.com/acp-guard/acp-guard/policy"
 )
 
 // Shared circuits through the built binary: several acp-guard processes,
@@ -256,6 +257,23 @@ func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 	}
 }
 
+func attemptRecords(t *testing.T, path string) []policy.Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []policy.Record
+	for _, ln := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r policy.Record
+		if err := json.Unmarshal([]byte(ln), &r); err != nil {
+			t.Fatalf("attempt record %q: %v", ln, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // skipPolicyFile: no retries, no waits; exhausted failures skip to the
 // next fallback model.
 func skipPolicyFile(t *testing.T) string {
@@ -323,6 +341,13 @@ func TestE2EFallbackSummaryAndCooldownSkip(t *testing.T) {
 	}
 	if pe.SoonestRetryAt == nil || *pe.SoonestRetryAt != soonest {
 		t.Errorf("soonestRetryAt %v, want %s", pe.SoonestRetryAt, soonest)
+	}
+	logged := map[string]bool{}
+	for _, rec := range attemptRecords(t, filepath.Join(state, policy.LogFileName)) {
+		logged[rec.Model] = true
+	}
+	if !logged["model-a"] || !logged["model-b"] || !logged["model-c"] {
+		t.Errorf("attempt log names the models %v, want model-a, model-b and model-c", logged)
 	}
 
 	second := runRecovery(t, flags, agent...)

@@ -238,7 +238,7 @@ func (g *Guard) record(c transport.Ctl, p *prompt, s step, outcome policy.Attemp
 	}
 	rec := policy.Record{
 		Time: c.Now().UTC(), SessionID: p.session, RequestID: string(p.client.ID),
-		Generation: p.turn.Generation, Attempt: p.attempt, Decision: d, Policy: g.cfg.Policy, Outcome: outcome,
+		Generation: p.turn.Generation, Attempt: p.attempt, Model: g.modelOf(p), Decision: d, Policy: g.cfg.Policy, Outcome: outcome,
 	}
 	f := s.f
 	if f == nil && outcome != policy.AttemptSucceeded {
