@@ -103,6 +103,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 type outageRun struct {
 	answers  []e2eFrame
 	attempts []*agentAttempt
+	ended    time.Time // when the outage file was removed
 }
 
 func runOutage(t *testing.T, n int, flags []string, endOutage func([]*agentAttempt) bool) outageRun {
@@ -125,16 +126,14 @@ func runOutage(t *testing.T, n int, flags []string, endOutage func([]*agentAttem
 	for i, p := range procs {
 		p.send(e2ePrompt(3, sids[i]))
 	}
-	end := func() {
+	var r outageRun
+	if endOutage != nil {
 		waitFor(t, "the end of the outage", func() bool { return endOutage(readAttempts(t, attempts)) })
 		if err := os.Remove(outage); err != nil {
 			t.Fatal(err)
 		}
+		r.ended = time.Now()
 	}
-	if endOutage != nil {
-		end()
-	}
-	var r outageRun
 	for i, p := range procs {
 		frames := p.until("3")
 		r.answers = append(r.answers, frames[len(frames)-1])
@@ -361,5 +360,39 @@ func TestE2EFallbackSummaryAndCooldownSkip(t *testing.T) {
 	}
 	if len(pe.Attempts) != 1 || pe.Attempts[0].Model != "model-a" {
 		t.Errorf("second session: attempts %+v, want model-a only", pe.Attempts)
+	}
+}
+
+// TestMeasureCircuitOutage measures (README, "Shared circuits") how many
+// attempts reach the provider during an outage of five seconds with four
+// acp-guard processes, policy "retry 4× from 1 s", circuits on (file
+// store) and off. Run with ACP_GUARD_MEASURE_CIRCUITS=1; it asserts
+// nothing but that every session is answered.
+func TestMeasureCircuitOutage(t *testing.T) {
+	if os.Getenv("ACP_GUARD_MEASURE_CIRCUITS") == "" {
+		t.Skip("measurement: set ACP_GUARD_MEASURE_CIRCUITS=1")
+	}
+	const n, outage = 4, 5 * time.Second
+	for _, mode := range []string{"file", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			flags := []string{"--policy", retryPolicyFile(t, 4, 1), "--state-dir", filepath.Join(t.TempDir(), "state"), "--circuits", mode}
+			var since time.Time
+			r := runOutage(t, n, flags, func(as []*agentAttempt) bool {
+				if initial, _ := outageCounts(as); initial == n && since.IsZero() {
+					since = time.Now()
+				}
+				return !since.IsZero() && time.Since(since) >= outage
+			})
+			checkAllSucceeded(t, r)
+			initial, retries := outageCounts(r.attempts)
+			var release []string
+			for _, a := range r.attempts {
+				if a.fin && !a.failed {
+					release = append(release, time.Duration(a.end-r.ended.UnixNano()).Round(100*time.Millisecond).String())
+				}
+			}
+			t.Logf("circuits %s: %d processes, outage %v: %d attempts reached the agents during the outage (%d own prompts, %d retries), %d in all; successes after the outage ended: %v",
+				mode, n, outage, initial+retries, initial, retries, len(r.attempts), release)
+		})
 	}
 }
