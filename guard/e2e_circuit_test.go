@@ -396,3 +396,26 @@ func TestMeasureCircuitOutage(t *testing.T) {
 		})
 	}
 }
+
+// An unreachable NATS server never blocks a turn: the session recovers
+// as without circuits, and the store's outage is logged once.
+func TestE2ECircuitsNATSUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	l.Close() // nobody listens there any more
+	p := startProxy(t, []string{"--policy", retryPolicyFile(t, 3, 1), "--circuits", url, "--state-dir", filepath.Join(t.TempDir(), "state")},
+		"--scenario", "fail-then-succeed", "--fail", "2", "--agent-name", "codex-acp")
+	_, sid := p.open()
+	p.send(e2ePrompt(3, sid))
+	frames := p.until("3")
+	if f := frames[len(frames)-1]; stopReason(t, f) != "end_turn" {
+		t.Fatalf("answered %s, want end_turn", f.raw)
+	}
+	p.finish()
+	if n := strings.Count(p.stderr.String(), "circuit store unavailable"); n != 1 {
+		t.Errorf("store outage logged %d times, want once; stderr:\n%s", n, p.stderr.String())
+	}
+}
