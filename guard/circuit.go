@@ -94,6 +94,17 @@ func (g *Guard) holder(p *prompt) string {
 	return s
 }
 
+// circuitKey is the key of the circuit of model (when known) and a
+// verdict's scope, normalized (an invalid key is refused by every circuit
+// operation, which then answers as without circuits).
+func (g *Guard) circuitKey(model, scope string) circuit.Key {
+	k := circuit.Key{Namespace: g.cfg.CircuitNamespace, Provider: g.adapter, Model: model, Scope: scope}
+	if n, err := k.Normalize(); err == nil {
+		return n
+	}
+	return k
+}
+
 // modelOf is the model p's current attempt runs on, "" when unknown.
 func (g *Guard) modelOf(p *prompt) string {
 	if p.model != "" {
@@ -160,7 +171,7 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 		p.circ.keyed = false
 		return
 	}
-	key := circuit.Key{Namespace: g.cfg.CircuitNamespace, Provider: g.adapter, Model: a.Model, Scope: f.verdict.Scope}
+	key := g.circuitKey(a.Model, f.verdict.Scope)
 	p.circ.key, p.circ.keyed = key, true
 	cf, h, cc := circuit.Failure{Class: a.Class, Code: a.Code, CooldownUntil: until}, g.holder(p), g.cfg.Circuits
 	g.circOps.do(c, func() func() {

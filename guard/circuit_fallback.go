@@ -27,7 +27,7 @@ func (g *Guard) switchTo(c transport.Ctl, p *prompt, next string) {
 	}
 	keys := make([]circuit.Key, len(cands))
 	for i, m := range cands {
-		keys[i] = circuit.Key{Namespace: g.cfg.CircuitNamespace, Provider: g.adapter, Model: m, Scope: p.last.verdict.Scope}
+		keys[i] = g.circuitKey(m, p.last.verdict.Scope)
 	}
 	epoch, now, cc := p.epoch, c.Now(), g.cfg.Circuits
 	g.circOps.do(c, func() func() {

@@ -354,7 +354,7 @@ func TestE2EFallbackSummaryAndCooldownSkip(t *testing.T) {
 	if second.prompts != 1 {
 		t.Errorf("second session: agent saw %d prompts, want 1 (model-b and model-c cooling down)", second.prompts)
 	}
-	if pe.Recovery.Reason != "circuit_open" || pe.Circuit == nil || !strings.Contains(pe.Circuit.Key, "/model-b/") ||
+	if pe.Recovery.Reason != "circuit_open" || pe.Circuit == nil || pe.Circuit.Key != "default/codex-acp/model-b/account" ||
 		pe.Circuit.State != "open" || pe.Circuit.CooldownUntil == nil {
 		t.Errorf("second session: %s, want recovery.reason circuit_open and model-b's open circuit", second.answer().raw)
 	}
