@@ -241,6 +241,9 @@ func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 		switch pe.Recovery.Reason {
 		case "circuit_open":
 			parked++
+			if parked == 1 {
+				t.Logf("process %d: %s", i, f.raw)
+			}
 			if pe.Circuit == nil || pe.Circuit.State == "closed" || pe.Circuit.CooldownUntil == nil ||
 				!strings.HasPrefix(pe.Circuit.Key, "default/codex-acp/") {
 				t.Errorf("process %d: circuit_open without the open circuit: %s", i, f.raw)
