@@ -173,3 +173,21 @@ func TestCircuitStoreDownRecoversAlone(t *testing.T) {
 		t.Errorf("store outage logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// A probe whose turn runs long keeps its lease: a session asking after
+// the lease's first TTL would have run out still parks.
+func TestCircuitProbeRefreshesLease(t *testing.T) {
+	cc, _ := sharedCircuits(t)
+	a, b := newCircuitHarness(t, cc), newCircuitHarness(t, cc)
+	failBoth(t, a, b) // a's lease: until epoch+5s+TTL
+	a.v.Advance(circuit.DefaultLeaseTTL + 5*time.Second)
+
+	c := newCircuitHarness(t, cc)
+	c.v.Advance(circuit.DefaultLeaseTTL + 10*time.Second)
+	c.start()
+	c.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	c.v.Advance(5 * time.Second)
+	if n := prompts(c.agentFrames()); n != 0 {
+		t.Fatalf("c: %d prompts dispatched while a's long probe runs, want 0 (parked)", n)
+	}
+}

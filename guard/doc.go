@@ -72,4 +72,5 @@
 //	                               → observers
 //	                               → classify ← catalogue
 //	                               → policy
+//	                               → circuit
 package guard
