@@ -6,7 +6,7 @@
 //
 // # Place in the module
 //
-//	cmd/acp-guard ──► guard ──► circuit ──► policy (MkdirPrivate only)
+//	cmd/acp-guard ──► guard ──► circuit ──► internal/safefile (MkdirPrivate)
 //	                                    ──► github.com/gofrs/flock, github.com/nats-io/nats.go
 //
 // circuit imports nothing else of the module: the guard translates a
@@ -82,7 +82,7 @@
 // atomic. There is no fsync: a power loss can at worst leave a torn file,
 // which reads as "no circuits" (soft state), and the lock is held for
 // microseconds instead of a disk flush. Files are 0600 and opened with O_NOFOLLOW, the
-// directory is created 0700 (policy.MkdirPrivate). The document is bounded
+// directory is created 0700 (safefile.MkdirPrivate). The document is bounded
 // (8 MiB, 4096 circuits; records untouched for 48 h behind the newest are
 // pruned unless still cooling down). A corrupt document reads as empty and
 // is replaced by the next write; a well-formed document of another format

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
 // File names of the embedded store inside the state directory.
@@ -76,7 +76,7 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	if dir == "" {
 		return nil, errors.New("circuit store: empty state directory")
 	}
-	if err := policy.MkdirPrivate(dir); err != nil {
+	if err := safefile.MkdirPrivate(dir); err != nil {
 		return nil, fmt.Errorf("circuit store: creating state directory: %w", err)
 	}
 	lock := flock.New(filepath.Join(dir, LockFileName),

@@ -45,6 +45,7 @@
 //	waiting_for_reset | retry_wait | switching --cancel--> answered  [record cancelled]
 //	waiting_for_reset | retry_wait | switching --superseded--> action_required  [record stopped]
 //	waiting_for_reset | retry_wait | switching --state_unwritable--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching --shutting_down--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching --agent_exit--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching --session_ended--> answered
 //	waiting_for_reset --park--> waiting_for_reset
@@ -58,7 +59,9 @@
 // agent's own answer (a success of the client's attempt, a cancelled turn,
 // an older generation); due is the wait's deadline with the generation
 // still current; late_activity is any evidence for the session while the
-// turn is held (late.go); session_ended is a transcript that ran out.
+// turn is held (late.go); session_ended is a transcript that ran out;
+// shutting_down is a signal to acp-guard while the turn is held (no new
+// attempt starts after it: the held prompt gets its failure now).
 // With shared circuits (circuit.go), due first asks the circuit of the
 // latest failure: park is "the circuit is open and another session probes
 // it" — the prompt stays held (the gate still applies) and asks again

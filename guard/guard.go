@@ -207,6 +207,12 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
 	switch tag := req.Tag.(type) {
 	case *prompt:
+		if reason, ok := notSent(m); ok && tag.last != nil && tag.state == stRetrying {
+			// The retry never reached the agent: the client gets the
+			// failure it was meant to recover from.
+			g.stopWith(c, tag, onStop, reason, false)
+			return
+		}
 		g.settle(c, tag, m, false)
 	case *modelSwitch:
 		g.switched(c, tag, m)
@@ -259,6 +265,11 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
 	}
 	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
+	if p.state.waiting() && p.last != nil {
+		// The agent died while the guard held the prompt for recovery: the
+		// failure the client is owed is the one recovery was for.
+		f = p.last
+	}
 	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
 	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
 		return nil

@@ -57,6 +57,7 @@ const (
 	onUnwritable                // the attempt record of scheduled work could not be written
 	onAgentExit                 // the agent exited before the prompt was answered
 	onEnded                     // the session ended (transcript over) with the prompt pending
+	onShutdown                  // acp-guard is shutting down on a signal while the prompt is held
 	onPark                      // the wait's deadline passed, but the shared circuit is open: wait on (circuit.go)
 	onCircuitOpen               // still parked when the prompt's own schedule ran out
 	onNoCandidate               // every fallback model left is cooling down
@@ -64,7 +65,7 @@ const (
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended",
+	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
 	"park", "circuit_open", "no_candidate"}
 
 func (e event) String() string {
@@ -79,7 +80,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onCircuitOpen, onNoCandidate:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCircuitOpen, onNoCandidate:
 		return true
 	}
 	return false
@@ -122,6 +123,7 @@ var transitions = func() []edge {
 	add(held, onCancel, stAnswered, policy.AttemptCancelled, false)
 	add(held, onSuperseded, stActionRequired, policy.AttemptStopped, false)
 	add(held, onUnwritable, stActionRequired, policy.AttemptStopped, false)
+	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onEnded, stAnswered, "", false)
 	// Shared circuits (circuit.go).

@@ -221,11 +221,20 @@ func TestE2EAgentClosesStdout(t *testing.T) {
 // one answer, the agent is killed after the grace period and the exit code
 // says so (137).
 func TestE2ESignalStopsRetries(t *testing.T) {
+	// interval 1: the retry's timer fires during the grace period and the
+	// relay refuses to send it; interval 600: the held prompt is answered
+	// when the signal arrives, not when the agent is finally gone.
+	for _, interval := range []int{1, 600} {
+		t.Run(fmt.Sprintf("retry_after_%ds", interval), func(t *testing.T) { signalStopsRetries(t, interval) })
+	}
+}
+
+func signalStopsRetries(t *testing.T, interval int) {
 	pol := filepath.Join(t.TempDir(), "policy.json")
-	// Retry after 1 s; the grace period is 3 s, so without the refusal the
-	// retry would reach the agent before it is killed.
+	// With a retry after 1 s and a grace period of 3 s, the retry would
+	// reach the agent before it is killed without the refusal.
 	err := os.WriteFile(pol, []byte(`{"version":1,
-"transient":{"retry":{"enabled":true,"max_retries":3,"initial_interval_seconds":1},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
+"transient":{"retry":{"enabled":true,"max_retries":3,"initial_interval_seconds":`+fmt.Sprint(interval)+`},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
 "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`), 0o600)
 	if err != nil {
 		t.Fatal(err)
@@ -254,8 +263,29 @@ func TestE2ESignalStopsRetries(t *testing.T) {
 	if code := g.wait(); code != 137 {
 		t.Errorf("exit code %d, want 137 (the TERM-ignoring agent killed)", code)
 	}
-	if m := checkAnsweredOnce(t, msgs, "3")["3"]; m.Error == nil {
-		t.Errorf("prompt answered %s, want an error", m.raw)
+	m := checkAnsweredOnce(t, msgs, "3")["3"]
+	if m.Error == nil {
+		t.Fatalf("prompt answered %s, want an error", m.raw)
+	}
+	// The held prompt is answered with the failure it was waiting to
+	// recover from, classified, and the reason says why recovery stopped.
+	var data struct {
+		ProviderError struct {
+			Code     string `json:"code"`
+			Class    string `json:"class"`
+			Recovery struct {
+				Action string `json:"action"`
+				Reason string `json:"reason"`
+			} `json:"recovery"`
+		} `json:"providerError"`
+	}
+	if err := json.Unmarshal(m.Error.Data, &data); err != nil {
+		t.Fatalf("error data %s: %v", m.Error.Data, err)
+	}
+	pe := data.ProviderError
+	if pe.Class != "transient" || pe.Recovery.Action != "stop" || pe.Recovery.Reason != "shutting_down" {
+		t.Errorf("providerError code %q class %q recovery %+v, want the transient failure stopped with reason shutting_down (%s)",
+			pe.Code, pe.Class, pe.Recovery, m.raw)
 	}
 	log := g.allStderr()
 	if n := strings.Count(log, "demo-agent: prompt "); n != 1 {

@@ -47,6 +47,10 @@ const DefaultMaxLine = 64 << 20
 type Result struct {
 	Exit   ExitStatus
 	Counts Counts
+	// GraceSignal is the signal acp-guard itself sent the agent because it
+	// was still running a grace period after the client closed its input
+	// ("SIGTERM", then "SIGKILL"); "" when it sent none.
+	GraceSignal string
 }
 
 type eventKind uint8
@@ -191,7 +195,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	l.flush()
 	l.toAgent.close()
 	l.toClient.close()
-	res := Result{Exit: l.exit, Counts: l.relay.Counts}
+	res := Result{Exit: l.exit, Counts: l.relay.Counts, GraceSignal: l.graceSignal}
 	res.Counts.StderrDropped = l.stderrDrops.Load()
 	l.mu.Unlock()
 	l.toAgent.drain()
@@ -225,6 +229,7 @@ type loop struct {
 	outAgent    [][]byte
 	outClient   [][]byte
 	clientDone  bool
+	graceSignal string // Result.GraceSignal
 	exitSeen    bool
 	exit        ExitStatus
 	agentEOF    bool

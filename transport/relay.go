@@ -326,7 +326,7 @@ func (r *Relay) FromClient(l Line) {
 	case KindInvalid:
 		r.Counts.InvalidFromClient++
 		if r.log.Enabled(context.Background(), slog.LevelDebug) {
-			r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+			r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", r.escapeForLog(l.Bytes, 200))
 		}
 	case KindRequest:
 		if isProxyKey(KeyOf(m.ID)) {
@@ -385,7 +385,7 @@ func (r *Relay) FromAgent(l Line) {
 	case KindInvalid:
 		r.Counts.InvalidFromAgent++
 		if r.log.Enabled(context.Background(), slog.LevelDebug) {
-			r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+			r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", r.escapeForLog(l.Bytes, 200))
 		}
 	case KindRequest:
 		var dup bool
@@ -577,7 +577,24 @@ func (r *Relay) ClientClosed() {
 // Stopping records that acp-guard is shutting down on a signal: from now
 // on Call refuses to send requests of the proxy's own (a retry must not
 // start after the user asked to stop); its owner gets an error response.
-func (r *Relay) Stopping() { r.stopping = true }
+// Hooks that implement StopHook are told once, so that work they hold
+// (a scheduled retry) is answered now rather than when the agent is gone.
+func (r *Relay) Stopping() {
+	if r.stopping {
+		return
+	}
+	r.stopping = true
+	if h, ok := r.hooks.(StopHook); ok {
+		h.Stopping(r)
+	}
+}
+
+// StopHook is an optional extension of Hooks: Stopping runs once, under
+// the relay's lock like every hook, when acp-guard starts shutting down on
+// a signal. Ctl.Call refuses requests from then on.
+type StopHook interface {
+	Stopping(c Ctl)
+}
 
 // AgentOutputClosed answers every pending client request exactly once
 // because the agent closed its stdout while still running: nothing can
@@ -679,12 +696,18 @@ func ErrorResponse(id []byte, code int, message string, data any) []byte {
 	return b.Bytes()
 }
 
-// escapeForLog bounds and escapes a payload for a log line.
-func escapeForLog(b []byte, max int) string {
-	if len(b) > max {
-		b = b[:max]
+// escapeForLog redacts, bounds and escapes a payload for a log line. A
+// larger head than is shown is redacted first, so a secret that starts
+// before the cut is replaced whole, never half-kept.
+func (r *Relay) escapeForLog(b []byte, max int) string {
+	if len(b) > 4*max {
+		b = b[:4*max]
 	}
-	q := strconv.Quote(string(b))
+	s := r.redact(string(b))
+	if len(s) > max {
+		s = s[:max]
+	}
+	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
 }
 

@@ -32,12 +32,20 @@ func (l *loop) escalate(sent syscall.Signal, quiet bool) {
 	if quiet {
 		l.escalating = escalateQuiet
 	}
+	// graceSignal is set only by the escalation after the client's EOF: an
+	// agent that ended that way ended a clean session (Result.GraceSignal).
 	kill := func() {
 		l.log.Warn("agent ignored SIGTERM; sending SIGKILL")
+		if l.escalating == escalateQuiet {
+			l.graceSignal = "SIGKILL"
+		}
 		_ = l.ch.signalGroup(syscall.SIGKILL)
 	}
 	term := func() {
 		l.log.Warn("agent still running after grace; sending SIGTERM")
+		if l.escalating == escalateQuiet {
+			l.graceSignal = "SIGTERM"
+		}
 		_ = l.ch.signalGroup(syscall.SIGTERM)
 		l.timers = append(l.timers, l.Schedule(l.o.Grace, kill))
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -19,11 +18,8 @@ type circuitOptions struct {
 	namespace string
 }
 
-// envCircuits is the environment variable behind --circuits.
-const envCircuits = "ACP_GUARD_CIRCUITS"
-
 func bindCircuitFlags(fs *pflag.FlagSet, o *circuitOptions) {
-	fs.StringVar(&o.store, "circuits", "", "where the circuits shared with other acp-guard processes live: file (the state directory, default), off, or nats://HOST:PORT (a NATS JetStream key-value bucket); env "+envCircuits)
+	fs.StringVar(&o.store, "circuits", "", "where the circuits shared with other acp-guard processes live: file (the state directory, default), off, or nats://HOST:PORT (a NATS JetStream key-value bucket)")
 	fs.StringVar(&o.namespace, "circuit-namespace", "", "separates circuits of tenants/accounts sharing one store (A-Z a-z 0-9 - _; default \"default\")")
 }
 
@@ -33,10 +29,7 @@ func bindCircuitFlags(fs *pflag.FlagSet, o *circuitOptions) {
 // store that cannot be opened is logged and the proxy runs without
 // circuits (a turn never depends on the store).
 func openCircuits(o circuitOptions, stateDir string, recovering bool, log *slog.Logger) (*circuit.Circuits, func() error, error) {
-	spec := o.store
-	if spec == "" {
-		spec = strings.TrimSpace(os.Getenv(envCircuits))
-	}
+	spec := strings.TrimSpace(o.store) // the flag, else ACP_GUARD_CIRCUITS, else the config file (config.go)
 	switch {
 	case spec == "", spec == "off", spec == "file", strings.HasPrefix(spec, "nats://"), strings.HasPrefix(spec, "tls://"):
 	default:

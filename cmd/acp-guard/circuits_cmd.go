@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,14 +40,20 @@ $ACP_GUARD_CIRCUITS, else the file in the state directory): key
 (namespace/provider/model/scope), state, cooldown end, probe lease holder,
 failures and the latest failure's code. --clear KEY deletes one circuit
 (KEY as listed), so that sessions stop parking behind it at once.`,
+		Example: `  acp-guard circuits
+  acp-guard circuits --circuits nats://10.0.0.5:4222 --json
+  acp-guard circuits --clear default/codex-acp/gpt-5/provider`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.out, o.err = s.out, s.err
+			if _, err := applyConfig(cmd.Flags(), map[string]bool{"circuits": true, "state-dir": true}); err != nil {
+				return withCode(exitUsage, err)
+			}
 			return runCircuits(cmd.Context(), o)
 		},
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&o.store.store, "circuits", "", "the store: file (default), or nats://HOST:PORT; env "+envCircuits)
+	flags.StringVar(&o.store.store, "circuits", "", "the store: file (default), or nats://HOST:PORT")
 	flags.StringVar(&o.stateDir, "state-dir", "", "state directory holding the file store (default: $XDG_STATE_HOME/acp-guard)")
 	flags.BoolVar(&o.json, "json", false, "print one JSON record per line")
 	flags.StringVar(&o.clear, "clear", "", "delete the circuit with this key")
@@ -55,12 +61,9 @@ failures and the latest failure's code. --clear KEY deletes one circuit
 }
 
 func runCircuits(ctx context.Context, o *circuitsCmdOptions) error {
-	spec := o.store.store
-	if spec == "" {
-		spec = strings.TrimSpace(os.Getenv(envCircuits))
-	}
+	spec := strings.TrimSpace(o.store.store)
 	if spec == "off" {
-		return withCode(exitUsage, fmt.Errorf("circuits are off (--circuits / %s)", envCircuits))
+		return withCode(exitUsage, errors.New("circuits are off (--circuits, ACP_GUARD_CIRCUITS or the config file)"))
 	}
 	dir := o.stateDir
 	if dir == "" {
