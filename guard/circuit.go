@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -89,7 +90,8 @@ func (g *Guard) holder(p *prompt) string {
 	}
 	s := fmt.Sprintf("%s/%d/%s/%s", holderBase, g.circID, p.session, p.client.ID)
 	if len(s) > 200 {
-		s = fmt.Sprintf("%s/%x", holderBase, []byte(s[len(holderBase):])[:64])
+		sum := sha256.Sum256([]byte(s)) // long session or request ids: still unique
+		s = fmt.Sprintf("%s/%x", holderBase, sum[:16])
 	}
 	return s
 }
