@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -89,8 +90,8 @@ func (g *Guard) holder(p *prompt) string {
 		g.circID = guards.Add(1)
 	}
 	s := fmt.Sprintf("%s/%d/%s/%s", holderBase, g.circID, p.session, p.client.ID)
-	if len(s) > 200 {
-		sum := sha256.Sum256([]byte(s)) // long session or request ids: still unique
+	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		sum := sha256.Sum256([]byte(s)) // long or unprintable session or request ids: still unique
 		s = fmt.Sprintf("%s/%x", holderBase, sum[:16])
 	}
 	return s
