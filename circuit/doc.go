@@ -133,10 +133,10 @@
 //
 // The integration points in the recovery state machine (guard/doc.go). Store
 // operations can take up to OpTimeout (a file lock, a NATS round trip), so
-// the guard runs each one off its event loop — one goroutine per operation,
-// owned by the guard, that ends when the operation returns and posts the
-// result back as an event fenced by the turn's generation — and never waits
-// for it on the relay path. A result arriving for a stale generation is
+// the guard runs each one off its event loop — on one worker goroutine
+// owned by the guard (guard/circuitops.go) that runs the operations in
+// order and posts each result back as an event fenced by the prompt's
+// epoch — and never waits for it on the relay path. A result arriving for a stale generation is
 // dropped (a lease it acquired expires or is released).
 //
 //  1. active → classified transient/hard failure: Fail(key, {class, code,

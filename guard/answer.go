@@ -17,6 +17,7 @@ import (
 // response) — or the relay's exit answer, for ExitData.
 func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
 	delete(g.prompts, p.client)
+	g.circuitAnswered(c, p, rep)
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward
@@ -112,6 +113,7 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 		pe.Evidence.Unparseable = pe.Evidence.Unparseable || p.late.unparseable
 	}
 	pe.Recovery = Recovery{Action: action, Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: reason}
+	p.summarize(&pe, reason)
 	return pe
 }
 

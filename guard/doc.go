@@ -13,10 +13,13 @@
 // Hooks run serialized by the relay's one mutex, on whichever goroutine
 // read the event (a reader, a timer, the attempt-log writer reporting
 // back), and must not block: the guard does no I/O under that lock. The
-// one goroutine the guard owns is the attempt-log writer (journal.go),
+// first goroutine the guard owns is the attempt-log writer (journal.go),
 // started by the first record in the live proxy, which appends and syncs
 // records in order and reports each result back into the event loop
-// through transport.Relay.Poster; Guard.Close drains and ends it. Offline
+// through transport.Relay.Poster; Guard.Close drains and ends it. The
+// circuit store's worker (circuitops.go) is the second, same pattern:
+// store calls (up to circuit.Config.OpTimeout each) run there in order and
+// their results are posted back, fenced by the prompt's epoch. Offline
 // (transport.Virtual) records are written in line.
 //
 // # Recovery state machine
@@ -48,6 +51,10 @@
 //	waiting_for_reset | retry_wait | switching | compacting --shutting_down--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching | compacting --agent_exit--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching | compacting --session_ended--> answered
+//	waiting_for_reset --park--> waiting_for_reset
+//	retry_wait --park--> retry_wait
+//	waiting_for_reset | retry_wait --circuit_open--> action_required  [record stopped]
+//	switching --no_candidate--> action_required  [record stopped]
 //
 // Events: wait/retry/skip/stop are the policy's decision on a failed
 // attempt (stop covers unsafe, unclassified, request-class, exhausted,
@@ -66,6 +73,11 @@
 // compacted (the compaction turn ended end_turn with updates and no tool
 // activity) re-sends the prompt at once, and compaction_failed is every
 // other end of the compaction turn.
+// With shared circuits (circuit.go), due first asks the circuit of the
+// latest failure: park is "the circuit is open and another session probes
+// it" — the prompt stays held (the gate still applies) and asks again
+// later; circuit_open ends a park that outlived the prompt's own schedule;
+// no_candidate is a skip whose every fallback model left is cooling down.
 // Entering action_required answers the client with the one ProviderError
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.
@@ -74,4 +86,5 @@
 //	                               → observers
 //	                               → classify ← catalogue
 //	                               → policy
+//	                               → circuit
 package guard

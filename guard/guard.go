@@ -5,6 +5,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
@@ -35,6 +36,9 @@ type Config struct {
 	Attempts   AttemptLog // nil: none
 	OnTurn     func(TurnReport)
 	Logger     *slog.Logger
+	// Circuits are the shared circuits (circuit.go); nil: off.
+	Circuits         *circuit.Circuits
+	CircuitNamespace string // the circuit keys' namespace ("" = default)
 }
 
 // Guard implements transport.Hooks.
@@ -48,6 +52,9 @@ type Guard struct {
 	waiting  int // prompts in a held state (waiting_for_reset, retry_wait, switching)
 	journal  journal
 	closed   bool
+	circOps  circuitOps // the circuit store's worker (circuitops.go)
+	probes   int        // prompts holding a probe lease
+	circID   uint64     // this Guard among the process's (lease holder ids)
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -88,6 +95,7 @@ func New(cfg Config) *Guard {
 // writer. Call it once the relay is done with the Guard, before closing the
 // attempt log.
 func (g *Guard) Close() error {
+	g.circOps.close()
 	g.journal.close()
 	return nil
 }
@@ -143,6 +151,9 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 			suppress, parsed := g.tracker.ObserveParams(m.Params)
 			if g.waiting > 0 {
 				g.lateUpdate(c)
+			}
+			if g.probes > 0 {
+				g.probeProgress(c)
 			}
 			if suppress {
 				return transport.Drop

@@ -37,6 +37,9 @@ type prompt struct {
 
 	// compaction is the prompt's one compaction, once started (compact.go).
 	compaction *compaction
+
+	// circ is the prompt's shared-circuit state (circuit.go).
+	circ promptCircuit
 }
 
 func (p *prompt) stopTimer() {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/observers"
 )
@@ -37,6 +38,14 @@ type ProviderError struct {
 	Conflicts        []string      `json:"conflicts,omitempty"` // rule ids of a conflict
 	Model            string        `json:"model,omitempty"`
 	Recovery         Recovery      `json:"recovery"`
+	// After a fallback chain (circuit_fallback.go): every failed attempt,
+	// the earliest cooldown end among them, and whether something other
+	// than exhaustion ended the chain.
+	Attempts       []Attempt `json:"attempts,omitempty"`
+	SoonestRetryAt *string   `json:"soonestRetryAt,omitempty"`
+	Aborted        bool      `json:"aborted,omitempty"`
+	// Circuit is the circuit that decided (recovery.reason circuit_open).
+	Circuit *circuit.Snapshot `json:"circuit,omitempty"`
 }
 
 // EvidenceFlags are the turn's evidence as the client sees it.

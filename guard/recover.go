@@ -46,9 +46,10 @@ func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport
 	g.log.Info("failure classified", "session", p.session, "id", string(p.client.ID), "attempt", p.attempt,
 		"code", f.verdict.Code, "class", string(f.verdict.Class), "rule", f.verdict.Rule,
 		"replay_safe", f.turn.ReplaySafe(), "action", string(d.Action), "reason", d.Reason)
+	g.circuitFailed(c, p, f, d)
 	switch d.Action {
 	case policy.ActionSkip:
-		g.transit(c, p, step{on: onSkip, f: f, d: d}, func() { g.switchModel(c, p, next) })
+		g.transit(c, p, step{on: onSkip, f: f, d: d}, func() { g.switchTo(c, p, next) })
 	case policy.ActionRetry:
 		g.transit(c, p, step{on: onRetry, f: f, d: d}, func() { g.arm(c, p, f, d) })
 	case policy.ActionWait:
@@ -121,7 +122,7 @@ func (g *Guard) due(c transport.Ctl, p *prompt, epoch uint64) {
 		return
 	}
 	if g.dispatchable(c, p, p.turn) {
-		g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
+		g.dispatchDue(c, p) // asks the shared circuit first, when there is one
 	}
 }
 
@@ -153,21 +154,30 @@ func (g *Guard) dispatchRetry(c transport.Ctl, p *prompt) {
 
 // nextCandidate returns the next fallback model the session can switch to.
 func (g *Guard) nextCandidate(p *prompt) (string, bool) {
+	if cands := g.candidates(p); len(cands) > 0 {
+		return cands[0], true
+	}
+	return "", false
+}
+
+// candidates returns, in order, the fallback models the session can still
+// switch to.
+func (g *Guard) candidates(p *prompt) []string {
 	info := g.sessions[p.session]
 	if info == nil || (len(info.models) == 0 && info.modelOption == "") {
-		return "", false // the agent cannot switch models
+		return nil // the agent cannot switch models
 	}
-	cands := append(append([]string(nil), g.cfg.Policy.FallbackModels...), g.cfg.Fallback...)
-	for _, m := range cands {
-		if m == info.currentModel || contains(p.tried, m) {
+	var out []string
+	for _, m := range append(append([]string(nil), g.cfg.Policy.FallbackModels...), g.cfg.Fallback...) {
+		if m == info.currentModel || contains(p.tried, m) || contains(out, m) {
 			continue
 		}
 		if !contains(info.models, m) && !contains(info.optionValues, m) {
 			continue
 		}
-		return m, true
+		out = append(out, m)
 	}
-	return "", false
+	return out
 }
 
 func contains(list []string, s string) bool {

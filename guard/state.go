@@ -62,12 +62,15 @@ const (
 	onCompact                   // a replay-safe context overflow; compaction allowed and offered
 	onCompacted                 // the compaction turn ended well; the retry goes out
 	onCompactFail               // the compaction turn failed, ended empty or did more than compact
+	onPark                      // the wait's deadline passed, but the shared circuit is open: wait on (circuit.go)
+	onCircuitOpen               // still parked when the prompt's own schedule ran out
+	onNoCandidate               // every fallback model left is cooling down
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
 	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
-	"compact", "compacted", "compaction_failed"}
+	"compact", "compacted", "compaction_failed", "park", "circuit_open", "no_candidate"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -81,7 +84,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onCircuitOpen, onNoCandidate:
 		return true
 	}
 	return false
@@ -131,6 +134,11 @@ var transitions = func() []edge {
 	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
 	add(live, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add(live, onEnded, stAnswered, "", false)
+	// Shared circuits (circuit.go).
+	add([]state{stWaitingForReset}, onPark, stWaitingForReset, "", false)
+	add([]state{stRetryWait}, onPark, stRetryWait, "", false)
+	add(waits, onCircuitOpen, stActionRequired, policy.AttemptStopped, false)
+	add([]state{stSwitching}, onNoCandidate, stActionRequired, policy.AttemptStopped, false)
 	return t
 }()
 
@@ -242,7 +250,7 @@ func (g *Guard) record(c transport.Ctl, p *prompt, s step, outcome policy.Attemp
 	}
 	rec := policy.Record{
 		Time: c.Now().UTC(), SessionID: p.session, RequestID: string(p.client.ID),
-		Generation: p.turn.Generation, Attempt: p.attempt, Decision: d, Policy: g.cfg.Policy, Outcome: outcome,
+		Generation: p.turn.Generation, Attempt: p.attempt, Model: g.modelOf(p), Decision: d, Policy: g.cfg.Policy, Outcome: outcome,
 	}
 	f := s.f
 	if f == nil && outcome != policy.AttemptSucceeded {

@@ -43,7 +43,8 @@ type Record struct {
 	SessionID        string         `json:"sessionId"`
 	RequestID        string         `json:"requestId"` // the client's JSON-RPC id as raw JSON text: 7 or "abc"
 	Generation       int64          `json:"generation"`
-	Attempt          int            `json:"attempt"` // 0 for the original prompt, then 1, 2, …
+	Attempt          int            `json:"attempt"`         // 0 for the original prompt, then 1, 2, …
+	Model            string         `json:"model,omitempty"` // the model the attempt ran on, when known
 	Code             string         `json:"code,omitempty"`
 	Class            string         `json:"class,omitempty"`
 	Rule             string         `json:"rule,omitempty"`

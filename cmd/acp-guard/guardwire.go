@@ -119,6 +119,14 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		cfg.Attempts = &lazyLog{dir: o.guard.stateDir, log: log}
 		gw.closers = append(gw.closers, cfg.Attempts.(*lazyLog).close)
 	}
+	circuits, closeCircuits, err := openCircuits(o.circuits, o.guard.stateDir, recovers(doc, o.guard.fallback), log)
+	if err != nil {
+		return nil, err
+	}
+	if circuits != nil {
+		cfg.Circuits, cfg.CircuitNamespace = circuits, o.circuits.namespace
+		gw.closers = append(gw.closers, closeCircuits)
+	}
 	if o.guard.record != "" {
 		start := time.Now()
 		name := newRecordName(o.guard.record, start, os.Getpid())

@@ -30,6 +30,7 @@ type runOptions struct {
 	log       logOptions
 	guard     guardOptions
 	telemetry telemetryOptions
+	circuits  circuitOptions
 	argv      []string
 }
 
@@ -42,6 +43,7 @@ func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	bindGuardFlags(fs, &o.guard)
 	bindTelemetryFlags(fs, &o.telemetry)
+	bindCircuitFlags(fs, &o.circuits)
 }
 
 func init() {
