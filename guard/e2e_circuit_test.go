@@ -258,7 +258,6 @@ func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 	}
 }
 
-
 // skipPolicyFile: no retries, no waits; exhausted failures skip to the
 // next fallback model.
 func skipPolicyFile(t *testing.T) string {
