@@ -348,20 +348,8 @@ func TestE2EOrphansReaped(t *testing.T) {
 
 // procStatPPID reads the state and parent pid of pid.
 func procStatPPID(pid int) (state string, ppid int, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	pp, err := strconv.Atoi(f[1])
-	return f[0], pp, err == nil
+	state, ppid, _, ok = procFields(pid)
+	return state, ppid, ok
 }
 
 // waitFor polls cond until it holds; the deadline is a hang guard.

@@ -453,21 +453,29 @@ func waitProcessGone(pid int) error {
 
 // procStat reads the state and process group of pid from /proc.
 func procStat(pid int) (state string, pgrp int, ok bool) {
+	state, _, pgrp, ok = procFields(pid)
+	return state, pgrp, ok
+}
+
+// procFields reads the state, parent and process group of pid from
+// /proc/PID/stat: "pid (comm) state ppid pgrp …", where comm may hold
+// spaces and parentheses.
+func procFields(pid int) (state string, ppid, pgrp int, ok bool) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return "", 0, false
+		return "", 0, 0, false
 	}
-	// pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return "", 0, false
+		return "", 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 3 {
-		return "", 0, false
+		return "", 0, 0, false
 	}
-	pg, err := strconv.Atoi(f[2])
-	return f[0], pg, err == nil
+	pp, err1 := strconv.Atoi(f[1])
+	pg, err2 := strconv.Atoi(f[2])
+	return f[0], pp, pg, err1 == nil && err2 == nil
 }
 
 // vmHWM reads a live process's peak resident set in bytes.
