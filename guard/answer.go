@@ -17,6 +17,7 @@ import (
 // response) — or the relay's exit answer, for ExitData.
 func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
 	delete(g.prompts, p.client)
+	g.noteOutcome(p, rep)
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward
@@ -38,12 +39,19 @@ func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep
 // is for the client's own attempt, or re-addressed to the client's id (and
 // marked with the model that answered) for a retry.
 func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
-	if own && p.model == "" {
+	meta := p.note.meta(nil)
+	if p.note.silent != nil {
+		rep.Silent = p.note.silent.Kind
+	}
+	if p.model != "" && m.Result != nil {
+		meta = p.note.meta(map[string]any{"model": p.model, "attempts": p.attempt + 1})
+	}
+	if own && meta == nil {
 		return g.respond(c, p, rep, nil)
 	}
 	line := m.Line
-	if p.model != "" && m.Result != nil {
-		line = withResultMeta(line, m.Result, map[string]any{"model": p.model, "attempts": p.attempt + 1})
+	if meta != nil && m.Result != nil {
+		line = withResultMeta(line, m.Result, meta)
 	}
 	return g.respond(c, p, rep, g.readdress(line, p))
 }

@@ -56,6 +56,7 @@ type sessionInfo struct {
 	modelOption  string   // id of a model config option (session/set_config_option)
 	optionValues []string
 	currentModel string
+	lastFailed   bool // the session's latest prompt was answered with a failure
 }
 
 var _ transport.Hooks = (*Guard)(nil)

@@ -34,6 +34,7 @@ type prompt struct {
 	last       *failure  // the latest failure, answered if recovery stops
 	mark       mark      // the turn's evidence when the current wait began
 	late       lateFlags // what the gate saw while the turn was held
+	note       annotation // what a successful result gains under _meta.acpGuard (silent.go)
 }
 
 func (p *prompt) stopTimer() {
@@ -97,6 +98,10 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 		// end_turn (claude-agent-acp 0.23.1 after an error). Report the
 		// failure it was meant to recover from instead of an empty success.
 		return g.stopWith(c, p, onStop, ReasonEmptyRetry, own)
+	}
+	p.note = g.annotate(c, p, m, stopReason)
+	if f := g.emptyFailure(c, p); f != nil {
+		return g.fail(c, p, f, own)
 	}
 	if p.state == stRetrying {
 		g.transit(c, p, step{on: onSucceed, d: policy.Decision{Action: "none", Reason: "succeeded"}}, nil)

@@ -34,6 +34,7 @@ type TurnReport struct {
 	Decision      *policy.Decision `json:"decision,omitempty"`
 	Attempts      int              `json:"attempts,omitempty"`
 	Suppressed    int              `json:"suppressed"`
+	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (silent.go)
 }
 
 func (g *Guard) report(p *prompt, r TurnReport) {

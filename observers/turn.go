@@ -12,6 +12,7 @@ type Evidence struct {
 	ToolCalls       int  `json:"-"`
 	ToolUpdates     int  `json:"-"`
 	Effects         int  `json:"-"` // agent→client effect requests
+	Requests        int  `json:"-"` // agent→client requests of any kind
 	Unparseable     int  `json:"-"` // stdout lines that were not JSON (or too long)
 	Cancelled       bool `json:"-"`
 	Suppressed      int  `json:"-"` // control chunks suppressed
@@ -35,6 +36,7 @@ type Turn struct {
 	StopReason string
 	Returned   bool
 	stderr     []string
+	repeat     repeatState
 }
 
 const maxTurnStderr = 20
@@ -229,6 +231,9 @@ func IsEffect(method string) bool {
 
 // Effect records an agent→client request in the session's active turn.
 func (tr *Tracker) Effect(sessionID, method string) {
+	if t := tr.Active(sessionID); t != nil && !t.Returned {
+		t.Evidence.Requests++
+	}
 	if !IsEffect(method) {
 		return
 	}

@@ -180,7 +180,11 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 				}
 			}
 		}
-		return tr.update(t, u.Kind, text, complete, nonEmpty)
+		suppress = tr.update(t, u.Kind, text, complete, nonEmpty)
+		if u.Kind == UpdateMessage && nonEmpty && !suppress && !t.Returned {
+			t.observeText(u.TextRaw)
+		}
+		return suppress
 	default:
 		return tr.update(t, u.Kind, "", false, false)
 	}

@@ -50,7 +50,21 @@ type Document struct {
 	Transient      ClassPolicy `json:"transient"`
 	Hard           ClassPolicy `json:"hard"`
 	FallbackModels []string    `json:"fallback_models,omitempty"`
+	// EmptyTurn is what an empty end_turn becomes: EmptyTurnPass ("" too)
+	// annotates it; EmptyTurnError turns it into an empty_response failure.
+	EmptyTurn string `json:"empty_turn,omitempty"`
+	// StallTimeoutSeconds arms the stall watchdog (0: off).
+	StallTimeoutSeconds int `json:"stall_timeout_seconds,omitempty"`
 }
+
+// EmptyTurn values.
+const (
+	EmptyTurnPass  = "pass"
+	EmptyTurnError = "error"
+)
+
+// MaxStallTimeoutSeconds bounds stall_timeout_seconds (one day).
+const MaxStallTimeoutSeconds = 86400
 
 // Failure is what the evaluator needs to know about one failed attempt.
 type Failure struct {
