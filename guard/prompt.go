@@ -31,9 +31,9 @@ type prompt struct {
 	stop       func() bool // the armed timer, if any
 	decisions  []policy.Decision
 	reported   bool
-	last       *failure  // the latest failure, answered if recovery stops
-	mark       mark      // the turn's evidence when the current wait began
-	late       lateFlags // what the gate saw while the turn was held
+	last       *failure   // the latest failure, answered if recovery stops
+	mark       mark       // the turn's evidence when the current wait began
+	late       lateFlags  // what the gate saw while the turn was held
 	note       annotation // what a successful result gains under _meta.acpGuard (silent.go)
 }
 
