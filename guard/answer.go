@@ -17,6 +17,7 @@ import (
 // response) — or the relay's exit answer, for ExitData.
 func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
 	delete(g.prompts, p.client)
+	p.stall.disarm()
 	g.noteOutcome(p, rep)
 	g.report(p, rep)
 	if line == nil {
@@ -113,6 +114,9 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 		}
 	}
 	pe.Model = p.model
+	if p.stall.fired {
+		pe.Evidence.StalledMs, pe.Evidence.LastFrame = p.stall.idle.Milliseconds(), p.stall.last
+	}
 	if p.late.any() {
 		pe.ReplaySafe = false
 		pe.Evidence.AgentRequests = pe.Evidence.AgentRequests || p.late.requests

@@ -44,6 +44,7 @@
 //	waiting_for_reset | retry_wait | switching --state_unwritable--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching --agent_exit--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching --session_ended--> answered
+//	active | retrying --stall--> action_required  [record stopped]
 //
 // Events: wait/retry/skip/stop are the policy's decision on a failed
 // attempt (stop covers unsafe, unclassified, request-class, exhausted,
@@ -51,7 +52,10 @@
 // agent's own answer (a success of the client's attempt, a cancelled turn,
 // an older generation); due is the wait's deadline with the generation
 // still current; late_activity is any evidence for the session while the
-// turn is held (late.go); session_ended is a transcript that ran out.
+// turn is held (late.go); session_ended is a transcript that ran out;
+// stall is the opt-in watchdog's verdict on an agent that sent nothing
+// for the stall timeout and did not answer the session/cancel it sent
+// within the grace period (stall.go).
 // Entering action_required answers the client with the one ProviderError
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"log/slog"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -35,6 +36,8 @@ type Config struct {
 	Attempts   AttemptLog // nil: none
 	OnTurn     func(TurnReport)
 	Logger     *slog.Logger
+	// StallTimeout arms the stall watchdog (0: off; stall.go).
+	StallTimeout time.Duration
 }
 
 // Guard implements transport.Hooks.
@@ -121,6 +124,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
 			g.prompts[req] = p
+			g.watch(c, p)
 		}
 	case transport.KindNotification:
 		if m.Method == acp.AgentMethodSessionCancel {

@@ -35,6 +35,7 @@ type prompt struct {
 	mark       mark       // the turn's evidence when the current wait began
 	late       lateFlags  // what the gate saw while the turn was held
 	note       annotation // what a successful result gains under _meta.acpGuard (silent.go)
+	stall      stallWatch // the stall watchdog (stall.go)
 }
 
 func (p *prompt) stopTimer() {
@@ -67,6 +68,9 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, own bool) t
 	stopReason, _ := jsonscan.String(jsonscan.Get(m.Result, "stopReason"))
 	current := g.tracker.Current(t)
 	g.tracker.Return(t, stopReason)
+	if p.stall.fired {
+		return g.stalled(c, p) // the answer to the watchdog's cancel: too late
+	}
 	switch {
 	case !current && own:
 		// A response for an older generation: forwarded as it is.

@@ -57,11 +57,12 @@ const (
 	onUnwritable                // the attempt record of scheduled work could not be written
 	onAgentExit                 // the agent exited before the prompt was answered
 	onEnded                     // the session ended (transcript over) with the prompt pending
+	onStall                     // the stall watchdog's grace period ended (stall.go)
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended"}
+	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "stall"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -75,7 +76,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onStall:
 		return true
 	}
 	return false
@@ -120,6 +121,7 @@ var transitions = func() []edge {
 	add(held, onUnwritable, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onEnded, stAnswered, "", false)
+	add(running, onStall, stActionRequired, policy.AttemptStopped, false)
 	return t
 }()
 

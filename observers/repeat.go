@@ -1,5 +1,7 @@
 package observers
 
+import "bytes"
+
 // Repeated-text detection. A "run" is the turn's opening text: the raw
 // bytes of its visible assistant message chunks, in order, up to
 // repeatHead bytes. A turn repeats when a later message chunk begins a
@@ -36,7 +38,8 @@ type repeatState struct {
 func (t *Turn) Repeats() (times, bytes int) { return int(t.repeat.times), int(t.repeat.longest) }
 
 // observeText feeds one visible message chunk's raw JSON string to the
-// detector.
+// detector. It looks at no more than the bytes it still needs (at most
+// repeatHead), compared and copied in bulk.
 func (t *Turn) observeText(raw []byte) {
 	in := rawInner(raw)
 	r := &t.repeat
@@ -47,50 +50,57 @@ func (t *Turn) observeText(raw []byte) {
 			r.target = r.run // later passes restate the same run
 		}
 	}
-	for i := 0; i < len(in); i++ {
-		c := in[i]
-		if c == '"' {
-			break // the closing quote; escaped quotes are skipped as pairs
-		}
-		if c == '\\' && i+1 < len(in) {
-			if !r.feed(c) {
-				return
-			}
-			i++
-			c = in[i]
-		}
-		if !r.feed(c) {
-			return
-		}
+	need := repeatHead - int(r.n)
+	if r.target != 0 {
+		need = max(need, int(r.target-r.m))
 	}
+	if need <= 0 {
+		return
+	}
+	seg := in[:min(need, len(in))]
+	if bytes.IndexByte(seg, '"') >= 0 {
+		seg = seg[:stringEnd(seg)] // the string may end inside the window
+	}
+	r.take(seg)
 }
 
-// feed takes one byte; it reports whether more bytes of the same chunk
-// are of any use.
-func (r *repeatState) feed(c byte) bool {
-	filling := int(r.n) < repeatHead
-	if filling {
-		r.head[r.n] = c
-		r.n++
-	}
-	if r.target == 0 {
-		return filling
-	}
-	if r.head[r.m] != c {
-		r.target, r.m = 0, 0
-		return filling
-	}
-	r.m++
-	if r.m == r.target {
-		if r.times < 1<<16-1 {
-			r.times++
+// stringEnd returns the offset of the first unescaped quote in b (the
+// end of the JSON string b starts), or len(b).
+func stringEnd(b []byte) int {
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
 		}
-		r.longest = max(r.longest, r.target)
-		if r.run == 0 {
-			r.run = r.target
-		}
-		r.target, r.m = 0, 0
-		return filling
 	}
-	return true
+	return len(b)
+}
+
+// take matches seg against the opening (when a restatement is being
+// matched) and keeps it while the opening is not full.
+func (r *repeatState) take(seg []byte) {
+	if r.target != 0 {
+		want := r.head[r.m:r.target]
+		k := min(len(seg), len(want))
+		switch {
+		case !bytes.Equal(seg[:k], want[:k]):
+			r.target, r.m = 0, 0
+		case int(r.m)+k == int(r.target):
+			if r.times < 1<<16-1 {
+				r.times++
+			}
+			r.longest = max(r.longest, r.target)
+			if r.run == 0 {
+				r.run = r.target
+			}
+			r.target, r.m = 0, 0
+		default:
+			r.m += uint8(k)
+		}
+	}
+	if int(r.n) < repeatHead {
+		r.n += uint8(copy(r.head[r.n:], seg))
+	}
 }

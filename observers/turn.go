@@ -37,7 +37,26 @@ type Turn struct {
 	Returned   bool
 	stderr     []string
 	repeat     repeatState
+	// Frames counts the agent's frames for the turn (updates, requests)
+	// and last is what came last: the stall watchdog's evidence.
+	Frames      uint32
+	lastKind    UpdateKind
+	lastRequest string
 }
+
+// LastFrame names what the agent sent last in the turn.
+func (t *Turn) LastFrame() string {
+	switch {
+	case t.Frames == 0:
+		return "nothing"
+	case t.lastRequest != "":
+		return t.lastRequest
+	}
+	return kindNames[t.lastKind]
+}
+
+var kindNames = [...]string{UpdateOther: "session_update", UpdateMessage: "agent_message_chunk", UpdateThought: "agent_thought_chunk",
+	UpdateToolCall: "tool_call", UpdateToolCallUpdate: "tool_call_update", UpdatePlan: "plan"}
 
 const maxTurnStderr = 20
 
@@ -233,6 +252,8 @@ func IsEffect(method string) bool {
 func (tr *Tracker) Effect(sessionID, method string) {
 	if t := tr.Active(sessionID); t != nil && !t.Returned {
 		t.Evidence.Requests++
+		t.Frames++
+		t.lastRequest = method
 	}
 	if !IsEffect(method) {
 		return

@@ -168,6 +168,8 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 	if t == nil {
 		return false
 	}
+	t.Frames++
+	t.lastKind, t.lastRequest = u.Kind, ""
 	switch u.Kind {
 	case UpdateMessage, UpdateThought:
 		nonEmpty := u.TextRaw != nil && !RawBlank(u.TextRaw)

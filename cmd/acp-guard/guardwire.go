@@ -31,6 +31,7 @@ type guardOptions struct {
 	stateDir   string
 	record     string
 	recordRaw  bool
+	stall      time.Duration
 }
 
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
@@ -42,6 +43,7 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for the attempt log (default: $XDG_STATE_HOME/acp-guard)")
 	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this file (0600)")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
+	fs.DurationVar(&o.stall, "stall-timeout", 0, "answer a prompt agent_stalled after the agent sent nothing for this long (session/cancel first); default: the policy's stall_timeout_seconds, else off")
 }
 
 // guardWiring is what runProxy plugs into the relay.
@@ -102,6 +104,14 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		Fallback: o.guard.fallback,
 		Notices:  o.guard.notices,
 		Logger:   log,
+	}
+	switch {
+	case o.guard.stall < 0:
+		return nil, fmt.Errorf("--stall-timeout: %s is negative", o.guard.stall)
+	case o.guard.stall > 0:
+		cfg.StallTimeout = o.guard.stall
+	default:
+		cfg.StallTimeout = time.Duration(doc.StallTimeoutSeconds) * time.Second
 	}
 	if recovers(doc, o.guard.fallback) || o.guard.stateDir != "" {
 		// The attempt log records every decision once recovery can happen
