@@ -17,7 +17,13 @@
 // started by the first record in the live proxy, which appends and syncs
 // records in order and reports each result back into the event loop
 // through transport.Relay.Poster; Guard.Close drains and ends it. Offline
-// (transport.Virtual) records are written in line.
+// (transport.Virtual) records are written in line. The stall watchdog
+// (stall.go) is a timer per prompt on the relay's event loop, owned by the
+// prompt and disarmed when it is answered.
+//
+// Successful results are checked for silent failures and abnormal stop
+// reasons (silent.go) before they pass: a flag adds
+// result._meta.acpGuard.silent or .stop and leaves every other byte.
 //
 // # Recovery state machine
 //

@@ -14,8 +14,10 @@ import "bytes"
 //
 // Bytes are compared as the agent wrote them (JSON-escaped): one agent
 // escapes the same text the same way. The detector keeps a fixed buffer
-// per turn and, per chunk, compares at most the bytes it still needs
-// (usually one), so it neither allocates nor grows with the turn.
+// per turn and, per chunk, looks at no more than repeatHead bytes
+// (nothing at all once the opening is full and no restatement can start),
+// compared and copied in bulk: it neither allocates nor grows with the
+// turn or the chunk.
 
 const (
 	repeatHead = 64 // bytes of the opening kept
