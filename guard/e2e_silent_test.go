@@ -215,3 +215,13 @@ func TestE2EStallWatchdogOff(t *testing.T) {
 		t.Fatalf("responses to 3: want the agent's result")
 	}
 }
+
+// The watchdog judges silence, not slowness: an agent that keeps sending
+// (here a chunk every 400ms) is never cancelled under a 3s timeout.
+func TestE2EStallWatchdogSlowAgent(t *testing.T) {
+	t.Parallel()
+	frames := promptTurn(t, startProxy(t, []string{"--stall-timeout", "3s"}, "--scenario", "stream", "--count", "12", "--delay", "400ms"))
+	if resp := responsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
+		t.Fatalf("responses to 3: want the agent's result, got %s", frames[len(frames)-1].raw)
+	}
+}

@@ -75,6 +75,16 @@ func TestSilentRealCaptures(t *testing.T) {
 				t.Errorf("flags %q, want %q", got, want)
 			}
 			checkSilentFrames(t, events, res, want)
+			if name == "claude/stale_turn_after_error" {
+				// The stale turn comes right after a failed prompt.
+				found := false
+				for _, fr := range res.Client {
+					found = found || bytes.Contains(fr, []byte(`"empty":{"stopReason":"end_turn","afterFailure":true}`))
+				}
+				if !found {
+					t.Error("the stale empty turn lacks evidence.empty.afterFailure")
+				}
+			}
 		})
 	}
 	if seen != len(silentCaptures) {
