@@ -22,6 +22,9 @@ import "bytes"
 const (
 	repeatHead = 64 // bytes of the opening kept
 	repeatMin  = 16 // shortest restatement that counts
+	// repeatCap bounds the count: past it the detector stops looking, so
+	// an agent looping on one chunk costs nothing more.
+	repeatCap = 16
 )
 
 // repeatState is the detector's per-turn state.
@@ -35,8 +38,9 @@ type repeatState struct {
 	run     uint8 // the opening's length, once a restatement showed it (0: unknown)
 }
 
-// Repeats returns how often the turn's opening was restated and the length
-// of the longest restatement, in bytes.
+// Repeats returns how often the turn's opening was restated (at most
+// repeatCap: counting stops there) and the length of the longest
+// restatement, in bytes.
 func (t *Turn) Repeats() (times, bytes int) { return int(t.repeat.times), int(t.repeat.longest) }
 
 // observeText feeds one visible message chunk's raw JSON string to the
@@ -45,12 +49,19 @@ func (t *Turn) Repeats() (times, bytes int) { return int(t.repeat.times), int(t.
 func (t *Turn) observeText(raw []byte) {
 	in := rawInner(raw)
 	r := &t.repeat
+	if r.times >= repeatCap {
+		return
+	}
 	if r.target == 0 && r.n >= repeatMin {
 		// A chunk boundary: a restatement may start here.
 		r.target, r.m = r.n, 0
 		if r.run != 0 {
 			r.target = r.run // later passes restate the same run
 		}
+	}
+	if r.target != 0 && r.m == 0 && r.n == repeatHead && (len(in) == 0 || in[0] != r.head[0]) {
+		r.target = 0 // the common case: this chunk does not restate the opening
+		return
 	}
 	need := repeatHead - int(r.n)
 	if r.target != 0 {
@@ -90,9 +101,7 @@ func (r *repeatState) take(seg []byte) {
 		case !bytes.Equal(seg[:k], want[:k]):
 			r.target, r.m = 0, 0
 		case int(r.m)+k == int(r.target):
-			if r.times < 1<<16-1 {
-				r.times++
-			}
+			r.times++
 			r.longest = max(r.longest, r.target)
 			if r.run == 0 {
 				r.run = r.target

@@ -49,3 +49,19 @@ func TestRepeatedOnlyBeforeReturn(t *testing.T) {
 		t.Errorf("a chunk after the prompt returned counted: %d", got)
 	}
 }
+
+// BenchmarkObserveVariedChunks streams distinct chunks (a healthy answer):
+// the repeat detector's usual cost.
+func BenchmarkObserveVariedChunks(b *testing.B) {
+	tr := NewTracker(AdapterCodex, DefaultSignatures)
+	tr.Start("sess-1", time.Time{})
+	words := strings.Fields("the quick brown fox jumps over a lazy dog while seven wizards quietly hex bold jumping zebras")
+	var frames [][]byte
+	for i := range 64 {
+		frames = append(frames, chunk("sess-1", "agent_message_chunk", words[i%len(words)]+" "+words[(i*7)%len(words)]+" and more text of a chunk "))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		tr.ObserveParams(frames[i%len(frames)])
+	}
+}
