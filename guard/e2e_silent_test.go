@@ -146,6 +146,18 @@ func TestE2EEmptyTurnError(t *testing.T) {
 			t.Errorf("providerError: %+v", pe)
 		}
 	})
+	t.Run("retry empty again", func(t *testing.T) {
+		t.Parallel()
+		frames := promptTurn(t, startProxy(t, []string{"--policy", emptyErrorPolicy(t, 1)}, "--scenario", "empty-then-succeed", "--fail", "5"))
+		resp := responsesTo(frames, "3")
+		if len(resp) != 1 {
+			t.Fatalf("responses to 3: %d, want 1", len(resp))
+		}
+		pe, _ := errorData(t, resp[0])
+		if pe.Code != "empty_response" || pe.Recovery.Reason != "empty_retry_result" {
+			t.Errorf("providerError: %+v", pe)
+		}
+	})
 	t.Run("pass by default", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, nil, "--scenario", "empty-then-succeed", "--fail", "1"))
