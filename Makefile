@@ -4,16 +4,18 @@ BIN ?= bin/acp-guard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short test-busy lint fuzz clean
+.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema
 
 help:
 	@echo "make build        build $(BIN)"
 	@echo "make demo         build and run the demo (client -> acp-guard -> demo agent)"
 	@echo "make test         the whole test suite, with the race detector"
+	@echo "make acp-schema   fetch the official ACP JSON schema (npm) for the conformance test"
 	@echo "make test-short   the test suite without the slowest cases"
 	@echo "make test-busy    make test 5 times in a row beside 2 x nproc CPU hogs"
 	@echo "make lint         gofmt, go vet, catalogue lint"
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
+	@echo "make bench-otel   the end-to-end benchmark with OpenTelemetry export on"
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
 	@echo "make interop      the interop suite against real agents (needs Node and npm)"
@@ -29,6 +31,11 @@ test:
 
 test-busy:
 	bash scripts/test-busy.sh $(RUNS) $(HOGS)
+
+# The conformance test (internal/acpschema) skips without the schema
+# (fails with CI=true); this installs it into .cache/acp-schema.
+acp-schema:
+	@scripts/acp-schema.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -49,4 +56,5 @@ clean:
 	rm -rf bin
 
 include bench/bench.mk
+include telemetry/bench.mk
 include interop/interop.mk

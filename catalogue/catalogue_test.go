@@ -63,14 +63,21 @@ func TestEveryRuleCodeHasAClass(t *testing.T) {
 	}
 }
 
-// TestOnlyCursorRulesReadAssistantText guards against topic-word matching:
-// assistant text is prose, and only Cursor's control-chunk projection may
-// read it.
-func TestOnlyCursorRulesReadAssistantText(t *testing.T) {
+// TestOnlyProjectionRulesReadAssistantText guards against topic-word
+// matching: assistant text is prose, and only the text-reported-failure
+// projections (Cursor's "Error: RetriableError:", Copilot CLI's "Error:" and
+// "Info: … Retrying...") may read it — adapter-scoped rules anchored at the
+// start of the chunk by a prefix, for adapters known to report failures as
+// text.
+func TestOnlyProjectionRulesReadAssistantText(t *testing.T) {
+	projecting := map[string]bool{"cursor-acp": true, "copilot-cli": true}
 	for _, r := range Default().Rules() {
 		for _, s := range r.Sources {
-			if s == classify.SourceMessageChunk && r.Adapter != "cursor-acp" {
-				t.Errorf("rule %s (adapter %s) reads message chunks", r.ID, r.Adapter)
+			if s != classify.SourceMessageChunk {
+				continue
+			}
+			if !projecting[r.Adapter] || r.Match.Prefix == nil {
+				t.Errorf("rule %s (adapter %s) reads message chunks without a chunk-anchored prefix", r.ID, r.Adapter)
 			}
 		}
 	}
@@ -209,13 +216,13 @@ func TestLoad(t *testing.T) {
 	bad := embedded(t)
 	bad.Fixtures = append([]classify.Fixture(nil), bad.Fixtures...)
 	for i, f := range bad.Fixtures {
-		if f.Rule == "net.dns.v1" && f.Match {
-			bad.Fixtures[i].Rule = "net.timeout.v1"
-			bad.Fixtures[i].Name = "misfiled dns fixture"
+		if f.Rule == "net.timeout.v1" && f.Match {
+			bad.Fixtures[i].Rule = "net.dns.v1"
+			bad.Fixtures[i].Name = "misfiled timeout fixture"
 			break
 		}
 	}
-	if _, err := Load(write("bad.json", bad)); err == nil || !strings.Contains(err.Error(), "misfiled dns fixture") {
+	if _, err := Load(write("bad.json", bad)); err == nil || !strings.Contains(err.Error(), "misfiled timeout fixture") {
 		t.Errorf("failing fixture: got %v, want an error naming the fixture", err)
 	}
 

@@ -39,7 +39,8 @@
 //	   "confidence": "high",                    // high | medium
 //	   "scope": "provider",                     // provider | account | model | request | agent | network
 //	   "timing": ["headers", "json", "text"],   // extractors, in order; also "claude_epoch"
-//	   "note": "where the signature comes from"}],
+//	   "note": "where the signature comes from",
+//	   "outranks": ["codex.stream_disconnected_text.v1"]}], // same-rank rules this one is more specific than
 //	 "fixtures": [{
 //	   "name": "anthropic.overloaded_error.v1 +1",
 //	   "rule": "anthropic.overloaded_error.v1",
@@ -52,6 +53,8 @@
 //	   "transcript": "testdata/transcripts/real/claude/overloaded.jsonl"}]}
 //
 // A positive fixture passes when its rule classifies it and no other rule
-// of the same tier matches it (the collision test); a negative one when its
-// rule does not match it. See docs/CATALOGUE.md for adding a rule.
+// of the same rank (tier, then adapter-scoped before "any") matches it
+// unless the rule declares it outranks that rule (the collision test; each
+// declaration needs such a collision fixture); a negative one when its rule
+// does not match it. See docs/CATALOGUE.md for adding a rule.
 package catalogue

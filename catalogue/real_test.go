@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/observers"
 )
 
 // realExpect is what each captured failure must classify as, by
@@ -40,6 +41,22 @@ var realExpect = map[string]string{
 	"text_then_error":        classify.CodeAgentTransportLost,
 	"unauthorized_401":       classify.CodeAuthRequired,
 	"api_key_invalid_400":    classify.CodeAuthRequired,
+	"offline_dns":            classify.CodeNetworkUnavailable,
+	"no_api_key":             classify.CodeMissingCredentials,
+	"claude/no_api_key":      classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
+	"overloaded_529":         classify.CodeProviderOverloaded,
+}
+
+// projected returns the signature a chunk of adapter's is a control chunk
+// or diagnostic of, or nil.
+func projected(sigs []observers.ControlSignature, adapter, text string) *observers.ControlSignature {
+	a := observers.NormalizeAdapter(adapter)
+	for i := range sigs {
+		if sigs[i].Match(a, text, true) {
+			return &sigs[i]
+		}
+	}
+	return nil
 }
 
 type transcriptEvent struct {
@@ -143,6 +160,13 @@ func TestRealAgentCaptures(t *testing.T) {
 		t.Skip("no real-agent captures in testdata/transcripts/real")
 	}
 	e := Default()
+	sigs, missing := observers.Bind(observers.DefaultSignatures, func(rule string) (observers.ChunkRule, error) {
+		cc, err := e.ControlChunk(rule)
+		return observers.ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
+	})
+	if len(missing) > 0 {
+		t.Fatal(missing)
+	}
 	failed, classified, passed := 0, 0, 0
 	codes := map[string]int{}
 	for _, path := range files {
@@ -150,6 +174,16 @@ func TestRealAgentCaptures(t *testing.T) {
 		scenario := key[strings.IndexByte(key, '/')+1:]
 		for _, tr := range readTurns(t, path) {
 			for _, c := range tr.chunks {
+				// A text-reported failure (a control chunk of the adapter's
+				// projection) makes the turn a failed one, classified from
+				// its text; a diagnostic is neither output nor evidence.
+				if sig := projected(sigs, tr.adapter, c); sig != nil {
+					if sig.Kind == observers.KindControl && tr.err == nil {
+						tr.err = &classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter,
+							Message: sig.EvidenceText(sig.Suffix(c)), Now: classify.DefaultFixtureNow}
+					}
+					continue
+				}
 				ev := classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter, Message: c, Now: classify.DefaultFixtureNow}
 				if v := e.Classify(ev); v.Code != classify.CodeUnclassified {
 					t.Errorf("%s: assistant text %q classified as %s by %s", key, c, v.Code, v.Rule)

@@ -14,6 +14,7 @@ const (
 	CodeModelCapacity         = "model_capacity"
 	CodeRateLimited           = "rate_limited"
 	CodeAgentTransportLost    = "agent_transport_lost"
+	CodeEmptyResponse         = "empty_response"
 	CodeQuotaLimited          = "quota_limited"
 	CodeSubscriptionRequired  = "subscription_required"
 	CodeAuthRequired          = "auth_required"
@@ -24,10 +25,9 @@ const (
 	CodeInvalidRequest        = "invalid_request"
 	CodeContentRefused        = "content_refused"
 	CodeUnclassified          = "unclassified"
-	// Guard-made codes (no catalogue rule produces them): an empty turn
-	// under empty_turn "error", the stall watchdog, and the abnormal stop
-	// reasons max_tokens and max_turn_requests (annotations only).
-	CodeEmptyResponse   = "empty_response"
+	// Guard-made codes (no catalogue rule produces them): the stall
+	// watchdog, and the abnormal stop reasons max_tokens and
+	// max_turn_requests (annotations only).
 	CodeAgentStalled    = "agent_stalled"
 	CodeMaxTokens       = "max_tokens"
 	CodeMaxTurnRequests = "max_turn_requests"
@@ -43,6 +43,7 @@ var registry = map[string]Class{
 	CodeModelCapacity:         ClassTransient,
 	CodeRateLimited:           ClassTransient,
 	CodeAgentTransportLost:    ClassTransient,
+	CodeEmptyResponse:         ClassTransient,
 	CodeQuotaLimited:          ClassHard,
 	CodeSubscriptionRequired:  ClassHard,
 	CodeAuthRequired:          ClassHard,
@@ -53,7 +54,6 @@ var registry = map[string]Class{
 	CodeInvalidRequest:        ClassRequest,
 	CodeContentRefused:        ClassRequest,
 	CodeUnclassified:          ClassUnclassified,
-	CodeEmptyResponse:         ClassTransient,
 	CodeAgentStalled:          ClassUnclassified,
 	CodeMaxTokens:             ClassRequest,
 	CodeMaxTurnRequests:       ClassRequest,
@@ -87,14 +87,17 @@ func Codes() []string {
 // Adapter names: which agent is behind the proxy. Adapter-scoped rules
 // and observers apply only to their adapter. This is the one list.
 const (
-	AdapterCursor = "cursor-acp"
-	AdapterCodex  = "codex-acp"
-	AdapterClaude = "claude-agent-acp"
-	AdapterGemini = "gemini-cli"
+	AdapterCursor  = "cursor-acp"
+	AdapterCodex   = "codex-acp"
+	AdapterClaude  = "claude-agent-acp"
+	AdapterGemini  = "gemini-cli"
+	AdapterCopilot = "copilot-cli"
+	AdapterQwen    = "qwen-code"
+	AdapterKilo    = "kilo"
 )
 
 // Adapters are the adapter names a rule may be scoped to, besides AnyAdapter.
-var Adapters = []string{AdapterCodex, AdapterClaude, AdapterGemini, AdapterCursor}
+var Adapters = []string{AdapterCodex, AdapterClaude, AdapterGemini, AdapterCursor, AdapterCopilot, AdapterQwen, AdapterKilo}
 
 // AnyAdapter scopes a rule to every adapter.
 const AnyAdapter = "any"
@@ -117,6 +120,12 @@ func NormalizeAdapter(name string) string {
 		return AdapterGemini
 	case "codex-acp", "codex_acp", "codex":
 		return AdapterCodex
+	case "copilot", "copilot-cli", "copilot_cli", "github-copilot", "github copilot":
+		return AdapterCopilot
+	case "qwen", "qwen-code", "qwen_code", "qwen code":
+		return AdapterQwen
+	case "kilo", "kilocode", "kilo-code", "kilo_code", "kilo code":
+		return AdapterKilo
 	}
 	return n
 }

@@ -47,8 +47,20 @@
 //
 // # Sanitizing
 //
-// Redact removes secrets from text without bounding it (for transcripts
-// and logs); Sanitize additionally strips ANSI escapes and control
-// characters and cuts to MaxExcerpt bytes of valid UTF-8, redacting first.
-// Both run in linear time.
+// Three redactors compose one implementation per pattern (sanitize.go):
+//
+//   - RedactSecrets: credentials only — API keys (OpenAI, Anthropic,
+//     Google, xAI), GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_,
+//     github_pat_), Slack tokens (xox…), AWS access key ids (AKIA, ASIA)
+//     and secret access keys, bearer tokens, JWTs, key=value secrets.
+//   - RedactFrame (recorded frames): RedactSecrets plus emails and account
+//     ids (org-…, acct_…, proj_…, user-…); session ids, paths and URLs
+//     stay so that the transcript replays.
+//   - Redact (logs, stderr evidence): RedactFrame's set plus URLs cut to
+//     their host, home directories and long opaque ids.
+//
+// Sanitize (safeExcerpt) strips ANSI escapes and control characters, runs
+// Redact, and cuts to MaxExcerpt bytes of valid UTF-8. All run in linear
+// time; every shape has true- and false-positive vectors in the tests, and
+// FuzzSanitize checks that none survives.
 package classify

@@ -18,9 +18,20 @@ const (
 // Engine classifies evidence with a compiled catalogue. It is immutable and
 // safe for concurrent use.
 type Engine struct {
-	cat   Catalogue
-	rules []*compiledRule // ordered by tier, then catalogue order
-	byID  map[string]*compiledRule
+	cat     Catalogue
+	rules   []*compiledRule // ordered by rank, then catalogue order
+	byID    map[string]*compiledRule
+	observe func(Evidence, Verdict) // see Observed
+}
+
+// Observed returns an engine that classifies like e and then calls fn with
+// each evidence envelope and its verdict, on the caller's goroutine: how
+// `acp-guard classify --transcript` sees exactly what the live pipeline
+// classified. e itself is unchanged.
+func (e *Engine) Observed(fn func(Evidence, Verdict)) *Engine {
+	c := *e
+	c.observe = fn
+	return &c
 }
 
 // Compile validates a catalogue and prepares it for classification. It
@@ -61,8 +72,29 @@ func compile(c Catalogue) (*Engine, []string) {
 			e.byID[r.ID] = cr
 		}
 	}
-	sort.SliceStable(e.rules, func(i, j int) bool { return e.rules[i].Tier < e.rules[j].Tier })
+	sort.SliceStable(e.rules, func(i, j int) bool { return e.rules[i].rank() < e.rules[j].rank() })
+	errs = append(errs, e.checkOutranks()...)
 	return e, errs
+}
+
+// checkOutranks validates the declared specificity: every rule named
+// exists and has the same rank, and no two rules outrank each other.
+func (e *Engine) checkOutranks() []string {
+	var errs []string
+	for _, r := range e.rules {
+		for _, id := range r.Outranks {
+			o, ok := e.byID[id]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Sprintf("rule %q: outranks unknown rule %q", r.ID, id))
+			case o.rank() != r.rank():
+				errs = append(errs, fmt.Sprintf("rule %q: outranks %q of another rank (tier and adapter scope already order them)", r.ID, id))
+			case o.beats[r.ID]:
+				errs = append(errs, fmt.Sprintf("rule %q: outranks %q, which outranks it", r.ID, id))
+			}
+		}
+	}
+	return errs
 }
 
 // Version is the catalogue version stamped on every verdict.
@@ -89,14 +121,21 @@ func (e *Engine) Rule(id string) (Rule, bool) {
 // Catalogue returns the catalogue the engine was compiled from.
 func (e *Engine) Catalogue() Catalogue { return e.cat }
 
-// Classify returns the verdict for ev. Tiers are tried in order and the
-// first rule that matches in the first tier with a match wins; if rules of
-// that tier disagree on the code the evidence is conflicting and the
-// verdict is unclassified. Stale evidence and evidence no rule matches are
-// unclassified too. The result depends only on ev (including ev.Now) and the
+// Classify returns the verdict for ev. Precedence: structured fields
+// (tier 1) > signatures scoped to the agent's adapter > signatures for any
+// adapter (tier 2) > broad patterns (tier 3, scoped before generic). Only
+// the matches of the strongest rank count; among them a rule's declared
+// Outranks removes the rules it is more specific than, and the first
+// remaining rule wins when all remaining rules agree on the class. Rules
+// pointing to different classes at equal precedence are a conflict: the
+// verdict is unclassified with Reason conflict and Conflicts naming them.
+// Stale evidence and evidence no rule matches are unclassified too. The result depends only on ev (including ev.Now) and the
 // catalogue.
 func (e *Engine) Classify(ev Evidence) Verdict {
 	v, _ := e.classify(&ev)
+	if e.observe != nil {
+		e.observe(ev, v)
+	}
 	return v
 }
 
@@ -127,19 +166,10 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 	if len(all) == 0 {
 		return unclassified(ReasonNoMatch), all
 	}
-	win := all[0]
-	var conflicts []string
-	for _, r := range all {
-		if r.Tier != win.Tier {
-			break
-		}
-		if r.Code != win.Code {
-			conflicts = append(conflicts, r.ID)
-		}
-	}
+	win, conflicts := decide(all)
 	if len(conflicts) > 0 {
 		v := unclassified(ReasonConflict)
-		v.Conflicts = append([]string{win.ID}, conflicts...)
+		v.Conflicts = conflicts
 		return v, all
 	}
 	v := Verdict{
@@ -153,6 +183,52 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 	}
 	v.RetryAfter, v.ResetAt = extractTiming(win.Timing, vw, ev.Now)
 	return v, all
+}
+
+// decide picks the winner among the matched rules (in evaluation order):
+// only the strongest rank counts; a rule another matched rule of that rank
+// outranks drops out; of the rest the first wins when all of them agree on
+// the class. Rules that point to different classes at equal precedence
+// are a conflict: win is nil and conflicts holds their IDs.
+func decide(all []*compiledRule) (win *compiledRule, conflicts []string) {
+	top := all[0].rank()
+	var cands []*compiledRule
+	for _, r := range all {
+		if r.rank() != top {
+			break
+		}
+		cands = append(cands, r)
+	}
+	var live []*compiledRule
+	for _, r := range cands {
+		if !outranked(r, cands) {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		// Unreachable with a compiled catalogue (no mutual outranking);
+		// fall back to evaluation order.
+		live = cands
+	}
+	for _, r := range live[1:] {
+		if ClassOf(r.Code) != ClassOf(live[0].Code) {
+			for _, c := range live {
+				conflicts = append(conflicts, c.ID)
+			}
+			return nil, conflicts
+		}
+	}
+	return live[0], nil
+}
+
+// outranked reports whether another rule of rs declares it outranks r.
+func outranked(r *compiledRule, rs []*compiledRule) bool {
+	for _, o := range rs {
+		if o != r && o.beats[r.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // excerpt picks the text that made r match: the suffix of a prefix match,

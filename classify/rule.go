@@ -50,6 +50,10 @@ type Rule struct {
 	Scope      string   `json:"scope"`            // provider | account | model | request | agent | network
 	Timing     []string `json:"timing,omitempty"` // timing extractors, in priority order
 	Note       string   `json:"note,omitempty"`   // why the rule exists, where its text comes from
+	// Outranks lists rules of the same rank (see Engine.Classify) this rule
+	// is more specific than: when both match, this one wins. Each entry
+	// needs a positive collision fixture (one both rules match).
+	Outranks []string `json:"outranks,omitempty"`
 }
 
 // Match holds a rule's conditions. Empty fields are not checked; a rule
@@ -124,6 +128,19 @@ type compiledRule struct {
 	fields  []compiledField
 	prefix  *PrefixMatch
 	httpSet map[int]bool
+	beats   map[string]bool // Outranks as a set
+}
+
+// rank orders rules by precedence: structured fields (tier 1) outrank
+// signatures (tier 2), which outrank broad patterns (tier 3); within a
+// tier a rule scoped to one adapter outranks a rule for any adapter.
+// Lower is stronger.
+func (r *compiledRule) rank() int {
+	n := r.Tier * 2
+	if r.Adapter == AnyAdapter {
+		n++
+	}
+	return n
 }
 
 type compiledField struct {
@@ -246,6 +263,15 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 			bad("match.prefix.maxSuffixBytes: want > 0")
 		}
 		cr.prefix = p
+	}
+	for i, id := range r.Outranks {
+		if id == r.ID {
+			bad("outranks[%d]: a rule cannot outrank itself", i)
+		}
+		if cr.beats == nil {
+			cr.beats = map[string]bool{}
+		}
+		cr.beats[id] = true
 	}
 	for i, v := range r.Veto {
 		re, err := regexp.Compile(v)

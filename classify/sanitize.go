@@ -25,20 +25,21 @@ const (
 
 var (
 	// key=value and "key": "value" secrets.
-	kvRe      = regexp.MustCompile(`(?i)\b((?:api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|secret|password|passwd|x-api-key|x-goog-api-key)["']?\s*[:=]\s*["']?)[^\s"',;&\[][^\s"',;&]{5,}`)
+	kvRe      = regexp.MustCompile(`(?i)\b((?:aws[_-]?secret[_-]?access[_-]?key|secret[_-]?access[_-]?key|api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|secret|password|passwd|x-api-key|x-goog-api-key)["']?\s*[:=]\s*["']?)[^\s"',;&\[][^\s"',;&]{5,}`)
 	winHomeRe = regexp.MustCompile(`(?i:\b[a-z]:\\Users\\)[^\\\s"'<>]+`)
 )
 
 // Redact replaces secrets and personal data in s, without bounding or
-// otherwise changing it: API keys, bearer tokens, JWTs, key=value secrets,
-// URLs (cut to scheme and host), emails, home directories (→ ~) and long
-// opaque ids. Runs in time linear in len(s). Use it for transcripts and
-// logs; Sanitize for excerpts.
+// otherwise changing it: API keys and tokens, key=value secrets, URLs (cut
+// to scheme and host), emails, account ids, home directories (→ ~) and long
+// opaque ids. Runs in time linear in len(s). Use it for logs; Sanitize for
+// excerpts; RedactFrame for recorded frames.
 func Redact(s string) string {
 	s = RedactSecrets(s)
 	lower := strings.ToLower(s)
-	s = redactURLs(s)
+	s = redactURLs(s) // before emails: user info in a URL is dropped whole
 	s = redactEmails(s)
+	s = redactAccountIDs(s)
 	s = redactHomes(s)
 	if strings.Contains(lower, ":\\users\\") {
 		s = winHomeRe.ReplaceAllString(s, "~")
@@ -46,10 +47,17 @@ func Redact(s string) string {
 	return redactIDs(s)
 }
 
-// RedactSecrets replaces only credentials in s — API keys, bearer tokens,
-// JWTs and key=value secrets — and leaves everything else as it is: what a
-// recorded transcript needs, where ids, paths and URLs must stay intact
-// for the recording to replay. Linear time.
+// RedactFrame is the redaction of a recorded protocol frame: secrets,
+// emails and account ids (org-…, acct_…) go, while session ids, paths and
+// URLs stay intact so that the recording still replays. Linear time.
+func RedactFrame(s string) string {
+	return redactAccountIDs(redactEmails(RedactSecrets(s)))
+}
+
+// RedactSecrets replaces only credentials in s — API keys and tokens
+// (OpenAI, Anthropic, Google, GitHub, Slack, xAI, AWS access key ids and
+// secret access keys), bearer tokens, JWTs and key=value secrets — and
+// leaves everything else as it is. Linear time.
 func RedactSecrets(s string) string {
 	// Hand-written scanners find the common shapes in one pass each; the
 	// remaining patterns run only when a literal says they can match.
@@ -61,6 +69,7 @@ func RedactSecrets(s string) string {
 	for _, k := range apiKeyShapes {
 		s = redactPrefixed(s, k)
 	}
+	s = redactAWSSecrets(s)
 	if containsAny(lower, "key", "token", "secret", "passw") {
 		s = kvRe.ReplaceAllString(s, "${1}"+redactedValue)
 	}
@@ -170,38 +179,83 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// keyShape is an API key: a literal prefix and a run of key characters.
-type keyShape struct {
-	prefix string
-	min    int  // shortest run after the prefix
-	upper  bool // run of [0-9A-Z] only
-	dash   bool // run may hold '_' and '-'
-}
+// charset is the set of characters that may follow a keyShape's prefix.
+type charset uint8
 
-var apiKeyShapes = []keyShape{
-	{prefix: "sk-", min: 20, dash: true},                                                                                                  // OpenAI sk-…, sk-proj-…, sk-svcacct-…; Anthropic sk-ant-…
-	{prefix: "AIza", min: 20, dash: true},                                                                                                 // Google
-	{prefix: "ghp_", min: 20}, {prefix: "gho_", min: 20}, {prefix: "ghu_", min: 20}, {prefix: "ghs_", min: 20}, {prefix: "ghr_", min: 20}, // GitHub
-	{prefix: "AKIA", min: 16, upper: true}, // AWS access key id
-	{prefix: "xai-", min: 20},              // xAI
-}
+const (
+	alnum      charset = iota // [0-9A-Za-z]
+	upperDigit                // [0-9A-Z]
+	alnumUnder                // [0-9A-Za-z_]
+	alnumDash                 // [0-9A-Za-z_-]
+)
 
-func (k keyShape) ok(c byte) bool {
+func (c charset) has(b byte) bool {
 	switch {
-	case c >= '0' && c <= '9', c >= 'A' && c <= 'Z':
+	case b >= '0' && b <= '9', b >= 'A' && b <= 'Z':
 		return true
-	case c >= 'a' && c <= 'z':
-		return !k.upper
-	case c == '_' || c == '-':
-		return k.dash
+	case b >= 'a' && b <= 'z':
+		return c != upperDigit
+	case b == '_':
+		return c == alnumUnder || c == alnumDash
+	case b == '-':
+		return c == alnumDash
 	}
 	return false
 }
 
-// redactPrefixed replaces every prefix+run of k with the key placeholder.
+// keyShape is a credential or account id: a literal prefix and a run of
+// characters. Each shape is listed once in apiKeyShapes, with true- and
+// false-positive vectors in sanitize_test.go.
+type keyShape struct {
+	prefix string
+	min    int // shortest run after the prefix
+	chars  charset
+	word   bool   // the prefix must start a word (not follow [0-9A-Za-z_-])
+	digit  bool   // the run must hold a digit
+	repl   string // placeholder; "" is redactedKey
+}
+
+var apiKeyShapes = []keyShape{
+	{prefix: "sk-", min: 20, chars: alnumDash},  // OpenAI sk-…, sk-proj-…, sk-svcacct-…; Anthropic sk-ant-…
+	{prefix: "AIza", min: 20, chars: alnumDash}, // Google
+	// GitHub: classic, OAuth, user-to-server, server-to-server and refresh
+	// tokens; fine-grained personal access tokens.
+	{prefix: "ghp_", min: 20}, {prefix: "gho_", min: 20}, {prefix: "ghu_", min: 20}, {prefix: "ghs_", min: 20}, {prefix: "ghr_", min: 20},
+	{prefix: "github_pat_", min: 22, chars: alnumUnder},
+	// Slack bot, user, app, refresh, session and config tokens.
+	{prefix: "xoxb-", min: 10, chars: alnumDash, word: true}, {prefix: "xoxp-", min: 10, chars: alnumDash, word: true},
+	{prefix: "xoxa-", min: 10, chars: alnumDash, word: true}, {prefix: "xoxr-", min: 10, chars: alnumDash, word: true},
+	{prefix: "xoxs-", min: 10, chars: alnumDash, word: true}, {prefix: "xoxe-", min: 10, chars: alnumDash, word: true},
+	{prefix: "xoxe.xoxp-", min: 10, chars: alnumDash, word: true},
+	// AWS access key ids: long-term (AKIA) and temporary (ASIA).
+	{prefix: "AKIA", min: 16, chars: upperDigit}, {prefix: "ASIA", min: 16, chars: upperDigit, word: true},
+	{prefix: "xai-", min: 20}, // xAI
+}
+
+// accountIDShapes are provider account, organization and project ids.
+var accountIDShapes = []keyShape{
+	{prefix: "org-", min: 8, word: true, digit: true, repl: redactedID},   // OpenAI organization
+	{prefix: "acct_", min: 8, word: true, digit: true, repl: redactedID},  // account ids (Stripe-style, providers' billing)
+	{prefix: "proj_", min: 8, word: true, digit: true, repl: redactedID},  // OpenAI project
+	{prefix: "user-", min: 16, word: true, digit: true, repl: redactedID}, // OpenAI user
+}
+
+// redactAccountIDs replaces org-…, acct_… and similar account ids.
+func redactAccountIDs(s string) string {
+	for _, k := range accountIDShapes {
+		s = redactPrefixed(s, k)
+	}
+	return s
+}
+
+// redactPrefixed replaces every prefix+run of k with its placeholder.
 func redactPrefixed(s string, k keyShape) string {
 	if !strings.Contains(s, k.prefix) {
 		return s
+	}
+	repl := k.repl
+	if repl == "" {
+		repl = redactedKey
 	}
 	var b strings.Builder
 	last, from := 0, 0
@@ -211,16 +265,66 @@ func redactPrefixed(s string, k keyShape) string {
 			break
 		}
 		i += from
-		j := i + len(k.prefix)
-		for j < len(s) && k.ok(s[j]) {
+		j, digit := i+len(k.prefix), false
+		for j < len(s) && k.chars.has(s[j]) {
+			digit = digit || s[j] >= '0' && s[j] <= '9'
 			j++
 		}
-		if j-i-len(k.prefix) >= k.min {
+		ok := j-i-len(k.prefix) >= k.min && (digit || !k.digit)
+		if ok && k.word && i > 0 && alnumDash.has(s[i-1]) {
+			ok = false
+		}
+		if ok {
+			b.WriteString(s[last:i])
+			b.WriteString(repl)
+			last = j
+		}
+		from = max(j, i+1)
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// awsSecretLen is the length of an AWS secret access key.
+const awsSecretLen = 40
+
+func isB64Std(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '+'
+}
+
+// redactAWSSecrets replaces AWS secret access keys standing alone: a run of
+// exactly 40 base64 characters ([0-9A-Za-z/+], not touching '=', '_', '-'
+// or more of them) that mixes upper and lower case and holds a digit. Hex digests (no upper case), words and longer base64 blobs do not
+// match. Secret keys written as aws_secret_access_key=… are also caught by
+// the key=value rule.
+func redactAWSSecrets(s string) string {
+	if len(s) < awsSecretLen {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		if !isB64Std(s[i]) {
+			i++
+			continue
+		}
+		j, upper, lower, digit := i, false, false, false
+		for ; j < len(s) && isB64Std(s[j]); j++ {
+			c := s[j]
+			upper = upper || c >= 'A' && c <= 'Z'
+			lower = lower || c >= 'a' && c <= 'z'
+			digit = digit || c >= '0' && c <= '9'
+		}
+		edge := func(k int) bool { return k < 0 || k >= len(s) || (s[k] != '=' && s[k] != '_' && s[k] != '-') }
+		if j-i == awsSecretLen && upper && lower && digit && edge(i-1) && edge(j) {
 			b.WriteString(s[last:i])
 			b.WriteString(redactedKey)
 			last = j
 		}
-		from = max(j, i+1)
+		i = j
 	}
 	if last == 0 {
 		return s

@@ -49,6 +49,7 @@ func (e *Engine) lint() []Finding {
 	neg := map[string]int{}
 	won := map[string]bool{}
 	names := map[string]bool{}
+	collided := map[string]bool{} // "rule other": a positive fixture of rule that other matched
 	for i, f := range e.cat.Fixtures {
 		name := fixtureName(f, i)
 		if names[name] {
@@ -68,8 +69,12 @@ func (e *Engine) lint() []Finding {
 		}
 		if f.Match {
 			pos[f.Rule]++
-			if v, _ := e.classify(&ev); v.Rule == f.Rule {
+			v, matched := e.classify(&ev)
+			if v.Rule == f.Rule {
 				won[f.Rule] = true
+			}
+			for _, m := range matched {
+				collided[f.Rule+" "+m.ID] = true
 			}
 		} else {
 			neg[f.Rule]++
@@ -83,6 +88,11 @@ func (e *Engine) lint() []Finding {
 		}
 		if neg[r.ID] == 0 {
 			out = append(out, Finding{Rule: r.ID, Problem: "no negative fixture"})
+		}
+		for _, id := range r.Outranks {
+			if !collided[r.ID+" "+id] {
+				out = append(out, Finding{Rule: r.ID, Problem: fmt.Sprintf("outranks %q without a collision fixture (a positive fixture both rules match)", id)})
+			}
 		}
 	}
 	return out
@@ -222,8 +232,8 @@ func (e *Engine) runFixture(f Fixture) string {
 		return fmt.Sprintf("got rule %q (code %s, reason %q), want %q", v.Rule, v.Code, v.Reason, f.Rule)
 	}
 	for _, m := range matched {
-		if m.ID != r.ID && m.Tier == r.Tier {
-			return fmt.Sprintf("collision: rule %q of the same tier also matches", m.ID)
+		if m.ID != r.ID && m.rank() == r.rank() && !r.beats[m.ID] {
+			return fmt.Sprintf("collision: rule %q of the same rank also matches and %q does not declare it outranks it", m.ID, r.ID)
 		}
 	}
 	if f.Code != "" && v.Code != f.Code {

@@ -48,6 +48,7 @@
 //	waiting_for_reset | retry_wait | switching --cancel--> answered  [record cancelled]
 //	waiting_for_reset | retry_wait | switching --superseded--> action_required  [record stopped]
 //	waiting_for_reset | retry_wait | switching --state_unwritable--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching --shutting_down--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching --agent_exit--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching --session_ended--> answered
 //	active | retrying --stall--> action_required  [record stopped]
@@ -59,6 +60,8 @@
 // an older generation); due is the wait's deadline with the generation
 // still current; late_activity is any evidence for the session while the
 // turn is held (late.go); session_ended is a transcript that ran out;
+// shutting_down is a signal to acp-guard while the turn is held (no new
+// attempt starts after it: the held prompt gets its failure now);
 // stall is the opt-in watchdog's verdict on an agent that sent nothing
 // for the stall timeout and did not answer the session/cancel it sent
 // within the grace period (stall.go).

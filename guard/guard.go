@@ -83,7 +83,7 @@ func New(cfg Config) *Guard {
 		prompts:  make(map[*transport.Request]*prompt),
 	}
 	g.adapter, _ = cfg.Identity.Resolve()
-	g.tracker = observers.NewTracker(g.adapter, cfg.Signatures)
+	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))
 	return g
 }
 
@@ -169,6 +169,9 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 	if req == nil {
 		return transport.Forward
 	}
+	if v, ok := g.setupFailure(c, req, m); ok {
+		return v
+	}
 	switch req.Method {
 	case acp.AgentMethodInitialize:
 		if name, ok := agentName(m.Result); ok {
@@ -201,6 +204,12 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
 	switch tag := req.Tag.(type) {
 	case *prompt:
+		if reason, ok := notSent(m); ok && tag.last != nil && tag.state == stRetrying {
+			// The retry never reached the agent: the client gets the
+			// failure it was meant to recover from.
+			g.stopWith(c, tag, onStop, reason, false)
+			return
+		}
 		g.settle(c, tag, m, false)
 	case *modelSwitch:
 		g.switched(c, tag, m)
@@ -233,7 +242,7 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
 	p, ok := req.Tag.(*prompt)
 	if !ok {
-		return nil
+		return g.launchFailure(c, req, st, base)
 	}
 	ev := classify.Evidence{
 		Source:     classify.SourceExit,
@@ -249,7 +258,15 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()
 	}
+	if st.OutputClosed { // still running: no exit code, a lost transport
+		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
+	}
 	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
+	if p.state.waiting() && p.last != nil {
+		// The agent died while the guard held the prompt for recovery: the
+		// failure the client is owed is the one recovery was for.
+		f = p.last
+	}
 	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
 	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
 		return nil

@@ -545,3 +545,26 @@ func TestNewPromptSupersedesWait(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentExitWhileHeld: the agent dies while the guard holds a prompt for
+// its retry; the client is owed the failure recovery was for, classified,
+// not an unclassified "agent exited".
+func TestAgentExitWhileHeld(t *testing.T) {
+	h := newHarness(t, "claude-agent-acp", retryPolicy())
+	h.start()
+	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	h.clientFrames() // the retry notice
+	h.r.AgentExited(transport.ExitStatus{Code: 1})
+	got := h.clientFrames()
+	if len(got) != 1 {
+		t.Fatalf("got %q, want one answer", got)
+	}
+	_, _, pe, _ := providerError(t, got[0])
+	if pe["code"] != "provider_overloaded" || pe["recovery"].(map[string]any)["reason"] != "agent_exited" {
+		t.Errorf("providerError %v, want provider_overloaded stopped with reason agent_exited", pe)
+	}
+	h.v.Advance(time.Hour)
+	if sent := h.agentFrames(); len(sent) != 0 {
+		t.Errorf("retried after the agent exited: %q", sent)
+	}
+}

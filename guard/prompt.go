@@ -92,7 +92,7 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 	if t.Marker != nil && !t.Evidence.Cancelled && stopReason != string(acp.StopReasonCancelled) {
 		sig := t.Marker
 		v := g.classify(classify.Evidence{
-			Source: classify.SourceMessageChunk, Adapter: g.adapter, Message: sig.Diagnostic,
+			Source: classify.SourceMessageChunk, Adapter: g.adapter, Message: sig.EvidenceText(t.MarkerSuffix),
 			Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now(),
 		})
 		return g.fail(c, p, &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, excerpt: t.MarkerSuffix, turn: t}, own)

@@ -33,6 +33,8 @@ type ProviderError struct {
 	ReplaySafe       bool          `json:"replaySafe"`
 	Evidence         EvidenceFlags `json:"evidence"`
 	SafeExcerpt      string        `json:"safeExcerpt"`
+	Reason           string        `json:"reason,omitempty"`    // why unclassified: no_match, conflict, stale
+	Conflicts        []string      `json:"conflicts,omitempty"` // rule ids of a conflict
 	Model            string        `json:"model,omitempty"`
 	Recovery         Recovery      `json:"recovery"`
 }
@@ -84,6 +86,8 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		Phase:            "prompt",
 		OccurredAt:       now.UTC().Format("2006-01-02T15:04:05.000Z"),
 		SafeExcerpt:      v.SafeExcerpt,
+		Reason:           v.Reason,
+		Conflicts:        v.Conflicts,
 	}
 	if pe.ProviderID == "" {
 		pe.ProviderID = "unknown"

@@ -21,6 +21,7 @@ const (
 	ReasonSameProvider    = "same_provider_only" // skip, but the failure never authorizes a switch
 	ReasonAgentExited     = "agent_exited"
 	ReasonSessionEnded    = "session_ended"
+	ReasonShuttingDown    = "shutting_down" // a signal to acp-guard: no new attempt starts
 )
 
 type modelSwitch struct {
@@ -194,13 +195,51 @@ func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 		return
 	}
 	if m.Error != nil {
-		g.log.Warn("model switch refused; stopping", "model", s.model)
-		g.stopWith(c, p, onSwitchFailed, ReasonSwitchFailed, false)
+		reason := ReasonSwitchFailed
+		if r, ok := notSent(m); ok {
+			reason = r
+		}
+		g.log.Warn("model switch refused; stopping", "model", s.model, "reason", reason)
+		g.stopWith(c, p, onSwitchFailed, reason, false)
 		return
 	}
 	p.model = s.model
 	p.route = policy.Route{}
 	g.transit(c, p, step{on: onSwitched}, func() { g.dispatchRetry(c, p) })
+}
+
+// Stopping answers every prompt the guard holds (a wait, a model switch)
+// with its failure at once, reason shutting_down: acp-guard got a stop
+// signal, the relay refuses new requests of the proxy's own from now on,
+// and the client should not wait for a retry that will never be sent.
+func (g *Guard) Stopping(c transport.Ctl) {
+	for _, p := range g.prompts {
+		if p.state.waiting() {
+			g.log.Info("recovery stopped by a signal", "session", p.session, "id", string(p.client.ID), "state", p.state.String())
+			g.stopWith(c, p, onShutdown, ReasonShuttingDown, false)
+		}
+	}
+}
+
+// notSent reports whether m is the relay's refusal of a request of the
+// proxy's own that never reached the agent (data.acpGuard.notSent), and
+// the refusal's reason (shutting_down, agent_exited).
+func notSent(m *transport.Msg) (string, bool) {
+	if m.Error == nil {
+		return "", false
+	}
+	var e struct {
+		Data struct {
+			AcpGuard struct {
+				Reason  string `json:"reason"`
+				NotSent bool   `json:"notSent"`
+			} `json:"acpGuard"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(m.Error, &e) != nil || !e.Data.AcpGuard.NotSent {
+		return "", false
+	}
+	return e.Data.AcpGuard.Reason, true
 }
 
 // cancelWaits answers "cancelled" at once every prompt of the session the

@@ -57,12 +57,13 @@ const (
 	onUnwritable                // the attempt record of scheduled work could not be written
 	onAgentExit                 // the agent exited before the prompt was answered
 	onEnded                     // the session ended (transcript over) with the prompt pending
+	onShutdown                  // acp-guard is shutting down on a signal while the prompt is held
 	onStall                     // the stall watchdog's grace period ended (stall.go)
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "stall"}
+	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down", "stall"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -76,7 +77,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onStall:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onStall:
 		return true
 	}
 	return false
@@ -119,6 +120,7 @@ var transitions = func() []edge {
 	add(held, onCancel, stAnswered, policy.AttemptCancelled, false)
 	add(held, onSuperseded, stActionRequired, policy.AttemptStopped, false)
 	add(held, onUnwritable, stActionRequired, policy.AttemptStopped, false)
+	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onEnded, stAnswered, "", false)
 	add(running, onStall, stActionRequired, policy.AttemptStopped, false)

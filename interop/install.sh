@@ -7,6 +7,8 @@
 # try to download extra binaries (ripgrep, keytar builds); none is needed for
 # ACP captures, so scripts are skipped. codex-acp's native binary is the npm
 # package @zed-industries/codex-acp-linux-x64, installed explicitly.
+# Kilo: the 7.8.1 npm launcher has no Linux binary here; the platform
+# package @kilocode/cli-linux-x64@7.7.9 has (run as `kilo acp`).
 set -eu
 CACHE="${ACP_GUARD_CACHE:-$HOME/.cache/acp-guard-interop}"
 mkdir -p "$CACHE"
@@ -17,7 +19,10 @@ PKGS="@zed-industries/codex-acp@0.16.0
 @zed-industries/claude-agent-acp@0.23.1
 @google/gemini-cli@0.61.0
 acpx@${ACPX_VERSION:-0.19.1}
-@agentclientprotocol/sdk@2.4.0"
+@agentclientprotocol/sdk@2.4.0
+@github/copilot@1.0.102
+@qwen-code/qwen-code@0.24.4
+@kilocode/cli-linux-x64@7.7.9"
 # shellcheck disable=SC2086
 npm install --no-audit --no-fund --ignore-scripts --save-exact $PKGS >&2
 echo "$CACHE"

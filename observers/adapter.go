@@ -9,10 +9,13 @@ import (
 
 // Adapter names (the one list is classify's).
 const (
-	AdapterCursor = classify.AdapterCursor
-	AdapterCodex  = classify.AdapterCodex
-	AdapterClaude = classify.AdapterClaude
-	AdapterGemini = classify.AdapterGemini
+	AdapterCursor  = classify.AdapterCursor
+	AdapterCodex   = classify.AdapterCodex
+	AdapterClaude  = classify.AdapterClaude
+	AdapterGemini  = classify.AdapterGemini
+	AdapterCopilot = classify.AdapterCopilot
+	AdapterQwen    = classify.AdapterQwen
+	AdapterKilo    = classify.AdapterKilo
 )
 
 // NormalizeAdapter maps an agent's self-reported name (agentInfo.name),

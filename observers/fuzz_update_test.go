@@ -41,7 +41,7 @@ func FuzzSessionUpdateParsersAgree(f *testing.F) {
 
 func sameUpdate(a, b SessionUpdate) bool {
 	return bytes.Equal(a.SessionRaw, b.SessionRaw) && a.Kind == b.Kind && (a.TextRaw == nil) == (b.TextRaw == nil) &&
-		(a.TextRaw == nil || RawBlank(a.TextRaw) == RawBlank(b.TextRaw))
+		(a.TextRaw == nil || TextBlank(a.TextRaw) == TextBlank(b.TextRaw))
 }
 
 func show(u SessionUpdate) map[string]any {
@@ -94,7 +94,7 @@ func agrees(u SessionUpdate, r refUpdate) bool {
 	if (u.TextRaw != nil) != (r.text != nil) {
 		return false
 	}
-	return r.text == nil || RawBlank(u.TextRaw) == (bytes.TrimLeft([]byte(*r.text), " \t\r\n") == nil || len(bytes.TrimLeft([]byte(*r.text), " \t\r\n")) == 0)
+	return r.text == nil || TextBlank(u.TextRaw) == (bytes.TrimLeft([]byte(*r.text), " \t\r\n") == nil || len(bytes.TrimLeft([]byte(*r.text), " \t\r\n")) == 0)
 }
 
 // uniqueKeys reports whether every object in raw has distinct keys (true

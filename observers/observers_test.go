@@ -34,8 +34,8 @@ func TestParseUpdateLayoutsAgree(t *testing.T) {
 			if (fast.TextRaw == nil) != (slow.TextRaw == nil) {
 				t.Errorf("%s %q: text found fast=%v slow=%v", kind, text, fast.TextRaw != nil, slow.TextRaw != nil)
 			}
-			if fast.TextRaw != nil && RawBlank(fast.TextRaw) != RawBlank(slow.TextRaw) {
-				t.Errorf("%s %q: blank fast=%v slow=%v", kind, text, RawBlank(fast.TextRaw), RawBlank(slow.TextRaw))
+			if fast.TextRaw != nil && TextBlank(fast.TextRaw) != TextBlank(slow.TextRaw) {
+				t.Errorf("%s %q: blank fast=%v slow=%v", kind, text, TextBlank(fast.TextRaw), TextBlank(slow.TextRaw))
 			}
 		}
 	}
@@ -62,7 +62,7 @@ func observe(t *testing.T, tr *Tracker, params []byte) bool {
 }
 
 func TestCursorMatch(t *testing.T) {
-	sig := CursorRetriable
+	sig := bound(t)[0]
 	for _, tt := range []struct {
 		name    string
 		adapter string
@@ -129,7 +129,7 @@ func TestCursorProjectionTurns(t *testing.T) {
 		{"other session's update does not touch this turn", AdapterCursor, []step{{chunk("other", "agent_message_chunk", "hello"), false}, {ctrl, true}}, true, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker(tt.adapter, DefaultSignatures)
+			tr := NewTracker(tt.adapter, bound(t))
 			tr.Start("other", time.Time{}) // another session with its own turn
 			turn := tr.Start(s, time.Time{})
 			for i, st := range tt.steps {
@@ -149,7 +149,7 @@ func TestCursorProjectionTurns(t *testing.T) {
 
 func TestStaleAndInactive(t *testing.T) {
 	ctrl := chunk("s", "agent_message_chunk", "Error: RetriableError: x")
-	tr := NewTracker(AdapterCursor, DefaultSignatures)
+	tr := NewTracker(AdapterCursor, bound(t))
 	// No prompt yet: generation 0, nothing matches.
 	if observe(t, tr, ctrl) {
 		t.Error("matched with no active turn")
@@ -192,7 +192,7 @@ func TestEvidenceGate(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tr := NewTracker(AdapterCursor, DefaultSignatures)
+			tr := NewTracker(AdapterCursor, bound(t))
 			turn := tr.Start("s", time.Time{})
 			tt.do(tr)
 			if got := turn.ReplaySafe(); got != tt.safe {
@@ -232,7 +232,7 @@ func TestIdentityOrder(t *testing.T) {
 }
 
 func BenchmarkObserveNonMatchingChunk(b *testing.B) {
-	tr := NewTracker(AdapterCursor, DefaultSignatures)
+	tr := NewTracker(AdapterCursor, bound(b))
 	tr.Start("sess-1", time.Time{})
 	// Field order as agents write it: the kind before the content.
 	params := []byte(`{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Here is some ordinary assistant text for the user."}}}`)
@@ -246,7 +246,7 @@ func BenchmarkObserveNonMatchingChunk(b *testing.B) {
 // BenchmarkObserveSortedKeys64KiB takes the general path (content before
 // the kind) on a 64 KiB chunk.
 func BenchmarkObserveSortedKeys64KiB(b *testing.B) {
-	tr := NewTracker(AdapterCodex, DefaultSignatures)
+	tr := NewTracker(AdapterCodex, bound(b))
 	tr.Start("sess-1", time.Time{})
 	params := sortedChunk("sess-1", "agent_message_chunk", strings.Repeat("lorem ipsum ", 64<<10/12))
 	b.ReportAllocs()
@@ -275,8 +275,8 @@ func TestObserveParamsCacheAgrees(t *testing.T) {
 		sortedChunk("s1", "agent_message_chunk", "sorted layout"),
 		chunk("s1", "agent_message_chunk", "Error: RetriableError: again"),
 	}
-	cached := NewTracker(AdapterCursor, DefaultSignatures)
-	plain := NewTracker(AdapterCursor, DefaultSignatures)
+	cached := NewTracker(AdapterCursor, bound(t))
+	plain := NewTracker(AdapterCursor, bound(t))
 	var turns [2][2]*Turn
 	for i, tr := range []*Tracker{cached, plain} {
 		turns[i] = [2]*Turn{tr.Start("s1", time.Time{}), tr.Start("s2", time.Time{})}

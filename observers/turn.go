@@ -16,6 +16,7 @@ type Evidence struct {
 	Unparseable     int  `json:"-"` // stdout lines that were not JSON (or too long)
 	Cancelled       bool `json:"-"`
 	Suppressed      int  `json:"-"` // control chunks suppressed
+	Diagnostics     int  `json:"-"` // diagnostic chunks forwarded (not output)
 	Exited          bool `json:"-"` // the agent died during the turn
 }
 
@@ -200,6 +201,10 @@ func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEm
 			for i := range tr.Signatures {
 				sig := &tr.Signatures[i]
 				if text != "" && sig.Match(tr.Adapter, text, complete) {
+					if sig.Kind == KindDiagnostic {
+						t.Evidence.Diagnostics++
+						return false // forwarded; not output, marker kept
+					}
 					t.Marker = sig
 					t.MarkerSuffix = sig.Suffix(text)
 					t.Evidence.Suppressed++

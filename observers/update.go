@@ -1,6 +1,9 @@
 package observers
 
 import (
+	"strings"
+	"unicode"
+
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 )
 
@@ -11,6 +14,9 @@ type SessionUpdate struct {
 	SessionRaw []byte // raw JSON string of params.sessionId
 	Kind       UpdateKind
 	TextRaw    []byte // raw JSON string of update.content.text (chunks only)
+	// NonText is set for a chunk whose content block is not text (image,
+	// audio, resource, resource_link): output by itself (seed 000).
+	NonText bool
 }
 
 // ParseUpdate locates the fields of a session/update's params.
@@ -71,10 +77,18 @@ func parseUpdateGeneral(params []byte) (SessionUpdate, bool) {
 	}
 	if content != nil {
 		c = jsonscan.NewCursor(content)
+		// Only a text block has a top-level "text"; a "type" other than
+		// "text" seen first marks a non-text block.
 		for key, ok := c.Next(); ok; key, ok = c.Next() {
-			if string(key) == "text" {
+			switch string(key) {
+			case "text":
 				u.TextRaw = c.Rest() // starts at the string; cut on demand
-				break
+				return u, true
+			case "type":
+				if string(c.Value()) != `"text"` {
+					u.NonText = true
+					return u, true
+				}
 			}
 		}
 	}
@@ -91,24 +105,41 @@ func rawInner(raw []byte) []byte {
 	return raw[1:]
 }
 
-// RawBlank reports whether a raw JSON string holds only whitespace (ASCII
-// spaces or the \n \r \t escapes). Non-ASCII text counts as non-blank.
-func RawBlank(raw []byte) bool {
+// TextBlank reports whether a raw JSON string is empty after Unicode
+// trimming (seed 000: such a chunk is neither output nor a clearing
+// event). ASCII whitespace is judged on the raw bytes; only a string whose
+// first non-ASCII-space character is non-ASCII or escaped is decoded.
+func TextBlank(raw []byte) bool {
 	in := rawInner(raw)
 	for i := 0; i < len(in); i++ {
-		switch in[i] {
-		case ' ', '\t':
-		case '"':
-			return true // the closing quote: only whitespace before it
-		case '\\':
-			if i+1 < len(in) && (in[i+1] == 'n' || in[i+1] == 'r' || in[i+1] == 't') {
-				i++
-				continue
-			}
-			return false
+		switch c := in[i]; {
+		case c == ' ' || c == '\t':
+		case c == '"':
+			return true
+		case c == '\\' && i+1 < len(in) && (in[i+1] == 'n' || in[i+1] == 'r' || in[i+1] == 't'):
+			i++
+		case c >= 0x80 || c == '\\':
+			return unicodeBlank(raw)
 		default:
 			return false
 		}
+	}
+	return true
+}
+
+// unicodeBlank decodes the string (a bounded prefix first) and trims it.
+func unicodeBlank(raw []byte) bool {
+	v := jsonscan.Value(raw)
+	s, complete, ok := jsonscan.StringPrefix(v, WindowBytes)
+	if !ok {
+		return false
+	}
+	if strings.TrimFunc(s, unicode.IsSpace) != "" {
+		return false
+	}
+	if !complete {
+		s, ok = jsonscan.String(v)
+		return ok && strings.TrimFunc(s, unicode.IsSpace) == ""
 	}
 	return true
 }
@@ -172,7 +203,7 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 	t.lastKind, t.lastRequest = u.Kind, ""
 	switch u.Kind {
 	case UpdateMessage, UpdateThought:
-		nonEmpty := u.TextRaw != nil && !RawBlank(u.TextRaw)
+		nonEmpty := u.NonText || (u.TextRaw != nil && !TextBlank(u.TextRaw))
 		text, complete := "", false
 		if u.Kind == UpdateMessage && nonEmpty && !t.Returned {
 			for i := range tr.Signatures {

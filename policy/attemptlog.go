@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
 // LogFileName is the attempt log's file name inside the state directory.
@@ -19,8 +20,8 @@ const LogFileName = "attempts.jsonl"
 
 // Permissions of the state directory and the attempt log.
 const (
-	StateDirMode fs.FileMode = 0o700
-	LogFileMode  fs.FileMode = 0o600
+	StateDirMode = safefile.DirMode
+	LogFileMode  = safefile.FileMode
 )
 
 // AttemptOutcome is what became of one recorded attempt or decision.
@@ -61,70 +62,39 @@ type Log struct {
 	path string
 }
 
-// OpenLog opens (creating as needed) dir/attempts.jsonl for appending.
-// Directories it creates get mode 0700; the file is 0600, and an existing
-// file with wider permission bits is narrowed to 0600. An existing dir is
-// used as it is.
+// OpenLog opens (creating as needed) dir/attempts.jsonl for appending,
+// through internal/safefile: directories it creates get mode 0700 and dir
+// must not be a symbolic link; the file is 0600 (an existing file with wider
+// permission bits is narrowed) and a symbolic link in its place is refused.
+// When the file does not end in '\n' (a record torn by a crash), a newline
+// is written first, so the next record starts on a fresh line and only the
+// torn one is lost (ReadLog skips and reports it).
 func OpenLog(dir string) (*Log, error) {
 	if dir == "" {
 		return nil, errors.New("attempt log: empty state directory")
 	}
-	if err := mkdirPrivate(dir); err != nil {
-		return nil, fmt.Errorf("attempt log: creating state directory: %w", err)
+	if err := safefile.MkdirPrivate(dir); err != nil {
+		return nil, fmt.Errorf("attempt log: state directory: %w", err)
 	}
 	path := filepath.Join(dir, LogFileName)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, LogFileMode)
+	f, err := safefile.Open(path, safefile.Append)
 	if err != nil {
 		return nil, fmt.Errorf("attempt log: %w", err)
 	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s is not a regular file", path)
-	}
-	if err == nil && fi.Mode().Perm() != LogFileMode {
-		err = f.Chmod(LogFileMode)
-	}
-	if err != nil {
+	if err := freshLine(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("attempt log: %w", err)
+		return nil, fmt.Errorf("attempt log: %s: %w", path, err)
 	}
 	return &Log{f: f, path: path}, nil
 }
 
-// mkdirPrivate creates dir and any missing parents with mode 0700 exactly
-// (regardless of umask), leaving existing directories alone.
-func mkdirPrivate(dir string) error {
-	dir = filepath.Clean(dir)
-	var missing []string
-	for p := dir; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		if err == nil {
-			if !fi.IsDir() {
-				return fmt.Errorf("%s is not a directory", p)
-			}
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		missing = append(missing, p)
-		if filepath.Dir(p) == p {
-			break
-		}
+// freshLine ends a torn last record with a newline.
+func freshLine(f *os.File) error {
+	ok, err := safefile.EndsInNewline(f)
+	if err == nil && !ok {
+		_, err = f.Write([]byte{'\n'})
 	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		p := missing[i]
-		if err := os.Mkdir(p, StateDirMode); err != nil {
-			if errors.Is(err, fs.ErrExist) {
-				continue // created concurrently by someone else: not ours to chmod
-			}
-			return err
-		}
-		if err := os.Chmod(p, StateDirMode); err != nil {
-			return err
-		}
-	}
-	return nil
+	return err
 }
 
 // Path returns the log file's path.
@@ -171,26 +141,43 @@ func (l *Log) Close() error {
 	return err
 }
 
+// MaxRecordBytes bounds one line of the attempt log when reading; a longer
+// line is skipped (records are a few KiB).
+const MaxRecordBytes = 1 << 20
+
+// Skipped is a line of the attempt log that ReadLog could not read: a record
+// torn by a crash, or one a pre-fix writer glued to it.
+type Skipped struct {
+	Line   int    // 1-based line number
+	Reason string // why it was skipped, e.g. "torn record (no newline)"
+}
+
+func (s Skipped) String() string { return fmt.Sprintf("line %d: %s", s.Line, s.Reason) }
+
 // ReadLog reads the records of session (all records when session is "")
-// from an attempt log. A last line without a newline that does not parse
-// (a write cut short by a crash) is ignored; any other bad line is an error
-// naming its line number.
-func ReadLog(r io.Reader, session string) ([]Record, error) {
-	br := bufio.NewReader(r)
-	var recs []Record
+// from an attempt log. A line that is not a whole record — torn by a crash,
+// corrupt, or longer than MaxRecordBytes — is skipped and reported in
+// skipped, so one bad write never makes the log unreadable. err is only a
+// read failure.
+func ReadLog(r io.Reader, session string) (recs []Record, skipped []Skipped, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if err != nil && err != io.EOF {
-			return recs, fmt.Errorf("attempt log: %w", err)
+		line, long, complete, rerr := readRecordLine(br)
+		if rerr != nil {
+			return recs, skipped, fmt.Errorf("attempt log: %w", rerr)
 		}
-		complete := err == nil
-		if len(bytes.TrimSpace(line)) > 0 {
+		switch {
+		case long:
+			skipped = append(skipped, Skipped{n, fmt.Sprintf("longer than %d bytes", MaxRecordBytes)})
+		case len(bytes.TrimSpace(line)) > 0:
 			var rec Record
 			if uerr := json.Unmarshal(line, &rec); uerr != nil {
+				reason := "not a record: " + uerr.Error()
 				if !complete {
-					return recs, nil // truncated last line
+					reason = "torn record (no newline at the end of the log)"
 				}
-				return recs, fmt.Errorf("attempt log: line %d: %w", n, uerr)
+				skipped = append(skipped, Skipped{n, reason})
+				break
 			}
 			rec.Decision.Delay = time.Duration(rec.Decision.DelayMs) * time.Millisecond
 			if session == "" || rec.SessionID == session {
@@ -198,7 +185,32 @@ func ReadLog(r io.Reader, session string) ([]Record, error) {
 			}
 		}
 		if !complete {
-			return recs, nil
+			return recs, skipped, nil
+		}
+	}
+}
+
+// readRecordLine reads one line, keeping at most MaxRecordBytes of it;
+// complete is false at the end of the input.
+func readRecordLine(br *bufio.Reader) (line []byte, long, complete bool, err error) {
+	for {
+		chunk, rerr := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > MaxRecordBytes+1 {
+				long, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch rerr {
+		case nil:
+			return line, long, true, nil
+		case bufio.ErrBufferFull:
+			continue
+		case io.EOF:
+			return line, long, false, nil
+		default:
+			return nil, false, false, rerr
 		}
 	}
 }

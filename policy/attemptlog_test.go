@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -146,8 +147,8 @@ func TestAppendOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got, err := ReadLog(f, "")
-	if err != nil {
+	got, skipped, err := ReadLog(f, "")
+	if err != nil || skipped != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -182,7 +183,7 @@ func TestAppendAfterForeignWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := ReadLog(bytes.NewReader(data), "")
+	recs, _, err := ReadLog(bytes.NewReader(data), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,38 +268,106 @@ func TestReadLog(t *testing.T) {
 	buf.Write(data)
 	full := buf.String()
 
+	torn := `{"time":"2026-09-15T12:00:00Z","sessio`
 	for _, tt := range []struct {
 		name     string
 		in       string
 		session  string
 		attempts []int
-		wantErr  string
+		skipped  []int // line numbers
 	}{
-		{"all", full, "", []int{0, 1, 2}, ""},
-		{"one session", full, "s1", []int{0, 2}, ""},
-		{"unknown session", full, "nope", nil, ""},
-		{"truncated last line", full + `{"time":"2026-09-15T12:00:00Z","sessio`, "", []int{0, 1, 2}, ""},
-		{"last line complete without newline", strings.TrimSuffix(full, "\n"), "", []int{0, 1, 2}, ""},
-		{"blank lines", "\n" + full + "\n\n", "", []int{0, 1, 2}, ""},
-		{"corrupt middle line", strings.Replace(full, "\n", "\n{oops\n", 1), "", []int{0}, "attempt log: line 2: "},
-		{"empty", "", "", nil, ""},
+		{"all", full, "", []int{0, 1, 2}, nil},
+		{"one session", full, "s1", []int{0, 2}, nil},
+		{"unknown session", full, "nope", nil, nil},
+		{"torn last line", full + torn, "", []int{0, 1, 2}, []int{4}},
+		{"last line complete without newline", strings.TrimSuffix(full, "\n"), "", []int{0, 1, 2}, nil},
+		{"blank lines", "\n" + full + "\n\n", "", []int{0, 1, 2}, nil},
+		{"corrupt middle line", strings.Replace(full, "\n", "\n{oops\n", 1), "", []int{0, 1, 2}, []int{2}},
+		// What a writer without the fresh-line rule left behind: the
+		// next record glued to a torn one.
+		{"torn record glued to the next", strings.Replace(full, "\n", "\n"+torn, 1), "", []int{0, 2}, []int{2}},
+		{"overlong line", strings.Replace(full, "\n", "\n"+strings.Repeat("x", MaxRecordBytes+10)+"\n", 1), "", []int{0, 1, 2}, []int{2}},
+		{"empty", "", "", nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			recs, err := ReadLog(strings.NewReader(tt.in), tt.session)
-			if tt.wantErr == "" && err != nil {
+			recs, skipped, err := ReadLog(strings.NewReader(tt.in), tt.session)
+			if err != nil {
 				t.Fatalf("ReadLog: got error %v, want nil", err)
 			}
-			if tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
-				t.Fatalf("ReadLog: got error %v, want prefix %q", err, tt.wantErr)
-			}
-			var got []int
+			var got, gotSkipped []int
 			for _, r := range recs {
 				got = append(got, r.Attempt)
+			}
+			for _, s := range skipped {
+				gotSkipped = append(gotSkipped, s.Line)
 			}
 			if !reflect.DeepEqual(got, tt.attempts) {
 				t.Errorf("attempts: got %v, want %v", got, tt.attempts)
 			}
+			if !reflect.DeepEqual(gotSkipped, tt.skipped) {
+				t.Errorf("skipped lines: got %v (%v), want %v", gotSkipped, skipped, tt.skipped)
+			}
 		})
+	}
+}
+
+// A record torn by a crash is ended before the next one is written, so
+// only the torn record is lost.
+func TestOpenLogStartsOnFreshLine(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, LogFileName)
+	first, _ := json.Marshal(sampleRecord("s1", 0))
+	if err := os.WriteFile(path, append(append(first, '\n'), `{"time":"2026-09-15T12:00:00Z","sessio`...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(sampleRecord("s2", 1)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	data, _ := os.ReadFile(path)
+	recs, skipped, err := ReadLog(bytes.NewReader(data), "")
+	if err != nil || len(recs) != 2 || len(skipped) != 1 || skipped[0].Line != 2 {
+		t.Fatalf("got %d records, skipped %v, err %v; want 2 records and line 2 skipped:\n%s", len(recs), skipped, err, data)
+	}
+	if recs[1].SessionID != "s2" {
+		t.Errorf("second record: got session %q, want s2", recs[1].SessionID)
+	}
+}
+
+// A symlink in place of the log, or as the state directory, is refused and
+// its target left untouched.
+func TestOpenLogRefusesSymlinks(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(base, "target")
+	if err := os.WriteFile(target, []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "state")
+	os.Mkdir(dir, 0o700)
+	os.Symlink(target, filepath.Join(dir, LogFileName))
+	if l, err := OpenLog(dir); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		if l != nil {
+			l.Close()
+		}
+		t.Errorf("symlinked log: got %v, want a symbolic link error", err)
+	}
+	linkDir := filepath.Join(base, "linkdir")
+	os.Symlink(t.TempDir(), linkDir)
+	if l, err := OpenLog(linkDir); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		if l != nil {
+			l.Close()
+		}
+		t.Errorf("symlinked state dir: got %v, want a symbolic link error", err)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "precious" {
+		t.Errorf("target changed: %q", data)
+	}
+	if fi, _ := os.Stat(target); fi.Mode().Perm() != 0o644 {
+		t.Errorf("target mode changed: %v", fi.Mode().Perm())
 	}
 }
 

@@ -16,7 +16,10 @@
 //
 // # The policy document (version 1)
 //
-// A JSON object with exactly these fields; both classes are required:
+// A JSON object with these fields, each of which may be omitted (an omitted
+// part takes the seed's default: immediate skip, retry and reset waiting
+// disabled), so {"transient":{"retry":{"max_retries":3,
+// "initial_interval_seconds":5}}} is a whole document:
 //
 //	{"version": 1,
 //	 "transient": {"retry": {"enabled": true, "max_retries": 3, "initial_interval_seconds": 5},
@@ -29,18 +32,19 @@
 //
 // Fields:
 //
-//   - version: 1.
+//   - version: 1 (the default).
 //   - transient, hard: the two configurable classes. "request" and
 //     "unclassified" are not configurable (request failures are never
 //     retried, unclassified ones always stop) and, like any other key,
 //     are refused.
-//   - retry: enabled (required), max_retries 1–10 and
+//   - retry: enabled (default: true when the section sets a field, false
+//     when it is empty), max_retries 1–10 and
 //     initial_interval_seconds 1–3600 when enabled, both 0 when disabled.
 //     Retry n (0-based) waits initial·2ⁿ seconds, each delay capped at 24 h.
 //     A missing retry section means disabled.
-//   - wait_for_reset: enabled (required), max_wait_seconds 1–604800 (7 days)
+//   - wait_for_reset: enabled (defaulted as for retry), max_wait_seconds 1–604800 (7 days)
 //     when enabled, 0 when disabled. A missing section means disabled.
-//   - on_exhausted (required): "skip" (next fallback model) or "stop".
+//   - on_exhausted: "skip" (next fallback model; the default) or "stop".
 //   - fallback_models (optional): non-empty, unique model ids, tried in
 //     order when a class ends in skip.
 //
@@ -72,8 +76,10 @@
 //
 // [OpenLog] appends one JSON [Record] per line to
 // <state dir>/attempts.jsonl (directory 0700, file 0600, O_APPEND, synced
-// per record). Each record carries the classification, the decision, the
+// per record; opened through internal/safefile, so symbolic links are
+// refused, and started on a fresh line when a crash tore the last record). Each record carries the classification, the decision, the
 // attempt ordinal and a snapshot of the policy, so a later edit of the
 // policy never rewrites why an earlier decision was made. [ReadLog] reads
-// it back, ignoring a truncated last line.
+// it back, skipping and reporting each line that is not a whole record (a
+// torn or corrupt line never makes the log unreadable).
 package policy

@@ -199,9 +199,12 @@ func (d Document) Validate() error {
 //   - a legacy object {"version":1,"legacy":"retry_same"}, optionally with
 //     "fallback_models".
 //
-// Legacy forms are normalized with [FromLegacy]. Unknown fields, unknown
-// classes, missing classes and out-of-range values are refused; every
-// problem is reported in one *ValidationError.
+// Legacy forms are normalized with [FromLegacy]. Omitted parts take the
+// seed's defaults: version 1; a missing class, retry or wait_for_reset is
+// disabled; a missing on_exhausted is skip; a section without "enabled" is
+// enabled when it sets a field. Unknown fields, unknown classes and
+// out-of-range values are refused; every problem is reported in one
+// *ValidationError.
 func Parse(data []byte) (Document, error) {
 	raw, err := decodeOne(data)
 	if err != nil {
@@ -461,7 +464,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 		}
 	}
 	if !hasVersion {
-		p.fail("version", "required (want %d)", Version)
+		d.Version = Version // the only version there is
 	}
 	switch {
 	case hasLegacy:
@@ -481,15 +484,13 @@ func (p *parser) document(raw json.RawMessage) Document {
 		ld.Version = d.Version
 		d = ld
 	default:
+		// An omitted class takes the seed's default: immediate skip.
+		d.Transient, d.Hard = Default().Transient, Default().Hard
 		if hasTransient {
 			d.Transient = p.class(classTransient, transientRaw)
-		} else {
-			p.fail(classTransient, "required: the document must cover both transient and hard")
 		}
 		if hasHard {
 			d.Hard = p.class(classHard, hardRaw)
-		} else {
-			p.fail(classHard, "required: the document must cover both transient and hard")
 		}
 	}
 	if hasFallback {
@@ -537,7 +538,7 @@ func (p *parser) class(prefix string, raw json.RawMessage) ClassPolicy {
 		}
 	}
 	if !hasOutcome {
-		p.fail(join(prefix, "on_exhausted"), "required (%q or %q)", OutcomeSkip, OutcomeStop)
+		cp.OnExhausted = Default().Transient.OnExhausted // the seed's skip
 	}
 	return cp
 }
@@ -559,8 +560,10 @@ func (p *parser) wait(prefix string, raw json.RawMessage) WaitForReset {
 	return w
 }
 
-// section parses a policy section: a required "enabled" flag and integer
-// fields; any other member is refused naming the fields it may have.
+// section parses a policy section: an "enabled" flag and integer fields;
+// any other member is refused naming the fields it may have. A section
+// written without "enabled" is enabled when it sets any field ("retry":
+// {"max_retries":3,…} means retry), and disabled when empty.
 func (p *parser) section(prefix string, raw json.RawMessage, enabled *bool, ints map[string]*int, want string) {
 	members, ok := p.object(prefix, raw)
 	if !ok {
@@ -579,7 +582,7 @@ func (p *parser) section(prefix string, raw json.RawMessage, enabled *bool, ints
 		}
 	}
 	if !hasEnabled {
-		p.fail(join(prefix, "enabled"), "required")
+		*enabled = len(members) > 0
 	}
 }
 

@@ -61,6 +61,40 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+// Omitted parts of a document take the seed's defaults (immediate skip,
+// retry and waiting disabled, version 1).
+func TestParseOmittedSectionsTakeSeedDefaults(t *testing.T) {
+	retry3 := ClassPolicy{Retry: Retry{Enabled: true, MaxRetries: 3, InitialIntervalSeconds: 5}, OnExhausted: OutcomeSkip}
+	skip := Default().Transient
+	for _, tt := range []struct {
+		name string
+		in   string
+		want Document
+	}{
+		{"empty object", `{}`, Default()},
+		{"only the version", `{"version":1}`, Default()},
+		{"retry transient 3x, nothing else", `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":5}}}`,
+			Document{Version: 1, Transient: retry3, Hard: skip}},
+		{"hard stops, transient default", `{"hard":{"on_exhausted":"stop"}}`,
+			Document{Version: 1, Transient: skip, Hard: ClassPolicy{OnExhausted: OutcomeStop}}},
+		{"empty sections are disabled", `{"transient":{"retry":{},"wait_for_reset":{}}}`, Default()},
+		{"wait without enabled", `{"hard":{"wait_for_reset":{"max_wait_seconds":60},"on_exhausted":"stop"}}`,
+			Document{Version: 1, Transient: skip, Hard: ClassPolicy{WaitForReset: WaitForReset{Enabled: true, MaxWaitSeconds: 60}, OnExhausted: OutcomeStop}}},
+		{"legacy object without version", `{"legacy":"stop"}`,
+			Document{Version: 1, Transient: ClassPolicy{OnExhausted: OutcomeStop}, Hard: ClassPolicy{OnExhausted: OutcomeStop}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.in))
+			if err != nil {
+				t.Fatalf("Parse(%s): %v", tt.in, err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Parse(%s):\ngot  %+v\nwant %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
 // TestParseInvalid checks the field-addressed errors, all of them, in order.
 func TestParseInvalid(t *testing.T) {
 	const hardOK = `"hard":{"on_exhausted":"stop"}`
@@ -100,24 +134,9 @@ func TestParseInvalid(t *testing.T) {
 		{"unknown outcome",
 			`{"version":1,"transient":{"on_exhausted":"retry"},` + hardOK + `}`,
 			[]string{`transient.on_exhausted: must be "skip" or "stop" (got "retry")`}},
-		{"missing outcome",
-			`{"version":1,"transient":{},` + hardOK + `}`,
-			[]string{`transient.on_exhausted: required ("skip" or "stop")`}},
 		{"unsupported version",
 			`{"version":2,"transient":{"on_exhausted":"skip"},` + hardOK + `}`,
 			[]string{"version: unsupported version 2 (want 1)"}},
-		{"missing version",
-			`{"transient":{"on_exhausted":"skip"},` + hardOK + `}`,
-			[]string{"version: required (want 1)"}},
-		{"incomplete class coverage",
-			`{"version":1,"transient":{"on_exhausted":"skip"}}`,
-			[]string{"hard: required: the document must cover both transient and hard"}},
-		{"no classes at all",
-			`{"version":1}`,
-			[]string{
-				"transient: required: the document must cover both transient and hard",
-				"hard: required: the document must cover both transient and hard",
-			}},
 		{"unknown class keys",
 			`{"version":1,"transient":{"on_exhausted":"skip"},` + hardOK + `,"request":{"on_exhausted":"skip"},"unclassified":{}}`,
 			[]string{
@@ -142,12 +161,9 @@ func TestParseInvalid(t *testing.T) {
 				"transient.on_exhausted: must be a string (got 7)",
 				"hard: must be an object (got [])",
 			}},
-		{"retry without enabled",
+		{"retry without enabled is enabled, and needs its interval",
 			`{"version":1,"transient":{"retry":{"max_retries":3},"on_exhausted":"skip"},` + hardOK + `}`,
-			[]string{
-				"transient.retry.enabled: required",
-				"transient.retry.max_retries: must be 0 when retry is disabled (got 3)",
-			}},
+			[]string{"transient.retry.initial_interval_seconds: must be 1–3600 when retry is enabled (got 0)"}},
 		{"duplicate keys",
 			`{"version":1,"version":1,"transient":{"on_exhausted":"skip","on_exhausted":"stop"},` + hardOK + `}`,
 			[]string{
@@ -178,8 +194,6 @@ func TestParseInvalid(t *testing.T) {
 			[]string{"legacy: cannot be combined with transient or hard"}},
 		{"legacy not a string", `{"version":1,"legacy":1}`,
 			[]string{"legacy: must be a string (got 1)"}},
-		{"legacy object without version", `{"legacy":"stop"}`,
-			[]string{"version: required (want 1)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, err := Parse([]byte(tt.in))

@@ -10,7 +10,8 @@
 //	cmd/acp-guard ─► replay ─► guard ─► transport / observers ─► classify ◄─ catalogue
 //
 // replay must not import cmd. Serve and the Recorder use only the standard
-// library; they never decode and re-encode a frame.
+// library (and internal/safefile, the one way acp-guard opens a file it
+// writes); they never decode and re-encode a frame.
 //
 // # Transcript format
 //
@@ -26,10 +27,16 @@
 //	            was killed by a signal and no code exists).
 //	signal      exit only, optional: the signal that killed the agent
 //	            ("SIGKILL", "killed" and "9" are all understood).
+//	client_closed exit only, optional: true when the client had closed its
+//	            input before the agent exited.
 //	argv        meta only: the agent command line (redacted).
 //	adapter     meta only: the adapter identity, e.g. "cursor-acp".
 //	version     meta only: the acp-guard version that recorded.
 //	catalogue   meta only: the classifier catalogue version in use.
+//	policy      meta only, optional: the effective policy document the
+//	            proxy ran under (a JSON object; omitted parts filled in).
+//	            The offline player decides with it unless --policy is given.
+//	fallback    meta only, optional: the --fallback-models list.
 //	via         frames only: "guard" marks a frame the proxy emitted itself
 //	            or rewrote (a rewritten session/prompt response, a retry
 //	            notice, the proxy's own requests to the agent). A frame
@@ -68,7 +75,8 @@
 //
 // Strings that are not valid UTF-8 (raw lines, stderr) are stored with each
 // bad byte replaced by U+FFFD; a frame that is valid JSON is stored byte for
-// byte. Secrets are redacted by default (RecorderOptions.Redact): a line whose
+// byte. Secrets, emails and account ids are redacted by default
+// (RecorderOptions.Redact, RedactFrame for frames): a line whose
 // redacted text differs is stored redacted, as msg when it is still valid
 // JSON and as raw otherwise.
 //
@@ -85,9 +93,16 @@
 // waits for the client's response to each agent→client request before going
 // past the point where the recorded client answered. Client notifications
 // (session/cancel) are consumed and never waited for. A live request with no
-// recorded counterpart left gets a -32603 error "replay: client diverged from
-// recording: expected X, got Y". The recorded exit ends Serve with the
-// recorded code (128+N for a signal N).
+// recorded counterpart left is answered with the last recorded error
+// response of its method, when there is one (a failing provider keeps
+// failing: a guard's retries of a recorded 529 see the 529 again); else it
+// gets a -32603 error "replay: client diverged from recording: expected X,
+// got Y". The recorded exit ends Serve with the recorded code (128+N for a
+// signal N). An exit marked client_closed (it followed the client's EOF) is
+// played only once the live client has closed its input; if a signal ended
+// that agent too (the proxy's grace kill of an agent that does not exit on
+// EOF), the served agent, like the recorded one, stays until it is stopped
+// (ctx ends; as a process: until it is signalled).
 //
 // Because Serve follows what the agent received, the proxy's own requests
 // (a retry's session/prompt, marked via "guard") are requests it waits for:

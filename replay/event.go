@@ -36,6 +36,9 @@ type Event struct {
 
 	Code   *int   // exit code, exit events only
 	Signal string // signal name, exit events only
+	// ClientClosed marks an exit that came after the client had closed
+	// its input (exit events only).
+	ClientClosed bool
 
 	Via        string // "guard" when the proxy emitted or rewrote the frame
 	Suppressed bool   // an original frame the proxy did not forward
@@ -43,6 +46,11 @@ type Event struct {
 
 	Argv                        []string // meta only
 	Adapter, Version, Catalogue string   // meta only
+	// Policy is the effective policy document the proxy ran under
+	// (compact JSON object), and Fallback its --fallback-models; meta
+	// only, optional.
+	Policy   json.RawMessage
+	Fallback []string
 
 	// Line is the 1-based line number the Reader read the event from; 0 for
 	// events that were not read. It is not part of the format.
@@ -108,6 +116,9 @@ func (e Event) appendJSON(dst []byte) []byte {
 		dst = append(dst, `,"signal":`...)
 		dst = appendString(dst, e.Signal)
 	}
+	if e.ClientClosed {
+		dst = append(dst, `,"client_closed":true`...)
+	}
 	if e.Argv != nil {
 		dst = append(dst, `,"argv":[`...)
 		for i, a := range e.Argv {
@@ -126,6 +137,20 @@ func (e Event) appendJSON(dst []byte) []byte {
 			dst = append(dst, f.key...)
 			dst = appendString(dst, f.val)
 		}
+	}
+	if e.Policy != nil {
+		dst = append(dst, `,"policy":`...)
+		dst = append(dst, e.Policy...)
+	}
+	if e.Fallback != nil {
+		dst = append(dst, `,"fallback":[`...)
+		for i, m := range e.Fallback {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, m)
+		}
+		dst = append(dst, ']')
 	}
 	if e.Suppressed {
 		dst = append(dst, `,"suppressed":true`...)
@@ -147,19 +172,22 @@ func (e Event) appendJSON(dst []byte) []byte {
 // wireEvent is the decoding shape of an event; pointers tell absent fields
 // from zero values.
 type wireEvent struct {
-	TMs        *int64          `json:"t_ms"`
-	Dir        *string         `json:"dir"`
-	Msg        json.RawMessage `json:"msg"`
-	Raw        *string         `json:"raw"`
-	Code       *int            `json:"code"`
-	Signal     string          `json:"signal"`
-	Via        string          `json:"via"`
-	Suppressed bool            `json:"suppressed"`
-	CRLF       bool            `json:"crlf"`
-	Argv       []string        `json:"argv"`
-	Adapter    string          `json:"adapter"`
-	Version    string          `json:"version"`
-	Catalogue  string          `json:"catalogue"`
+	TMs          *int64          `json:"t_ms"`
+	Dir          *string         `json:"dir"`
+	Msg          json.RawMessage `json:"msg"`
+	Raw          *string         `json:"raw"`
+	Code         *int            `json:"code"`
+	Signal       string          `json:"signal"`
+	ClientClosed bool            `json:"client_closed"`
+	Via          string          `json:"via"`
+	Suppressed   bool            `json:"suppressed"`
+	CRLF         bool            `json:"crlf"`
+	Argv         []string        `json:"argv"`
+	Adapter      string          `json:"adapter"`
+	Version      string          `json:"version"`
+	Catalogue    string          `json:"catalogue"`
+	Policy       json.RawMessage `json:"policy"`
+	Fallback     []string        `json:"fallback"`
 }
 
 // UnmarshalJSON decodes and validates one transcript line. Msg keeps the
@@ -173,9 +201,10 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return errors.New(`missing "dir"`)
 	}
 	ev := Event{
-		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal,
+		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed,
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
+		Policy: w.Policy, Fallback: w.Fallback,
 	}
 	if w.TMs != nil {
 		ev.TMs = *w.TMs
@@ -197,6 +226,9 @@ func (e Event) validate() error {
 	}
 	switch e.Dir {
 	case DirMeta:
+		if e.Policy != nil && (len(e.Policy) == 0 || e.Policy[0] != '{' || bytes.IndexByte(e.Policy, '\n') >= 0) {
+			return errors.New(`meta event: "policy" must be a JSON object on one line`)
+		}
 	case DirC2A, DirA2C:
 		if e.Msg == nil && e.Raw == nil {
 			return fmt.Errorf(`%s event: missing "msg" or "raw"`, e.Dir)

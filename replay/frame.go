@@ -20,6 +20,8 @@ type frameInfo struct {
 	method string
 	id     []byte // the raw id value, aliasing the frame
 	idAt   int    // where id starts in the frame
+	// isError marks a response carrying an error.
+	isError bool
 }
 
 // parseFrame finds the top-level method and id of a frame with the
@@ -33,7 +35,7 @@ func parseFrame(b []byte) frameInfo {
 	case transport.KindNotification:
 		fi.kind = kindNotification
 	case transport.KindResponse:
-		fi.kind = kindResponse
+		fi.kind, fi.isError = kindResponse, m.Error != nil
 	default:
 		fi.kind, fi.method = kindOther, ""
 	}

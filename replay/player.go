@@ -38,6 +38,9 @@ type PlayOptions struct {
 	Epoch    time.Time        // zero: DefaultEpoch
 	MaxLine  int64            // the relay's line cap (default transport.DefaultMaxLine)
 	Logger   *slog.Logger     // nil: discard
+	// OnTurn, if set, is called as each turn settles (before it is added
+	// to Result.Turns), on Play's goroutine.
+	OnTurn func(guard.TurnReport)
 }
 
 // Result is what playing a transcript produced.
@@ -142,8 +145,13 @@ func newPlayer(events []Event, opts PlayOptions) *player {
 		Policy:   doc,
 		Fallback: opts.Fallback,
 		Notices:  opts.Notices,
-		OnTurn:   func(r guard.TurnReport) { p.res.Turns = append(p.res.Turns, r) },
-		Logger:   opts.Logger,
+		OnTurn: func(r guard.TurnReport) {
+			if opts.OnTurn != nil {
+				opts.OnTurn(r)
+			}
+			p.res.Turns = append(p.res.Turns, r)
+		},
+		Logger: opts.Logger,
 	})
 	p.relay = transport.NewRelay(transport.Config{
 		MaxLine: opts.MaxLine, Logger: opts.Logger, Hooks: p.guard, Redact: classify.Redact,

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
+
+	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
 // RecorderOptions configure a Recorder.
@@ -19,13 +19,17 @@ type RecorderOptions struct {
 	// and argv element. Nil records without redaction.
 	Redact func(string) string
 	// RedactFrame, if set, replaces Redact for protocol frames: the proxy
-	// passes a secrets-only redactor there, so session ids, paths and
-	// URLs in frames stay intact and the recording still replays.
+	// passes classify.RedactFrame there (secrets, emails and account ids
+	// go), so session ids, paths and URLs in frames stay intact and the
+	// recording still replays.
 	RedactFrame func(string) string
 	// RecordRaw turns redaction off even when Redact is set (--record-raw).
 	RecordRaw bool
 	// Logger receives the one warning about a write failure. Nil discards.
 	Logger *slog.Logger
+	// Overwrite lets OpenRecorder replace an existing file
+	// (--record-overwrite); without it an existing file is refused.
+	Overwrite bool
 }
 
 // Recorder writes a transcript. A write failure is logged once, after which
@@ -41,28 +45,23 @@ type Recorder struct {
 	err     error // first failure; the Recorder is inert once set
 }
 
-// OpenRecorder creates (or truncates) the transcript file at path with mode
-// 0600, creating missing parent directories with mode 0700. An existing file
-// with wider permissions is narrowed to 0600.
+// OpenRecorder creates the transcript file at path with mode 0600 through
+// internal/safefile: a symbolic link at path is refused, no directory is
+// created, and an existing file is refused unless opts.Overwrite is set
+// (then it is truncated and narrowed to 0600). A transcript holds exactly
+// one session, so there is no appending.
 func OpenRecorder(path string, opts RecorderOptions) (*Recorder, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("replay: creating transcript directory: %w", err)
+	how := safefile.New
+	if opts.Overwrite {
+		how = safefile.Truncate
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := safefile.Open(path, how)
+	var ee *safefile.ExistsError
+	if errors.As(err, &ee) {
+		return nil, fmt.Errorf("replay: transcript %s already exists (choose another name, or overwrite it on purpose)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("replay: opening transcript: %w", err)
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("replay: opening transcript: %w", err)
-	}
-	// Only a regular file is ours to narrow (never /dev/stdout and the like).
-	if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("replay: restricting transcript permissions: %w", err)
-		}
 	}
 	r := NewRecorder(f, opts)
 	r.closer = f
@@ -79,16 +78,33 @@ func NewRecorder(w io.Writer, opts RecorderOptions) *Recorder {
 	return &Recorder{w: bufio.NewWriterSize(w, 64<<10), opts: opts, log: log}
 }
 
+// MetaInfo is what the meta event says about the recorded run.
+type MetaInfo struct {
+	Argv      []string // the agent command line (redacted when recording redacts)
+	Adapter   string
+	Version   string          // acp-guard's version
+	Catalogue string          // the catalogue version
+	Policy    json.RawMessage // the effective policy document, compact JSON; nil: none
+	Fallback  []string        // --fallback-models
+}
+
 // Meta records the meta event; call it first.
-func (r *Recorder) Meta(argv []string, adapter, version, catalogue string) {
+func (r *Recorder) Meta(m MetaInfo) {
 	if r.err != nil {
 		return
 	}
-	red := make([]string, len(argv))
-	for i, a := range argv {
+	red := make([]string, len(m.Argv))
+	for i, a := range m.Argv {
 		red[i] = r.redact(a)
 	}
-	r.write(Event{Dir: DirMeta, Argv: red, Adapter: adapter, Version: version, Catalogue: catalogue})
+	var pol json.RawMessage
+	if len(m.Policy) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, m.Policy); err == nil {
+			pol = b.Bytes()
+		}
+	}
+	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback})
 }
 
 // Frame records one frame that crossed the proxy in direction dir (DirC2A or
@@ -151,11 +167,20 @@ func (r *Recorder) Stderr(tMs int64, line []byte) {
 
 // Exit records the agent's exit and flushes. signal is "" unless a signal
 // killed the agent.
-func (r *Recorder) Exit(tMs int64, code int, signal string) {
+func (r *Recorder) Exit(tMs int64, code int, signal string) { r.exit(tMs, code, signal, false) }
+
+// ExitAfterClientClosed records the agent's exit like Exit, marking that
+// the client had closed its input before it (client_closed): Serve then
+// plays the exit only once its own client has closed its input.
+func (r *Recorder) ExitAfterClientClosed(tMs int64, code int, signal string) {
+	r.exit(tMs, code, signal, true)
+}
+
+func (r *Recorder) exit(tMs int64, code int, signal string, clientClosed bool) {
 	if r.err != nil {
 		return
 	}
-	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, Signal: signal})
+	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, Signal: signal, ClientClosed: clientClosed})
 	r.Flush()
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 func TestOpenRecorderModes(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "new", "transcripts")
+	dir := t.TempDir()
 	path := filepath.Join(dir, "s.jsonl")
 	rec, err := OpenRecorder(path, RecorderOptions{})
 	if err != nil {
@@ -21,34 +21,33 @@ func TestOpenRecorderModes(t *testing.T) {
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		path string
-		want os.FileMode
-	}{{dir, 0o700}, {filepath.Dir(dir), 0o700}, {path, 0o600}} {
-		fi, err := os.Stat(tt.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := fi.Mode().Perm(); got != tt.want {
-			t.Errorf("%s: got mode %v, want %v", tt.path, got, tt.want)
-		}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("got mode %v, want 0600", fi.Mode().Perm())
 	}
 
-	// An existing file is truncated and narrowed to 0600.
+	// An existing file is refused, and left as it is.
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rec, err = OpenRecorder(path, RecorderOptions{})
+	if _, err := OpenRecorder(path, RecorderOptions{}); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Errorf("existing file: got %v, want it refused", err)
+	}
+	if fi, _ := os.Stat(path); fi.Size() == 0 || fi.Mode().Perm() != 0o644 {
+		t.Errorf("refused file was changed: size %d, mode %v", fi.Size(), fi.Mode().Perm())
+	}
+
+	// Overwrite truncates it and narrows it to 0600.
+	rec, err = OpenRecorder(path, RecorderOptions{Overwrite: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec.Close()
 	fi, _ := os.Stat(path)
 	if got := fi.Mode().Perm(); got != 0o600 {
-		t.Errorf("existing file: got mode %v, want 0600", got)
+		t.Errorf("overwritten file: got mode %v, want 0600", got)
 	}
 	if fi.Size() != 0 {
-		t.Errorf("existing file: got size %d, want it truncated to 0", fi.Size())
+		t.Errorf("overwritten file: got size %d, want it truncated to 0", fi.Size())
 	}
 }
 
@@ -68,12 +67,31 @@ func TestOpenRecorderLeavesExistingDirectory(t *testing.T) {
 	}
 }
 
-func TestOpenRecorderError(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "f")
-	os.WriteFile(file, nil, 0o600)
-	_, err := OpenRecorder(filepath.Join(file, "s.jsonl"), RecorderOptions{})
-	if err == nil || !strings.Contains(err.Error(), "replay: creating transcript directory") {
-		t.Errorf("got %v, want a directory error", err)
+func TestOpenRecorderErrors(t *testing.T) {
+	base := t.TempDir()
+	target := filepath.Join(base, "target")
+	os.WriteFile(target, []byte("precious"), 0o644)
+	link := filepath.Join(base, "link.jsonl")
+	os.Symlink(target, link)
+	for _, tt := range []struct {
+		path string
+		opts RecorderOptions
+		want string
+	}{
+		{filepath.Join(base, "new", "s.jsonl"), RecorderOptions{}, "does not exist"},
+		{link, RecorderOptions{}, "symbolic link"},
+		{link, RecorderOptions{Overwrite: true}, "symbolic link"},
+	} {
+		_, err := OpenRecorder(tt.path, tt.opts)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
+			t.Errorf("OpenRecorder(%s, %+v): got %v, want an error naming the path with %q", tt.path, tt.opts, err, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(base, "new")); err == nil {
+		t.Error("a directory was created")
+	}
+	if data, _ := os.ReadFile(target); string(data) != "precious" {
+		t.Errorf("symlink target changed: %q", data)
 	}
 }
 
@@ -96,7 +114,7 @@ func TestRecorderRedaction(t *testing.T) {
 	record := func(opts RecorderOptions) string {
 		var buf bytes.Buffer
 		rec := NewRecorder(&buf, opts)
-		rec.Meta([]string{"agent", "--key=sk-abc1"}, "demo", "v", "c")
+		rec.Meta(MetaInfo{Argv: []string{"agent", "--key=sk-abc1"}, Adapter: "demo", Version: "v", Catalogue: "c"})
 		rec.Frame(1, DirC2A, []byte(`{"id":1,"params":{"prompt":[{"text":"use sk-secret9 please"}]}}`), "", false)
 		rec.Frame(2, DirA2C, []byte(`{"id":1,"error":{"code":-32603,"message":"bad key sk-zz"}}`), "", false)
 		rec.Frame(3, DirA2C, []byte(`{"id":2,"result":{"text":"no secrets here"}}`), "", false)
@@ -173,7 +191,7 @@ func TestRecorderDevFull(t *testing.T) {
 		t.Skip("no /dev/full")
 	}
 	var logs bytes.Buffer
-	rec, err := OpenRecorder("/dev/full", RecorderOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	rec, err := OpenRecorder("/dev/full", RecorderOptions{Overwrite: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Skipf("cannot open /dev/full: %v", err)
 	}
@@ -222,7 +240,8 @@ func TestRecorderReaderRoundTrip(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	rec := NewRecorder(&buf, RecorderOptions{})
-	rec.Meta([]string{"a b", "c"}, "demo", "1", "2")
+	rec.Meta(MetaInfo{Argv: []string{"a b", "c"}, Adapter: "demo", Version: "1", Catalogue: "2",
+		Policy: []byte("{\n  \"version\": 1\n}"), Fallback: []string{"model-b"}})
 	for i, f := range frames {
 		rec.Frame(int64(i), f.dir, []byte(f.line), f.via, f.suppressed)
 	}
@@ -238,7 +257,8 @@ func TestRecorderReaderRoundTrip(t *testing.T) {
 		t.Fatalf("got %d events, want %d", len(events), len(frames)+3)
 	}
 	meta := events[0]
-	if meta.Dir != DirMeta || strings.Join(meta.Argv, "|") != "a b|c" || meta.Adapter != "demo" || meta.Version != "1" || meta.Catalogue != "2" {
+	if meta.Dir != DirMeta || strings.Join(meta.Argv, "|") != "a b|c" || meta.Adapter != "demo" || meta.Version != "1" || meta.Catalogue != "2" ||
+		string(meta.Policy) != `{"version":1}` || strings.Join(meta.Fallback, "|") != "model-b" {
 		t.Errorf("got meta %+v", meta)
 	}
 	for i, f := range frames {

@@ -19,9 +19,11 @@ type ServeOptions struct {
 	// Logger receives divergence and stall reports. Nil discards.
 	Logger *slog.Logger
 
-	// now and after replace the wall clock in tests.
-	now   func() time.Time
-	after func(time.Duration) <-chan time.Time
+	// now and after replace the wall clock in tests; lingering, if set,
+	// is called when Serve starts to stay after a lingering exit.
+	now       func() time.Time
+	after     func(time.Duration) <-chan time.Time
+	lingering func()
 }
 
 // Serve acts as the agent recorded in events: it reads the client's frames
@@ -48,6 +50,13 @@ func Serve(ctx context.Context, events []Event, opts ServeOptions, in io.Reader,
 		switch st.kind {
 		case stExit:
 			return st.code, nil
+		case stLinger:
+			s.log.Info("replay: the recorded agent was stopped after its client left; staying until stopped")
+			if opts.lingering != nil {
+				opts.lingering()
+			}
+			<-ctx.Done()
+			return st.code, nil
 		case stFailed:
 			return 1, st.err
 		case stBlocked:
@@ -72,7 +81,7 @@ func Serve(ctx context.Context, events []Event, opts ServeOptions, in io.Reader,
 		case in, ok := <-inputs:
 			switch {
 			case !ok:
-				inputs = nil
+				inputs, s.inputClosed = nil, true
 			case in.err != nil:
 				s.log.Warn("replay: reading client input", "err", in.err)
 			default:
@@ -146,11 +155,13 @@ func readInput(in io.Reader, max int, inputs chan<- input, stop <-chan struct{})
 type stateKind int
 
 const (
-	stBlocked stateKind = iota // waiting for a client frame
-	stTimer                    // waiting for the next recorded time
-	stDone                     // the recording is played, without an exit
-	stExit                     // the recorded exit was reached
-	stFailed                   // writing to the client failed
+	stBlocked  stateKind = iota // waiting for a client frame
+	stTimer                     // waiting for the next recorded time
+	stDone                      // the recording is played, without an exit
+	stExit                      // the recorded exit was reached
+	stLinger                    // the recorded agent was killed after its client left: stay until stopped
+	stAwaitEOF                  // the recorded exit followed the client's EOF: wait for the live one
+	stFailed                    // writing to the client failed
 )
 
 type state struct {
@@ -166,6 +177,9 @@ type state struct {
 func (s *server) advance() state {
 	for s.pos < len(s.items) {
 		it := &s.items[s.pos]
+		if it.kind == itemExit && it.afterEOF && !s.inputClosed {
+			return state{kind: stAwaitEOF}
+		}
 		switch it.kind {
 		case itemRequest:
 			if !s.reqs[it.req].received {
@@ -203,6 +217,9 @@ func (s *server) advance() state {
 				s.log.Warn("replay: writing stderr", "err", err)
 			}
 		case itemExit:
+			if it.lingers {
+				return state{kind: stLinger, code: it.code}
+			}
 			return state{kind: stExit, code: it.code}
 		}
 	}
@@ -222,6 +239,9 @@ func (s *server) scale(ms int64) time.Duration {
 // live request.
 func (s *server) emit(it *item) error {
 	frame := it.frame
+	if it.req >= 0 && it.fi.isError {
+		s.lastError[s.reqs[it.req].method] = it
+	}
 	if it.req >= 0 && s.reqs[it.req].liveID != nil {
 		frame = withID(frame, it.fi, s.reqs[it.req].liveID)
 	}
@@ -265,6 +285,18 @@ func (s *server) receive(line []byte) error {
 // method, or answers it with the divergence error.
 func (s *server) request(fi frameInfo) error {
 	queue := s.byMethod[fi.method]
+	if len(queue) == 0 && s.lastError[fi.method] != nil {
+		// A request the recording has no counterpart for, whose method
+		// last failed: a failing provider keeps failing, so a guard's
+		// retry sees the recorded failure again.
+		last := s.lastError[fi.method]
+		s.log.Info("replay: repeated request answered with its method's last recorded error", "method", fi.method, "id", string(fi.id))
+		frame := append(withID(last.frame, last.fi, fi.id), '\n')
+		if _, err := s.out.Write(frame); err != nil {
+			return fmt.Errorf("replay: writing to client: %w", err)
+		}
+		return nil
+	}
 	if len(queue) == 0 {
 		expected := "end of recording"
 		for s.firstOpen < len(s.reqs) && s.reqs[s.firstOpen].received {
@@ -318,6 +350,11 @@ type item struct {
 	key   string    // itemResponse: idKey of the id answered
 	text  string    // itemStderr
 	code  int       // itemExit
+	// itemExit: the recorded client had closed its input before the exit
+	// (played only after the live client closes its own), and a signal
+	// ended the agent then (the proxy's grace kill: the served agent
+	// lingers, as the recorded one did, until it is stopped).
+	afterEOF, lingers bool
 }
 
 // recordedRequest is a request the recorded agent received.
@@ -340,6 +377,8 @@ type server struct {
 	firstOpen   int              // no request before this index is unmatched
 	agentReqs   map[string]int   // idKey → agent→client requests awaiting an answer
 	responses   map[string]int   // idKey → live client answers not yet consumed
+	lastError   map[string]*item // method → the last recorded error response emitted for it
+	inputClosed bool             // the live client closed its input
 	pos         int
 	anchorMs    int64
 	anchorWall  time.Time
@@ -354,6 +393,7 @@ func newServer(events []Event, opts ServeOptions, out, errOut io.Writer) *server
 		opts: opts, log: opts.Logger, out: out, errOut: errOut, speed: opts.Speed,
 		now: opts.now, after: opts.after,
 		byMethod: map[string][]int{}, agentReqs: map[string]int{}, responses: map[string]int{},
+		lastError: map[string]*item{},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -419,7 +459,8 @@ func (s *server) load(events []Event) {
 			if ev.Code != nil {
 				code = *ev.Code
 			}
-			s.items = append(s.items, item{kind: itemExit, tMs: ev.TMs, line: ev.Line, code: exitStatus(code, ev.Signal)})
+			s.items = append(s.items, item{kind: itemExit, tMs: ev.TMs, line: ev.Line, code: exitStatus(code, ev.Signal),
+				afterEOF: ev.ClientClosed, lingers: ev.ClientClosed && ev.Signal != ""})
 		}
 	}
 }

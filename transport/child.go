@@ -76,9 +76,10 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// Its own process group, so signals and the final kill reach the whole
 	// agent; and if acp-guard itself is killed outright (SIGKILL: nothing
-	// of ours runs), the kernel sends the agent SIGTERM (Linux), besides
-	// the EOF on its stdin.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// of ours runs), the kernel kills the agent (Linux parent-death
+	// signal). SIGKILL, not SIGTERM: with acp-guard gone nobody would
+	// escalate, and an agent that ignores TERM would live on unsupervised.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		code := 126

@@ -471,7 +471,9 @@ func procStat(pid int) (state string, pgrp int, ok bool) {
 }
 
 // vmHWM reads a live process's peak resident set in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
+func vmHWM(t *testing.T, pid int) int64 { return vmHWMOf(t, pid) }
+
+func vmHWMOf(t testing.TB, pid int) int64 {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {

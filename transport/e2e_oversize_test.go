@@ -19,7 +19,9 @@ func hugeAgent(prefix string, n int, suffix string, after ...string) []string {
 	for _, a := range after {
 		script += fmt.Sprintf(`; printf '%%s\n' '%s'`, a)
 	}
-	return []string{"sh", "-c", script + "; exec cat >/dev/null"}
+	// cat keeps stdout open: an agent that closes it while running has
+	// its requests answered and is terminated (TestE2EAgentClosesStdout).
+	return []string{"sh", "-c", script + "; exec cat"}
 }
 
 // TestE2EOversizeAgentLine: a line over --max-line is discarded without

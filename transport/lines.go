@@ -46,6 +46,9 @@ func newLineReader(r io.Reader, max int64) *lineReader {
 type batch struct {
 	buf   []byte
 	lines []Line
+	// big is the mapping a long line was read into (lineArea); release
+	// unmaps it.
+	big *lineArea
 }
 
 var batchPool = sync.Pool{New: func() any {
@@ -59,6 +62,10 @@ func (b *batch) release() {
 	}
 	clear(b.lines) // drop references to long lines
 	b.lines = b.lines[:0]
+	if b.big != nil {
+		b.big.free()
+		b.big = nil
+	}
 	b.buf = b.buf[:0]
 	batchPool.Put(b)
 }
@@ -103,7 +110,7 @@ func (lr *lineReader) next() (*batch, error) {
 		}
 		if len(buf) == cap(buf) {
 			// One line fills the whole buffer: read the rest apart.
-			long, rest, err := lr.readLong(buf)
+			long, rest, err := lr.readLong(buf, b)
 			b.lines = append(b.lines, long)
 			b.buf = buf[:0]
 			lr.carry = append(lr.carry, rest...)
@@ -120,18 +127,68 @@ func (lr *lineReader) next() (*batch, error) {
 }
 
 // readLong reads the rest of a line whose first part (first) filled the
-// whole buffer. Up to max bytes are kept; beyond that the line is drained
-// to its newline keeping only a bounded head and tail. rest is what the
-// last read brought after the newline.
-func (lr *lineReader) readLong(first []byte) (line Line, rest []byte, err error) {
-	size := int64(len(first))
-	var acc, head, tail []byte
-	oversize := size > lr.max
-	if oversize {
-		head, tail = keepHead(nil, first), keepTail(nil, first)
-	} else {
-		acc = append([]byte(nil), first...)
+// whole buffer. Up to max bytes are kept, read straight into one lineArea
+// (owned by b from then on) without a copy or a growing buffer, so a
+// line near the cap costs its own size once; beyond the cap the area is
+// given back and the line is drained to its newline keeping only a bounded
+// head and tail. rest is what the last read brought after the newline.
+func (lr *lineReader) readLong(first []byte, b *batch) (line Line, rest []byte, err error) {
+	if int64(len(first)) >= lr.max { // the cap is below one buffer's worth
+		return lr.drainLong(int64(len(first)), keepHead(nil, first), keepTail(nil, first))
 	}
+	area := newLineArea(lr.max)
+	if area == nil {
+		return lr.readLongHeap(first)
+	}
+	acc := append(area.buf[:0], first...)
+	for {
+		if int64(len(acc)) >= lr.max { // no newline within the cap
+			head, tail := keepHead(nil, acc), keepTail(nil, acc)
+			size := int64(len(acc))
+			area.free()
+			return lr.drainLong(size, head, tail)
+		}
+		n, rerr := lr.r.Read(acc[len(acc):min(len(acc)+readBufSize, cap(acc))])
+		part := acc[len(acc) : len(acc)+n]
+		acc = acc[:len(acc)+n]
+		if end := bytes.IndexByte(part, '\n'); end >= 0 {
+			lineEnd := len(acc) - n + end + 1
+			rest = append([]byte(nil), acc[lineEnd:]...)
+			b.big = area
+			return Line{Bytes: acc[:lineEnd:lineEnd]}, rest, rerr
+		}
+		if rerr != nil {
+			b.big = area
+			return Line{Bytes: acc[:len(acc):len(acc)]}, nil, rerr
+		}
+	}
+}
+
+// drainLong reads the rest of a line known to be over the cap (size bytes
+// so far, head and tail kept) to its newline.
+func (lr *lineReader) drainLong(size int64, head, tail []byte) (Line, []byte, error) {
+	chunk := make([]byte, 64<<10)
+	for {
+		n, rerr := lr.r.Read(chunk)
+		part := chunk[:n]
+		var rest []byte
+		end := bytes.IndexByte(part, '\n')
+		if end >= 0 {
+			rest = part[end+1:]
+			part = part[:end+1]
+		}
+		size += int64(len(part))
+		head, tail = keepHead(head, part), keepTail(tail, part)
+		if end >= 0 || rerr != nil {
+			return Line{Oversize: size, Head: head, Tail: tail}, rest, rerr
+		}
+	}
+}
+
+// readLongHeap is readLong on the Go heap, for when no lineArea can be
+// mapped: the line grows by appending.
+func (lr *lineReader) readLongHeap(first []byte) (line Line, rest []byte, err error) {
+	acc := append([]byte(nil), first...)
 	chunk := make([]byte, 64<<10)
 	for {
 		n, rerr := lr.r.Read(chunk)
@@ -141,21 +198,18 @@ func (lr *lineReader) readLong(first []byte) (line Line, rest []byte, err error)
 			rest = part[end+1:]
 			part = part[:end+1]
 		}
-		size += int64(len(part))
-		if !oversize && size > lr.max {
-			oversize = true
-			head, tail = keepHead(nil, acc), keepTail(nil, acc)
+		if int64(len(acc)+len(part)) > lr.max {
+			size := int64(len(acc) + len(part))
+			head := keepHead(keepHead(nil, acc), part)
+			tail := keepTail(keepTail(nil, acc), part)
 			acc = nil
-		}
-		if oversize {
-			head, tail = keepHead(head, part), keepTail(tail, part)
-		} else {
-			acc = append(acc, part...)
-		}
-		if end >= 0 || rerr != nil {
-			if oversize {
+			if end >= 0 || rerr != nil {
 				return Line{Oversize: size, Head: head, Tail: tail}, rest, rerr
 			}
+			return lr.drainLong(size, head, tail)
+		}
+		acc = append(acc, part...)
+		if end >= 0 || rerr != nil {
 			return Line{Bytes: acc}, rest, rerr
 		}
 	}

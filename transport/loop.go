@@ -34,6 +34,10 @@ type Options struct {
 	Redact  func(string) string
 	// Started, if set, is called with the agent's pid once it runs.
 	Started func(pid int)
+	// Subreaper makes this process a child subreaper (Linux) for the
+	// session and reaps the orphans the agent leaves, so none stays a
+	// zombie (acp-guard as PID 1 in a container).
+	Subreaper bool
 }
 
 // DefaultMaxLine is the default line cap.
@@ -43,6 +47,10 @@ const DefaultMaxLine = 64 << 20
 type Result struct {
 	Exit   ExitStatus
 	Counts Counts
+	// GraceSignal is the signal acp-guard itself sent the agent because it
+	// was still running a grace period after the client closed its input
+	// ("SIGTERM", then "SIGKILL"); "" when it sent none.
+	GraceSignal string
 }
 
 type eventKind uint8
@@ -56,6 +64,7 @@ const (
 	evExit
 	evFire
 	evStderrEOF
+	evSignal
 )
 
 type event struct {
@@ -65,6 +74,8 @@ type event struct {
 	exit  ExitStatus
 	fire  *scheduled
 	err   error
+	sig   syscall.Signal
+	why   string // evSignal: where it came from
 }
 
 // Run starts the agent and relays until it exits. Errors starting the agent
@@ -93,6 +104,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := o.Logger
+	if o.Subreaper {
+		if err := becomeSubreaper(); err != nil {
+			log.Warn("cannot become a child subreaper; orphans of the agent go to init", "err", err)
+			o.Subreaper = false
+		}
+	}
 	ch, err := startChild(o.Argv, o.Env, o.Dir, o.StderrPTY)
 	if err != nil {
 		return answerUnstarted(o, err), err
@@ -111,6 +128,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		done:        make(chan struct{}),
 		toAgent:     newWriter(ch.stdin, log, "agent"),
 		toClient:    newWriter(o.Stdout, log, "client"),
+		agentOut:    newWatchedReader(ch.stdout),
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 
@@ -121,7 +139,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	go readLines(o.Stdin, o.MaxLine, evClientLines, evClientEOF, l)
 	var readers sync.WaitGroup
 	readers.Add(3)
-	go func() { defer readers.Done(); readLines(ch.stdout, o.MaxLine, evAgentLines, evAgentEOF, l) }()
+	go func() { defer readers.Done(); readLines(l.agentOut, o.MaxLine, evAgentLines, evAgentEOF, l) }()
 	go func() {
 		defer readers.Done()
 		l.readStderr(ch.stderr, o.Stderr)
@@ -139,26 +157,27 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}()
 	// The waiter exits when the agent does.
 	go func() { st := ch.wait(); l.handle(event{kind: evExit, exit: st}) }()
-	// Signal forwarding and context cancellation stop with done.
+	// Signals and context cancellation become events; this goroutine
+	// stops with done.
 	go func() {
 		for {
 			select {
 			case s := <-o.Signals:
 				if sig, ok := s.(syscall.Signal); ok {
-					log.Info("forwarding signal to agent", "signal", SignalName(sig))
-					if err := ch.signalGroup(sig); err != nil {
-						log.Warn("forward signal", "err", err)
-					}
+					l.handle(event{kind: evSignal, sig: sig, why: "signal"})
 				}
 			case <-ctx.Done():
-				log.Info("context done; terminating agent")
-				_ = ch.signalGroup(syscall.SIGTERM)
+				l.handle(event{kind: evSignal, sig: syscall.SIGTERM, why: "context done"})
 				ctx = context.Background()
 			case <-l.done:
 				return
 			}
 		}
 	}()
+	if o.Subreaper {
+		// The reaper stops with done.
+		go reapOrphans(ch.pgid, l.done, log)
+	}
 
 	<-l.finished
 	l.mu.Lock()
@@ -176,23 +195,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	l.flush()
 	l.toAgent.close()
 	l.toClient.close()
-	res := Result{Exit: l.exit, Counts: l.relay.Counts}
+	res := Result{Exit: l.exit, Counts: l.relay.Counts, GraceSignal: l.graceSignal}
 	res.Counts.StderrDropped = l.stderrDrops.Load()
 	l.mu.Unlock()
 	l.toAgent.drain()
-	// The last answers go to the client; one that stopped reading cannot
-	// hold up the exit beyond the grace period.
-	written := make(chan struct{})
-	go func() { // abandoned if the client never reads
-		for l.toClient.drain(); !l.toClient.idle(); l.toClient.drain() {
-			time.Sleep(time.Millisecond) // another goroutine is still writing
-		}
-		close(written)
-	}()
-	select {
-	case <-written:
-	case <-time.After(l.o.Grace):
-		log.Warn("client did not read the final answers in time")
+	// The last answers go to the client. A slow client gets them all, as
+	// long as it keeps reading; one that stops reading for the grace
+	// period cannot hold up the exit.
+	go l.toClient.drain() // abandoned if the client never reads
+	if !l.toClient.waitIdle(l.o.Grace) {
+		log.Warn("client stopped reading the final answers; exiting without them")
 	}
 	close(l.done)
 	waitTimeout(&readers, time.Second)
@@ -217,6 +229,7 @@ type loop struct {
 	outAgent    [][]byte
 	outClient   [][]byte
 	clientDone  bool
+	graceSignal string // Result.GraceSignal
 	exitSeen    bool
 	exit        ExitStatus
 	agentEOF    bool
@@ -224,16 +237,40 @@ type loop struct {
 	forceFinish bool
 	over        bool
 	timers      []func() bool
+	agentOut    *watchedReader
+	stopping    bool // a signal arrived: forwarded once, escalation runs
+	escalating  int  // which TERM/KILL timers are set (escalateNone…)
+	outLost     bool // the agent closed stdout while running
+	// After the exit: the client writer's progress at the last drain
+	// check, and since when it has not moved.
+	drainWritten uint64
+	drainStalled time.Time
 }
 
 // handle runs one event under the loop's lock, then writes what it
-// produced without the lock.
+// produced without the lock. A reader writes its own direction itself
+// (the client's frames to the agent, the agent's to the client) and
+// leaves the other direction to a goroutine of its own: a reader blocked
+// on the other peer's input would deadlock with that peer (cat blocks on
+// its stdout while we block on its stdin).
 func (l *loop) handle(ev event) {
 	l.mu.Lock()
 	l.handleLocked(ev)
 	l.mu.Unlock()
-	l.toAgent.drain()
-	l.toClient.drain()
+	switch ev.kind {
+	case evClientLines:
+		l.toAgent.drain()
+		l.toClient.kick()
+	case evAgentLines:
+		l.toClient.drain()
+		l.toAgent.kick()
+	case evSignal: // the signal watcher must stay free to see done
+		l.toAgent.kick()
+		l.toClient.kick()
+	default:
+		l.toAgent.drain()
+		l.toClient.drain()
+	}
 }
 
 func (l *loop) handleLocked(ev event) {
@@ -261,6 +298,11 @@ func (l *loop) handleLocked(ev event) {
 		l.clientGone()
 	case evAgentEOF:
 		l.agentEOF = true
+		if !l.exitSeen {
+			// Usually the exit is on its way; if the agent still runs after
+			// the drain period, it closed its stdout and lives on.
+			l.timers = append(l.timers, l.Schedule(l.o.Drain, l.checkOutputClosed))
+		}
 	case evStderr:
 		l.relay.Stderr(ev.text)
 	case evStderrEOF:
@@ -269,8 +311,12 @@ func (l *loop) handleLocked(ev event) {
 		l.exitSeen, l.exit = true, ev.exit
 		l.log.Info("agent exited", "code", l.exit.Code, "signal", l.exit.Signal)
 		// Its output may still be in the pipe, or a grandchild may hold
-		// the pipe open: wait for EOF, but not forever.
-		l.timers = append(l.timers, l.Schedule(l.o.Drain, func() { l.forceFinish = true }))
+		// the pipe open: wait for EOF, but not forever (drainCheck).
+		l.drainStalled = time.Now()
+		l.toClient.setFine()
+		l.timers = append(l.timers, l.Schedule(l.o.Drain, l.drainCheck))
+	case evSignal:
+		l.signalled(ev.sig, ev.why)
 	case evFire:
 		if !ev.fire.stopped {
 			ev.fire.fired = true
@@ -290,7 +336,8 @@ func (l *loop) handleLocked(ev event) {
 }
 
 // clientGone closes the agent's stdin and starts the grace timers: TERM
-// after one grace period, KILL after another.
+// once the agent has been quiet for one grace period, KILL after another
+// (escalate).
 func (l *loop) clientGone() {
 	if l.clientDone {
 		return
@@ -300,14 +347,7 @@ func (l *loop) clientGone() {
 	l.relay.ClientClosed()
 	l.flush()
 	l.toAgent.close()
-	l.timers = append(l.timers, l.Schedule(l.o.Grace, func() {
-		l.log.Warn("agent still running after grace; sending SIGTERM")
-		_ = l.ch.signalGroup(syscall.SIGTERM)
-		l.timers = append(l.timers, l.Schedule(l.o.Grace, func() {
-			l.log.Warn("agent ignored SIGTERM; sending SIGKILL")
-			_ = l.ch.signalGroup(syscall.SIGKILL)
-		}))
-	}))
+	l.escalate(0, true)
 }
 
 func (l *loop) Now() time.Time { return time.Now() }
@@ -367,8 +407,8 @@ type scheduled struct {
 	fired   bool
 }
 
-// Schedule runs fn on the loop goroutine after d. stop must be called on the
-// loop goroutine; it reports whether fn had not run yet.
+// Schedule runs fn after d as an event, under the loop's lock. stop must be
+// called under the lock; it reports whether fn had not run yet.
 func (l *loop) Schedule(d time.Duration, fn func()) func() bool {
 	s := &scheduled{fn: fn}
 	t := time.AfterFunc(d, func() { l.handle(event{kind: evFire, fire: s}) })

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"strconv"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 )
@@ -97,9 +98,10 @@ func ParseMsg(line []byte) Msg {
 	return m
 }
 
-// IDKey is a comparable form of a raw JSON id: numbers and strings that
-// denote the same id compare equal regardless of spacing ("7" and 7 differ,
-// as JSON-RPC says).
+// IDKey is a comparable form of a raw JSON id: strings compare by their
+// decoded text, numbers by their value — 2, 2.0, 2e0 and 20e-1 are one id,
+// as are 0 and -0 — and a string never equals a number ("7" and 7 differ,
+// as JSON-RPC says). Agents written in JavaScript may echo 2 as 2.0.
 type IDKey string
 
 // KeyOf returns the IDKey of a raw id.
@@ -107,7 +109,77 @@ func KeyOf(raw []byte) IDKey {
 	if s, ok := jsonscan.String(raw); ok {
 		return IDKey("s:" + s)
 	}
-	return IDKey("n:" + string(bytes.TrimSpace(raw)))
+	raw = bytes.TrimSpace(raw)
+	if k, ok := numberKey(raw); ok {
+		return IDKey(k)
+	}
+	return IDKey("n:" + string(raw))
+}
+
+// numberKey returns the canonical form of a JSON number, exactly (no
+// float rounding, so 9007199254740993 stays apart from …992):
+// "n:" [-] digits "e" exponent, with the digits free of leading and
+// trailing zeros; zero is "n:0". ok is false for anything that is not a
+// JSON number.
+func numberKey(b []byte) (string, bool) {
+	i, neg := 0, false
+	if i < len(b) && b[i] == '-' {
+		neg, i = true, i+1
+	}
+	intStart := i
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	intDigits := b[intStart:i]
+	if len(intDigits) == 0 || len(intDigits) > 1 && intDigits[0] == '0' {
+		return "", false
+	}
+	var frac []byte
+	if i < len(b) && b[i] == '.' {
+		i++
+		s := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if frac = b[s:i]; len(frac) == 0 {
+			return "", false
+		}
+	}
+	exp := 0
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		e, err := strconv.Atoi(string(b[i+1:])) // accepts the sign JSON allows
+		if err != nil || e > 1<<20 || e < -(1<<20) {
+			return "", false
+		}
+		exp, i = e, len(b)
+	}
+	if i != len(b) {
+		return "", false
+	}
+	digits := make([]byte, 0, len(intDigits)+len(frac))
+	digits = append(append(digits, intDigits...), frac...)
+	exp -= len(frac)
+	lead := 0
+	for lead < len(digits) && digits[lead] == '0' {
+		lead++
+	}
+	digits = digits[lead:]
+	if len(digits) == 0 {
+		return "n:0", true
+	}
+	for digits[len(digits)-1] == '0' {
+		digits = digits[:len(digits)-1]
+		exp++
+	}
+	k := make([]byte, 0, len(digits)+16)
+	k = append(k, "n:"...)
+	if neg {
+		k = append(k, '-')
+	}
+	k = append(k, digits...)
+	k = append(k, 'e')
+	k = strconv.AppendInt(k, int64(exp), 10)
+	return string(k), true
 }
 
 var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"`)

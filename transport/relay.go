@@ -50,7 +50,15 @@ type ExitStatus struct {
 	Code     int    // exit code; 128+N when killed by signal N
 	Signal   string // e.g. "killed", "terminated" — empty when it exited
 	StartErr error  // the agent could not be started
+	// OutputClosed: the agent closed its stdout while still running. It
+	// can answer nothing more; it is terminated after the grace period,
+	// and Code and Signal are not known yet (Code is -1).
+	OutputClosed bool
 }
+
+// OutputClosedMessage describes an agent that closed its stdout and kept
+// running: the evidence a classifier sees for it (a lost transport).
+const OutputClosedMessage = "agent stdout stream closed while the agent process is still running"
 
 // Output is where a Relay's decisions go: the live event loop writes to
 // pipes; the offline player records them.
@@ -58,8 +66,9 @@ type Output interface {
 	Now() time.Time
 	WriteClient(line []byte)
 	WriteAgent(line []byte)
-	// Schedule arranges for fire to run on the relay's goroutine after d.
-	// The returned stop reports whether it prevented the call.
+	// Schedule arranges for fire to run after d, serialized with every
+	// other event like a frame. The returned stop reports whether it
+	// prevented the call.
 	Schedule(d time.Duration, fire func()) (stop func() bool)
 }
 
@@ -72,8 +81,10 @@ type Tap interface {
 	Exit(st ExitStatus)
 }
 
-// Hooks is where observation, projection and recovery plug in. All methods
-// run on the relay's single goroutine, in arrival order, and must not block.
+// Hooks is where observation, projection and recovery plug in. Calls are
+// serialized by the event loop's mutex — one at a time, in arrival order
+// per stream, from whichever goroutine read the event (see doc.go) — and
+// must not block: no I/O, no waiting.
 type Hooks interface {
 	// ClientMsg sees a client frame before it is forwarded. For a client
 	// request, req is its new table entry; for a client response, req is the
@@ -89,7 +100,9 @@ type Hooks interface {
 	// Stderr sees each agent stderr line (ANSI stripped).
 	Stderr(c Ctl, line string)
 	// AgentExit runs once the agent is gone and its output is drained,
-	// before pending client requests are answered.
+	// before pending client requests are answered — or, once only and
+	// earlier, when the agent closed its stdout while still running
+	// (st.OutputClosed): it can answer nothing more either way.
 	AgentExit(c Ctl, st ExitStatus)
 	// ExitData returns the error data for a client request left pending
 	// when the agent exited (nil: the default). Called once per request.
@@ -116,7 +129,8 @@ type Ctl interface {
 	// Call sends a request of the proxy's own to the agent; the answer goes
 	// to Hooks.ProxyResponse and never to the client.
 	Call(method string, sessionID string, params []byte, tag any) *Request
-	// After runs fire on the relay goroutine after d, unless stopped.
+	// After runs fire after d, serialized like every hook call, unless
+	// stopped.
 	After(d time.Duration, fire func()) (stop func() bool)
 	// StderrTail returns the last stderr lines (redacted).
 	StderrTail() []string
@@ -134,7 +148,8 @@ type Config struct {
 	RingSize int // stderr lines kept (default 40)
 }
 
-// Relay is the single-threaded state machine between client and agent:
+// Relay is the serialized state machine between client and agent (its
+// owner calls it one event at a time, see doc.go):
 // the request table, dispatch to hooks, and the exactly-once guarantee for
 // client requests. It does no I/O of its own.
 type Relay struct {
@@ -144,9 +159,12 @@ type Relay struct {
 	hooks  Hooks
 	table  *requestTable
 	ring   *ring
-	exited bool
+	exited bool // the agent is gone or closed its stdout: nothing will answer
 	exit   ExitStatus
-	msg    Msg // the frame being handled; hooks must not keep the pointer
+	// stopping: acp-guard was told to stop (a signal); no request of the
+	// proxy's own is sent to the agent any more.
+	stopping bool
+	msg      Msg // the frame being handled; hooks must not keep the pointer
 	// early holds client requests the proxy answered before the agent did:
 	// the agent's late response must not reach the client a second time.
 	early  map[IDKey]bool
@@ -157,11 +175,20 @@ type Relay struct {
 
 // Counts are relay statistics.
 type Counts struct {
-	ClientFrames, AgentFrames    uint64
-	InvalidFromClient            uint64
-	InvalidFromAgent             uint64
-	OversizeFromClient           uint64
-	OversizeFromAgent            uint64
+	ClientFrames, AgentFrames uint64
+	InvalidFromClient         uint64
+	InvalidFromAgent          uint64
+	OversizeFromClient        uint64
+	OversizeFromAgent         uint64
+	// Fragments: a stream's last line, cut off without its newline and
+	// not a complete frame (never forwarded).
+	FragmentsFromClient, FragmentsFromAgent uint64
+	// DuplicateProxyAnswers counts agent responses to proxy requests
+	// that were no longer pending (dropped).
+	DuplicateProxyAnswers uint64
+	// IDsRestored counts responses forwarded with the id bytes of their
+	// request because the peer spelled the id differently (2.0 for 2).
+	IDsRestored                  uint64
 	Rewritten, Injected, Dropped uint64
 	// StderrDropped counts agent stderr lines that reached our stderr but
 	// not the evidence, because the loop was busy (set by Run).
@@ -253,11 +280,20 @@ func (r *Relay) Call(method, sessionID string, params []byte, tag any) *Request 
 		line = append(line, params...)
 	}
 	line = append(line, "}\n"...)
-	if r.exited {
-		// The agent is gone: answer the proxy's own request with an error
-		// at once so its owner does not wait forever.
-		resp := ParseMsg(ErrorResponse(req.ID, -32603, "agent exited", nil))
+	if r.exited || r.stopping {
+		// The agent is gone, or acp-guard is shutting down (no new attempt
+		// may start after a signal): answer the proxy's own request with
+		// an error at once so its owner does not wait forever and answers
+		// its client request.
+		msg, reason := "agent exited", "agent_exited"
+		if !r.exited {
+			msg, reason = "acp-guard is shutting down (signal received); request not sent to the agent", "shutting_down"
+		}
+		// data.acpGuard.reason lets the owner tell the refusal from an
+		// answer of the agent's.
+		resp := ParseMsg(ErrorResponse(req.ID, -32603, msg, map[string]any{"acpGuard": map[string]any{"reason": reason, "notSent": true}}))
 		delete(r.table.proxy, req.Key)
+		r.log.Info("proxy request not sent", "method", method, "reason", msg)
 		r.hooks.ProxyResponse(r, &resp, req)
 		return req
 	}
@@ -288,6 +324,12 @@ func (r *Relay) FromClient(l Line) {
 		r.clientOversize(l)
 		return
 	}
+	if !endsLine(l.Bytes) {
+		var ok bool
+		if l.Bytes, ok = r.lastLine(C2A, l.Bytes); !ok {
+			return
+		}
+	}
 	r.Counts.ClientFrames++
 	r.msg = ParseMsg(l.Bytes)
 	m := &r.msg
@@ -296,10 +338,10 @@ func (r *Relay) FromClient(l Line) {
 	case KindInvalid:
 		r.Counts.InvalidFromClient++
 		if r.log.Enabled(context.Background(), slog.LevelDebug) {
-			r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+			r.log.Debug("client line is not JSON; forwarded", "dir", "c2a", "bytes", len(l.Bytes), "line", r.escapeForLog(l.Bytes, 200))
 		}
 	case KindRequest:
-		if strings.HasPrefix(string(KeyOf(m.ID)), "s:"+ProxyIDPrefix) {
+		if isProxyKey(KeyOf(m.ID)) {
 			// The proxy's own namespace: answering it would be ambiguous.
 			r.log.Warn("client used a reserved request id; refused", "id", string(m.ID))
 			r.tapIn(C2A, l.Bytes, true)
@@ -332,7 +374,7 @@ func (r *Relay) FromClient(l Line) {
 		return
 	}
 	r.tapIn(C2A, l.Bytes, false)
-	r.out.WriteAgent(l.Bytes)
+	r.out.WriteAgent(r.withRequestID(m, req))
 }
 
 // FromAgent handles one line read from the agent.
@@ -340,6 +382,12 @@ func (r *Relay) FromAgent(l Line) {
 	if l.Oversize > 0 {
 		r.agentOversize(l)
 		return
+	}
+	if !endsLine(l.Bytes) {
+		var ok bool
+		if l.Bytes, ok = r.lastLine(A2C, l.Bytes); !ok {
+			return
+		}
 	}
 	r.Counts.AgentFrames++
 	r.msg = ParseMsg(l.Bytes)
@@ -349,7 +397,7 @@ func (r *Relay) FromAgent(l Line) {
 	case KindInvalid:
 		r.Counts.InvalidFromAgent++
 		if r.log.Enabled(context.Background(), slog.LevelDebug) {
-			r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", escapeForLog(l.Bytes, 200))
+			r.log.Debug("agent line is not JSON; forwarded", "dir", "a2c", "bytes", len(l.Bytes), "line", r.escapeForLog(l.Bytes, 200))
 		}
 	case KindRequest:
 		var dup bool
@@ -363,6 +411,15 @@ func (r *Relay) FromAgent(l Line) {
 			delete(r.table.proxy, key)
 			r.tapIn(A2C, l.Bytes, true)
 			r.hooks.ProxyResponse(r, m, preq)
+			return
+		}
+		if isProxyKey(key) {
+			// A second answer to a request of the proxy's own (or one to
+			// a request it never sent): its id means nothing to the client.
+			r.Counts.DuplicateProxyAnswers++
+			r.Counts.Dropped++
+			r.tapIn(A2C, l.Bytes, true)
+			r.log.Warn("agent answered a proxy request that is not pending; dropped", "id", string(m.ID))
 			return
 		}
 		req = r.table.client[key]
@@ -390,7 +447,67 @@ func (r *Relay) FromAgent(l Line) {
 		return
 	}
 	r.tapIn(A2C, l.Bytes, false)
-	r.out.WriteClient(l.Bytes)
+	r.out.WriteClient(r.withRequestID(m, req))
+}
+
+// withRequestID returns the frame to forward for m: unchanged, unless m is
+// a response whose id is spelled differently from its request's (2.0 for
+// 2); then the peer gets its own id bytes back.
+func (r *Relay) withRequestID(m *Msg, req *Request) []byte {
+	if m.Kind != KindResponse || req == nil || bytes.Equal(m.ID, req.ID) {
+		return m.Line
+	}
+	off := cap(m.Line) - cap(m.ID) // m.ID is a span of m.Line
+	if off < 0 || off+len(m.ID) > len(m.Line) || !bytes.Equal(m.Line[off:off+len(m.ID)], m.ID) {
+		return m.Line
+	}
+	line := make([]byte, 0, len(m.Line)-len(m.ID)+len(req.ID))
+	line = append(line, m.Line[:off]...)
+	line = append(line, req.ID...)
+	line = append(line, m.Line[off+len(m.ID):]...)
+	r.Counts.IDsRestored++
+	return line
+}
+
+func isProxyKey(k IDKey) bool {
+	return strings.HasPrefix(string(k), "s:"+ProxyIDPrefix)
+}
+
+// endsLine reports whether b ends with its line terminator. Only the last
+// line of a stream can lack it.
+func endsLine(b []byte) bool { return len(b) > 0 && b[len(b)-1] == '\n' }
+
+// lastLine handles the final line of a stream that ended without a
+// newline. A complete JSON object is a frame: it is returned with the
+// newline added, so the next frame written after it starts on a fresh
+// line. Anything else is a fragment (the peer died or was killed
+// mid-write): it is never forwarded — half a frame followed by the next
+// one on the same line would corrupt both — but counted, logged, recorded
+// as a suppressed frame and, from the agent, shown to the hooks as an
+// unparseable line. A client fragment whose id can be read gets a parse
+// error. A blank remainder is not a frame at all.
+func (r *Relay) lastLine(dir Dir, b []byte) ([]byte, bool) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, false
+	}
+	if m := ParseMsg(b); m.Kind != KindInvalid {
+		return append(b[:len(b):len(b)], '\n'), true
+	}
+	r.tapIn(dir, b, true)
+	r.log.Warn("line cut off at end of input (no newline, not a complete frame); not forwarded", "dir", dir.String(), "bytes", len(b))
+	if dir == A2C {
+		r.Counts.FragmentsFromAgent++
+		m := Msg{Kind: KindInvalid, Line: b}
+		r.hooks.AgentMsg(r, &m, nil)
+		return nil, false
+	}
+	r.Counts.FragmentsFromClient++
+	if id := oversizeID(Line{Head: b}); id != nil {
+		line := ErrorResponse(id, -32700, "acp-guard: the frame ended without a newline at end of input and is not complete JSON; discarded", nil)
+		r.tapOut(A2C, line)
+		r.out.WriteClient(line)
+	}
+	return nil, false
 }
 
 var tailIDRe = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*\}\s*$`)
@@ -469,17 +586,54 @@ func (r *Relay) ClientClosed() {
 	r.hooks.ClientClosed(r)
 }
 
-// AgentExited answers every pending client request exactly once. Call it
-// after the agent's output has been drained.
-func (r *Relay) AgentExited(st ExitStatus) {
+// Stopping records that acp-guard is shutting down on a signal: from now
+// on Call refuses to send requests of the proxy's own (a retry must not
+// start after the user asked to stop); its owner gets an error response.
+// Hooks that implement StopHook are told once, so that work they hold
+// (a scheduled retry) is answered now rather than when the agent is gone.
+func (r *Relay) Stopping() {
+	if r.stopping {
+		return
+	}
+	r.stopping = true
+	if h, ok := r.hooks.(StopHook); ok {
+		h.Stopping(r)
+	}
+}
+
+// StopHook is an optional extension of Hooks: Stopping runs once, under
+// the relay's lock like every hook, when acp-guard starts shutting down on
+// a signal. Ctl.Call refuses requests from then on.
+type StopHook interface {
+	Stopping(c Ctl)
+}
+
+// AgentOutputClosed answers every pending client request exactly once
+// because the agent closed its stdout while still running: nothing can
+// answer them any more. Hooks see it as the agent's exit
+// (st.OutputClosed); later requests are answered at once.
+func (r *Relay) AgentOutputClosed() {
 	if r.exited {
 		return
 	}
-	r.exited = true
-	r.exit = st
+	r.gone(ExitStatus{Code: -1, OutputClosed: true})
+}
+
+// AgentExited answers every pending client request exactly once. Call it
+// after the agent's output has been drained.
+func (r *Relay) AgentExited(st ExitStatus) {
 	if r.cfg.Tap != nil {
 		r.cfg.Tap.Exit(st)
 	}
+	if r.exited {
+		return
+	}
+	r.gone(st)
+}
+
+func (r *Relay) gone(st ExitStatus) {
+	r.exited = true
+	r.exit = st
 	r.hooks.AgentExit(r, st)
 	for _, req := range r.table.pendingClient() {
 		r.answerExited(req, st)
@@ -495,6 +649,9 @@ func (r *Relay) AgentExited(st ExitStatus) {
 
 func (r *Relay) answerExited(req *Request, st ExitStatus) {
 	exit := map[string]any{"code": st.Code}
+	if st.OutputClosed {
+		exit = map[string]any{"outputClosed": true}
+	}
 	if st.Signal != "" {
 		exit["signal"] = st.Signal
 	}
@@ -513,6 +670,8 @@ func (r *Relay) answerExited(req *Request, st ExitStatus) {
 	switch {
 	case st.StartErr != nil:
 		msg = "acp-guard: the agent could not be started"
+	case st.OutputClosed:
+		msg = "acp-guard: the agent closed its output before answering (it is being terminated)"
 	case st.Signal != "":
 		msg += " (killed by signal " + st.Signal + ")"
 	case st.Code >= 0:
@@ -549,12 +708,18 @@ func ErrorResponse(id []byte, code int, message string, data any) []byte {
 	return b.Bytes()
 }
 
-// escapeForLog bounds and escapes a payload for a log line.
-func escapeForLog(b []byte, max int) string {
-	if len(b) > max {
-		b = b[:max]
+// escapeForLog redacts, bounds and escapes a payload for a log line. A
+// larger head than is shown is redacted first, so a secret that starts
+// before the cut is replaced whole, never half-kept.
+func (r *Relay) escapeForLog(b []byte, max int) string {
+	if len(b) > 4*max {
+		b = b[:4*max]
 	}
-	q := strconv.Quote(string(b))
+	s := r.redact(string(b))
+	if len(s) > max {
+		s = s[:max]
+	}
+	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
 }
 

@@ -102,7 +102,19 @@ func TestKeyOf(t *testing.T) {
 		{`7`, `"7"`, false},
 		{`"a"`, `"\u0061"`, true},
 		{`"acp-guard:1"`, `"acp-guard:1"`, true},
-		{`1`, `1.0`, false}, // spelled differently: kept distinct
+		{`2`, `2.0`, true}, // numbers compare by value
+		{`2`, `2e0`, true},
+		{`2`, `20e-1`, true},
+		{`2`, `0.2E1`, true},
+		{`200`, `2e2`, true},
+		{`0`, `-0`, true},
+		{`0`, `0.000`, true},
+		{`-2`, `2`, false},
+		{`2`, `2.5`, false},
+		{`9007199254740993`, `9007199254740992`, false}, // no float rounding
+		{`12`, `"12"`, false},
+		{`01`, `1`, false}, // not a JSON number: compared as spelled
+		{`1e99999999999`, `1e99999999999`, true},
 	} {
 		if got := KeyOf([]byte(tt.a)) == KeyOf([]byte(tt.b)); got != tt.equal {
 			t.Errorf("KeyOf(%s) == KeyOf(%s): got %v, want %v", tt.a, tt.b, got, tt.equal)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // writer owns one output stream. The event loop queues what to write
@@ -25,10 +26,26 @@ type writer struct {
 	queue      []item
 	closeAsked bool
 	closed     bool
-	draining   bool // a goroutine is writing the queue out
+	draining   bool          // a goroutine is writing the queue out
+	idleWait   chan struct{} // closed when draining stops (only while someone waits)
 
-	failed atomic.Bool
+	failed  atomic.Bool
+	fine    atomic.Bool   // write in finePiece pieces
+	written atomic.Uint64 // bytes written so far: progress, for the shutdown waits
 }
+
+// setFine makes later writes go out in small pieces (see finePiece).
+func (w *writer) setFine() { w.fine.Store(true) }
+
+// Pieces bound one Write of a long chunk, so progress to a slow reader
+// shows as it happens: writePiece always (a read batch is no larger, so
+// pass-through batches still leave in one write), finePiece once the
+// session ends (setFine), when a stalled reader must be told from a slow
+// one within the grace period.
+const (
+	writePiece = readBufSize
+	finePiece  = 64 << 10
+)
 
 func newWriter(w io.Writer, log *slog.Logger, name string) *writer {
 	return &writer{w: w, name: name, log: log}
@@ -85,6 +102,10 @@ func (w *writer) drain() {
 				}
 			}
 			w.draining = false
+			if w.idleWait != nil {
+				close(w.idleWait)
+				w.idleWait = nil
+			}
 			w.qmu.Unlock()
 			return
 		}
@@ -92,7 +113,7 @@ func (w *writer) drain() {
 		for _, it := range items {
 			if !w.failed.Load() {
 				for _, b := range it.chunks {
-					if _, err := w.w.Write(b); err != nil {
+					if err := w.write(b); err != nil {
 						w.log.Warn("write failed; discarding further output", "to", w.name, "err", err)
 						w.failed.Store(true)
 						break
@@ -105,9 +126,63 @@ func (w *writer) drain() {
 	}
 }
 
-// idle reports whether nothing is queued or being written.
-func (w *writer) idle() bool {
+// kick makes sure what is queued gets written without the caller doing
+// it: if nobody is writing and something is queued, a goroutine is
+// started that drains the queue and exits (the caller must not block on
+// this peer).
+func (w *writer) kick() {
 	w.qmu.Lock()
-	defer w.qmu.Unlock()
-	return !w.draining && len(w.queue) == 0
+	work := !w.draining && (len(w.queue) > 0 || w.closeAsked && !w.closed)
+	w.qmu.Unlock()
+	if work {
+		go w.drain() // exits once the queue is empty
+	}
+}
+
+// write writes b, in pieces when it is long, counting progress.
+func (w *writer) write(b []byte) error {
+	piece := writePiece
+	if w.fine.Load() {
+		piece = finePiece
+	}
+	for len(b) > 0 {
+		n := min(len(b), piece)
+		if _, err := w.w.Write(b[:n]); err != nil {
+			return err
+		}
+		w.written.Add(uint64(n))
+		b = b[n:]
+	}
+	return nil
+}
+
+// waitIdle waits until nothing is queued or being written and reports
+// true; it gives up and reports false when no byte was written for stall
+// (the reader stopped reading). Someone must be draining, or start to.
+func (w *writer) waitIdle(stall time.Duration) bool {
+	t := time.NewTimer(stall)
+	defer t.Stop()
+	last := w.written.Load()
+	for {
+		w.qmu.Lock()
+		if !w.draining && len(w.queue) == 0 {
+			w.qmu.Unlock()
+			return true
+		}
+		if w.idleWait == nil {
+			w.idleWait = make(chan struct{})
+		}
+		ch := w.idleWait
+		w.qmu.Unlock()
+		select {
+		case <-ch:
+		case <-t.C:
+			now := w.written.Load()
+			if now == last {
+				return false
+			}
+			last = now
+			t.Reset(stall)
+		}
+	}
 }

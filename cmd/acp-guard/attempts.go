@@ -38,10 +38,17 @@ func newAttemptsCmd(s *streams) *cobra.Command {
 		Short: "Print the recovery attempt log",
 		Long: `attempts prints the append-only log of recovery attempts and decisions
 (<state dir>/attempts.jsonl) as a table, oldest first. The state directory
-defaults to $XDG_STATE_HOME/acp-guard, or ~/.local/state/acp-guard.`,
+is --state-dir, else ACP_GUARD_STATE_DIR, else "state-dir" in the config
+file, else $XDG_STATE_HOME/acp-guard, or ~/.local/state/acp-guard.
+
+A line that is not a whole record (torn by a crash, or corrupt) is skipped
+and named on stderr; the other records are printed as usual.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.out, o.err = s.out, s.err
+			if _, err := applyConfig(cmd.Flags(), map[string]bool{"state-dir": true}); err != nil {
+				return withCode(exitUsage, err)
+			}
 			return runAttempts(cmd.Context(), o)
 		},
 	}
@@ -71,9 +78,12 @@ func runAttempts(_ context.Context, o *attemptsOptions) error {
 		return withCode(exitFailure, err)
 	}
 	defer f.Close()
-	recs, err := policy.ReadLog(f, o.session)
+	recs, skipped, err := policy.ReadLog(f, o.session)
 	if err != nil {
 		return withCode(exitFailure, fmt.Errorf("%s: %w", path, err))
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(o.err, "acp-guard: %s: skipped %v\n", path, sk)
 	}
 	if o.json {
 		for _, r := range recs {

@@ -16,10 +16,12 @@ import (
 
 // classifyOptions are the flags and input of `acp-guard classify`.
 type classifyOptions struct {
-	adapter   string
-	catalogue string
-	now       string
-	args      []string
+	adapter    string
+	catalogue  string
+	now        string
+	transcript string // --transcript: classify the turns of a recording
+	turn       int    // --turn: only this turn (1-based)
+	args       []string
 
 	in       io.Reader
 	out, err io.Writer
@@ -39,7 +41,18 @@ scope, rule, catalogueVersion, retryAfterMs, resetAt, safeExcerpt).
 The evidence is either an evidence envelope, a JSON object such as
   {"source":"rpc_error","adapter":"codex-acp","rpcCode":-32603,"message":"…","data":{…},
    "httpStatus":429,"headers":{"retry-after":"20"},"stderr":["…"],"exitCode":1,"stale":false}
-or plain text, classified as the message of a JSON-RPC error.`,
+or plain text, classified as the message of a JSON-RPC error.
+
+With --transcript FILE it replays a recorded session through the same
+pipeline as the live proxy and prints, per prompt turn (--turn N for one),
+the evidence envelope the proxy classified and the verdict; the envelope
+can be fed back to classify with --now to reproduce the verdict.
+
+Examples:
+  acp-guard classify --adapter codex-acp 'stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)'
+  acp-guard classify --adapter gemini-cli '{"source":"rpc_error","rpcCode":500,"message":"exception TypeError: fetch failed sending request"}'
+  acp-guard classify 'unexpected status 404 Not Found: The model does not exist'
+  acp-guard classify --transcript /tmp/fail.jsonl --turn 1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args, o.in, o.out, o.err = args, s.in, s.out, s.err
@@ -50,6 +63,8 @@ or plain text, classified as the message of a JSON-RPC error.`,
 	f.StringVar(&o.adapter, "adapter", "", "adapter identity of the agent (codex-acp, claude-agent-acp, gemini-cli, cursor-acp, …)")
 	f.StringVar(&o.catalogue, "catalogue", "", "use this operator-reviewed catalogue file instead of the embedded one")
 	f.StringVar(&o.now, "now", "", "validate timing hints against this RFC 3339 time (default: the current time)")
+	f.StringVar(&o.transcript, "transcript", "", "classify the prompt turns of this recorded transcript (JSONL) as the live proxy did")
+	f.IntVar(&o.turn, "turn", 0, "with --transcript: only this prompt turn (1-based)")
 	return cmd
 }
 
@@ -71,6 +86,16 @@ func runClassify(_ context.Context, o *classifyOptions) error {
 			return withCode(exitUsage, fmt.Errorf("--now: %w", err))
 		}
 		now = t
+	}
+	if o.transcript != "" || o.turn != 0 {
+		if o.transcript == "" || len(o.args) > 0 || o.turn < 0 {
+			return withCode(exitUsage, fmt.Errorf("--transcript FILE takes no TEXT; --turn needs --transcript and is 1 or more"))
+		}
+		e, err := loadEngine(o.catalogue)
+		if err != nil {
+			return withCode(exitFailure, err)
+		}
+		return classifyTranscript(o, e)
 	}
 	var input []byte
 	if len(o.args) == 1 {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/acp-guard/acp-guard/demoagent"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -68,18 +70,23 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 	}
 	steps := demoTour
 	if len(o.scenarios) > 0 {
+		if err := checkScenarios(o.scenarios); err != nil {
+			return withCode(exitUsage, err)
+		}
 		steps = nil
 		for _, sc := range o.scenarios {
 			steps = append(steps, demoStep{title: "Scenario " + sc, scenario: sc, policy: o.policy != ""})
 		}
 	}
+	// A private directory (0700, unpredictable name) for the demo's
+	// policy and attempt log: never a shared, guessable path in /tmp.
+	dir, err := os.MkdirTemp("", "acp-guard-demo-")
+	if err != nil {
+		return withCode(exitFailure, err)
+	}
+	defer os.RemoveAll(dir)
 	policyFile := o.policy
 	if policyFile == "" {
-		dir, err := os.MkdirTemp("", "acp-guard-demo-")
-		if err != nil {
-			return withCode(exitFailure, err)
-		}
-		defer os.RemoveAll(dir)
 		policyFile = dir + "/policy.json"
 		if err := os.WriteFile(policyFile, []byte(demoPolicy), 0o600); err != nil {
 			return withCode(exitFailure, err)
@@ -93,7 +100,7 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 		ro.guard.stall = demoStall[st.scenario]
 		if st.policy {
 			ro.guard.policyFile = policyFile
-			ro.guard.stateDir = os.TempDir() + "/acp-guard-demo-state"
+			ro.guard.stateDir = dir + "/state"
 			fmt.Fprintf(s.out, "   policy: transient → retry after 1s, 2s, then stop\n")
 		}
 		if err := demoSession(ctx, s, ro, o.raw); err != nil {
@@ -210,7 +217,23 @@ func describeResponse(w io.Writer, m map[string]any) {
 	if pe, ok := data["providerError"].(map[string]any); ok {
 		rec, _ := pe["recovery"].(map[string]any)
 		fmt.Fprintf(w, "     providerError: code=%v class=%v confidence=%v rule=%v\n", pe["code"], pe["class"], pe["confidence"], pe["rule"])
-		fmt.Fprintf(w, "     replaySafe=%v evidence=%v recovery=%v/%v\n", pe["replaySafe"], pe["evidence"], rec["action"], rec["reason"])
+		ev, _ := json.Marshal(pe["evidence"])
+		fmt.Fprintf(w, "     replaySafe=%v evidence=%s recovery=%v/%v\n", pe["replaySafe"], ev, rec["action"], rec["reason"])
 		fmt.Fprintf(w, "     safeExcerpt=%q\n", pe["safeExcerpt"])
 	}
+}
+
+// checkScenarios refuses scenario names the demo agent does not know,
+// listing the ones it does.
+func checkScenarios(names []string) error {
+	var known []string
+	for _, sc := range demoagent.Scenarios() {
+		known = append(known, sc.Name)
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("demo: unknown scenario %q; scenarios are: %s", n, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,11 +18,9 @@ import (
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
+	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
 )
-
-// version is acp-guard's version, set at build time with -ldflags.
-var version = "0.1.0-dev"
 
 // guardOptions configure observation, classification, recovery and
 // recording.
@@ -31,6 +33,7 @@ type guardOptions struct {
 	stateDir   string
 	record     string
 	recordRaw  bool
+	recordOver bool
 	stall      time.Duration
 }
 
@@ -41,7 +44,8 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringSliceVar(&o.fallback, "fallback-models", nil, "models to fall back to, in order, when a policy says skip")
 	fs.StringVar(&o.notices, "notices", guard.NoticesThought, "retry notices to the client: off, thought or message")
 	fs.StringVar(&o.stateDir, "state-dir", "", "directory for the attempt log (default: $XDG_STATE_HOME/acp-guard)")
-	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this file (0600)")
+	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this new file (0600; its directory must exist; an existing file or a symbolic link is refused); {pid}, {time} and {session} in the name give one file per run")
+	fs.BoolVar(&o.recordOver, "record-overwrite", false, "let --record replace an existing file")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
 	fs.DurationVar(&o.stall, "stall-timeout", 0, "answer a prompt agent_stalled after the agent sent nothing for this long (session/cancel first); default: the policy's stall_timeout_seconds, else off")
 }
@@ -52,6 +56,11 @@ type guardWiring struct {
 	tap     transport.Tap
 	redact  func(string) string
 	closers []func() error
+	tel     *telemetry.Telemetry // nil: telemetry off
+	// clientClosed, when recording, is set once the client's input ended
+	// (runProxy wraps stdin with watchEOF), so the recorded exit says
+	// whether it followed the client's departure.
+	clientClosed *atomic.Bool
 }
 
 // loadEngine returns the embedded catalogue or the one in path.
@@ -121,8 +130,10 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		gw.closers = append(gw.closers, cfg.Attempts.(*lazyLog).close)
 	}
 	if o.guard.record != "" {
-		rec, err := replay.OpenRecorder(o.guard.record, replay.RecorderOptions{
-			Redact: classify.Redact, RedactFrame: classify.RedactSecrets, RecordRaw: o.guard.recordRaw, Logger: log})
+		start := time.Now()
+		name := newRecordName(o.guard.record, start, os.Getpid())
+		rec, err := replay.OpenRecorder(name.opened, replay.RecorderOptions{
+			Redact: classify.Redact, RedactFrame: classify.RedactFrame, RecordRaw: o.guard.recordRaw, Overwrite: o.guard.recordOver, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("--record: %w", err)
 		}
@@ -130,12 +141,26 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		// basename). On replay a meta adapter that is only the basename's
 		// yields to the recorded initialize's agentInfo, as it did live.
 		adapter, _ := cfg.Identity.Resolve()
-		rec.Meta(o.argv, adapter, version, engine.Version())
-		gw.tap = &recorderTap{rec: rec, start: time.Now()}
-		gw.closers = append(gw.closers, rec.Close)
+		pol, _ := json.Marshal(doc)
+		rec.Meta(replay.MetaInfo{Argv: o.argv, Adapter: adapter, Version: versionString(), Catalogue: engine.Version(),
+			Policy: pol, Fallback: o.guard.fallback})
+		gw.clientClosed = new(atomic.Bool)
+		gw.tap = &recorderTap{rec: rec, start: start, name: name, clientClosed: gw.clientClosed}
+		gw.closers = append(gw.closers, func() error {
+			err := rec.Close()
+			name.finish(log)
+			return err
+		})
 	}
+	if gw.tel, err = startTelemetry(context.Background(), o.telemetry, o.argv[0], o.guard.adapter, log); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	wireTelemetry(gw.tel, &cfg)
 	g := guard.New(cfg)
 	gw.hooks = g
+	if gw.tel != nil {
+		gw.hooks = gw.tel.Hooks(g)
+	}
 	// The guard's attempt-log writer goes first: its queued records are
 	// written before the log closes.
 	gw.closers = append([]func() error{g.Close}, gw.closers...)
@@ -160,8 +185,10 @@ func (g *guardWiring) close() {
 
 // recorderTap adapts a replay.Recorder to the relay's Tap.
 type recorderTap struct {
-	rec   *replay.Recorder
-	start time.Time
+	rec          *replay.Recorder
+	start        time.Time
+	name         *recordName
+	clientClosed *atomic.Bool
 }
 
 func (t *recorderTap) ms() int64 { return time.Since(t.start).Milliseconds() }
@@ -172,12 +199,19 @@ func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, s
 		v = "guard"
 	}
 	t.rec.Frame(t.ms(), dir.String(), line, v, suppressed)
+	if t.name.wantsSession() {
+		t.name.observe(line)
+	}
 }
 
 func (t *recorderTap) Stderr(line string) { t.rec.Stderr(t.ms(), []byte(line)) }
 
 func (t *recorderTap) Exit(st transport.ExitStatus) {
-	t.rec.Exit(t.ms(), st.Code, st.Signal)
+	if t.clientClosed.Load() {
+		t.rec.ExitAfterClientClosed(t.ms(), st.Code, st.Signal)
+	} else {
+		t.rec.Exit(t.ms(), st.Code, st.Signal)
+	}
 	t.rec.Flush()
 }
 
@@ -222,4 +256,27 @@ func (z *lazyLog) close() error {
 		return z.l.Close()
 	}
 	return nil
+}
+
+// eofWatch notes when the client's input ends. Its one reader is the
+// transport's client reader goroutine.
+type eofWatch struct {
+	r    io.Reader
+	done *atomic.Bool
+}
+
+func (w *eofWatch) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	if err != nil {
+		w.done.Store(true)
+	}
+	return n, err
+}
+
+// watchEOF wraps the client's input when something needs to know it ended.
+func (g *guardWiring) watchEOF(in io.Reader) io.Reader {
+	if g.clientClosed == nil {
+		return in
+	}
+	return &eofWatch{r: in, done: g.clientClosed}
 }

@@ -45,7 +45,8 @@ func newPolicyCheckCmd(s *streams) *cobra.Command {
 		Use:   "check FILE",
 		Short: "Validate a policy document and print the schedule it implies",
 		Long: `check validates FILE ("-" for stdin) and prints, per class, the schedule
-the document implies, e.g.
+the document implies, then the normalized document (omitted parts filled in
+with their defaults: immediate skip, retry and reset waiting disabled), e.g.
 
   transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)
   hard: stop immediately
@@ -60,7 +61,8 @@ and check exits with status 1.`,
 			return runPolicyCheck(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().BoolVar(&o.json, "json", false, "print the normalized document instead of the schedule")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print only the normalized document")
+	cmd.Example = "  acp-guard policy check ~/.config/acp-guard/policy.json\n  echo '{\"transient\":{\"retry\":{\"max_retries\":3,\"initial_interval_seconds\":5}}}' | acp-guard policy check -"
 	return cmd
 }
 
@@ -82,9 +84,11 @@ func runPolicyCheck(_ context.Context, o *policyCheckOptions) error {
 	}
 	if o.json {
 		_, err = o.out.Write(doc.Normalized())
-	} else {
-		_, err = io.WriteString(o.out, doc.Describe())
+		return err
 	}
+	// The schedule, then the document with every omitted part filled in
+	// with its default, so a reader sees what the file really means.
+	_, err = fmt.Fprintf(o.out, "%s\nnormalized document:\n%s", doc.Describe(), doc.Normalized())
 	return err
 }
 

@@ -43,14 +43,14 @@ func TestPolicyCheck(t *testing.T) {
 		out, errOut string
 	}{
 		{"valid document prints its schedule", "", []string{"policy", "check", good}, 0,
-			"transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\nhard: stop immediately\nfallback models: model-b\n", ""},
+			"transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\nhard: stop immediately\nfallback models: model-b\n" +
+				"\nnormalized document:\n" + string(mustNormalized(t, good)), ""},
 		{"invalid document: field-addressed errors, exit 1", "", []string{"policy", "check", bad}, 1, "",
-			bad + ": transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)\n" +
-				bad + ": hard: required: the document must cover both transient and hard\n"},
+			bad + ": transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)\n"},
 		{"syntax error names the line", "", []string{"policy", "check", broken}, 1, "",
 			"acp-guard: " + broken + ": policy: line 2, column 2: invalid character 'o' looking for beginning of object key string\n"},
 		{"legacy from stdin", `"try_next"`, []string{"policy", "check", "-"}, 0,
-			"transient: skip immediately\nhard: skip immediately\n", ""},
+			"transient: skip immediately\nhard: skip immediately\n\nnormalized document:\n" + string(policy.Default().Normalized()), ""},
 		{"normalized JSON", `"stop"`, []string{"policy", "check", "--json", "-"}, 0,
 			strings.ReplaceAll(string(policy.Default().Normalized()), `"skip"`, `"stop"`), ""},
 		{"missing file", "", []string{"policy", "check", filepath.Join(dir, "none.json")}, 1, "",
@@ -80,7 +80,34 @@ func TestPolicyCheck(t *testing.T) {
 func TestPolicyDefaultChecks(t *testing.T) {
 	_, def, _ := runPolicyCLI(t, "", "policy", "default")
 	code, out, errOut := runPolicyCLI(t, def, "policy", "check", "-")
-	if code != 0 || out != "transient: skip immediately\nhard: skip immediately\n" {
+	if code != 0 || out != "transient: skip immediately\nhard: skip immediately\n\nnormalized document:\n"+def {
 		t.Errorf("check of the default: got %d %q %q, want 0 and immediate skip", code, out, errOut)
+	}
+}
+
+func mustNormalized(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := policy.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.Normalized()
+}
+
+// A policy that says only "retry transient failures 3 times" is a whole
+// document: check shows the defaults it takes.
+func TestPolicyCheckFillsDefaults(t *testing.T) {
+	code, out, errOut := runPolicyCLI(t, `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":5}}}`, "policy", "check", "-")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"transient: retry after 5s, 10s, 20s, then skip", "hard: skip immediately", `"version": 1`, `"on_exhausted": "skip"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -68,7 +68,7 @@ and exits with the recorded exit status. For example:
 	fs.BoolVar(&o.json, "json", false, "print one JSON line per prompt turn")
 	fs.StringVar(&o.adapter, "adapter", "", "adapter identity, overriding the transcript's")
 	fs.StringVar(&o.catalogue, "catalogue", "", "classify with the catalogue in this file")
-	fs.StringVar(&o.policy, "policy", "", "decide with the policy document in this file")
+	fs.StringVar(&o.policy, "policy", "", "decide with the policy document in this file (default: the policy the transcript was recorded under, else the default policy)")
 	fs.BoolVar(&o.serve, "serve", false, "act as the recorded agent on stdio")
 	fs.Float64Var(&o.speed, "speed", 1, "with --serve: play N times as fast as recorded")
 	fs.BoolVar(&o.noDelay, "no-delay", false, "with --serve: ignore recorded times")
@@ -117,7 +117,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 func runServe(ctx context.Context, o *replayOptions) error {
 	stderr := syncio.NewWriter(o.err)
 	o.log.format = "text"
-	log, closeLog, err := newLogger(o.log, stderr)
+	log, _, closeLog, err := newLogger(o.log, stderr)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -130,14 +130,19 @@ func runServe(ctx context.Context, o *replayOptions) error {
 	}
 	events, errs := replay.ReadAll(f)
 	f.Close()
+	if notTranscript(stderr, path, events, errs) {
+		return withCode(exitFailure, nil)
+	}
+	pr := &problems{w: stderr, path: path}
 	for _, e := range errs {
 		var le *replay.LineError
 		if !errors.As(e, &le) {
 			return withCode(exitFailure, fmt.Errorf("replay: %s: %w", path, e))
 		}
 		// A bad line is skipped; the rest of the transcript still serves.
-		fmt.Fprintf(stderr, "acp-guard: replay: %s:%d: %v (line skipped)\n", path, le.Line, le.Err)
+		pr.printf("%s:%d: %v (line skipped)", path, le.Line, le.Err)
 	}
+	pr.done()
 	if len(events) == 0 {
 		return withCode(exitFailure, fmt.Errorf("replay: %s: no events", path))
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -54,8 +55,15 @@ func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
 	}
 	events, errs := replay.ReadAll(f)
 	f.Close()
+	if notTranscript(o.err, path, events, errs) {
+		return false
+	}
+	if o.policy == "" {
+		opts = recordedPolicy(o.err, path, events, opts)
+	}
 	res := replay.Play(events, opts)
 	ok := true
+	pr := &problems{w: o.err, path: path}
 	for _, e := range replay.ErrorsByLine(errs, res.Errors) {
 		var (
 			le *replay.LineError
@@ -64,14 +72,15 @@ func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
 		switch {
 		case errors.As(e, &le):
 			ok = false
-			fmt.Fprintf(o.err, "acp-guard: replay: %s:%d: %v\n", path, le.Line, le.Err)
+			pr.printf("%s:%d: %v", path, le.Line, le.Err)
 		case errors.As(e, &dv):
-			fmt.Fprintf(o.err, "acp-guard: replay: %s:%d: note: %v\n", path, dv.Line, dv.Err)
+			pr.printf("%s:%d: note: %v", path, dv.Line, dv.Err)
 		default:
 			ok = false
-			fmt.Fprintf(o.err, "acp-guard: replay: %s: %v\n", path, e)
+			pr.printf("%s: %v", path, e)
 		}
 	}
+	pr.done()
 	for _, t := range res.Turns {
 		if o.json {
 			b, err := json.Marshal(t)
@@ -139,4 +148,56 @@ func oneLine(s string, max int) string {
 		s = string(r[:len(r)-1]) + "…"
 	}
 	return s
+}
+
+// maxProblems bounds the problems printed for one transcript; the rest are
+// counted.
+const maxProblems = 20
+
+// problems prints a transcript's problems, at most maxProblems of them.
+type problems struct {
+	w    io.Writer
+	path string
+	n    int
+}
+
+func (p *problems) printf(format string, args ...any) {
+	p.n++
+	if p.n <= maxProblems {
+		fmt.Fprintf(p.w, "acp-guard: replay: "+format+"\n", args...)
+	}
+}
+
+func (p *problems) done() {
+	if p.n > maxProblems {
+		fmt.Fprintf(p.w, "acp-guard: replay: %s: %d more problems not shown\n", p.path, p.n-maxProblems)
+	}
+}
+
+// notTranscript reports, in one line, a file none of whose lines is a
+// transcript event (a log, a JSON document, the wrong file).
+func notTranscript(w io.Writer, path string, events []replay.Event, errs []error) bool {
+	if len(events) > 0 || len(errs) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "acp-guard: replay: %s is not a transcript: none of its lines is a transcript event (first: %v)\n", path, errs[0])
+	return true
+}
+
+// recordedPolicy decides with the policy the recording ran under (its meta
+// event's policy and fallback models) when --policy does not override it.
+func recordedPolicy(w io.Writer, path string, events []replay.Event, opts replay.PlayOptions) replay.PlayOptions {
+	if len(events) == 0 || events[0].Dir != replay.DirMeta || events[0].Policy == nil {
+		return opts
+	}
+	doc, err := policy.Parse(events[0].Policy)
+	if err != nil {
+		fmt.Fprintf(w, "acp-guard: replay: %s: the recorded policy is not valid (%v); deciding with the default\n", path, oneLine(err.Error(), 200))
+		return opts
+	}
+	opts.Policy = &doc
+	if opts.Fallback == nil {
+		opts.Fallback = events[0].Fallback
+	}
+	return opts
 }

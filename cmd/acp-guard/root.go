@@ -60,16 +60,32 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 func newRootCmd(s *streams) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "acp-guard [flags] -- AGENT [ARGS...]",
-		Short:         "A sidecar proxy that guards ACP agents against provider failures",
+		Use:   "acp-guard [flags] [--] AGENT [ARGS...]",
+		Short: "A sidecar proxy that guards ACP agents against provider failures",
+		Long: `acp-guard starts AGENT, relays ACP (JSON-RPC over stdio) between the client
+and the agent, classifies provider failures and recovers from them by policy.
+
+Everything from AGENT on belongs to the agent. Without "--", a first word that
+is a subcommand runs the subcommand; a first word that is not, is the agent —
+unless no such executable exists and the word is a near-miss of a
+subcommand ("acp-guard polcy"), which is refused with a suggestion (exit 2).
+After "--" the first word is always the agent.`,
+		Example: `  acp-guard -- cursor-agent acp
+  acp-guard --policy ~/.config/acp-guard/policy.json -- npx @zed-industries/codex-acp
+  acp-guard --record 'runs/{time}-{pid}.jsonl' -- gemini --acp
+  ACP_GUARD_POLICY=ci-policy.json acp-guard -- codex-acp`,
+		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
+	root.SetVersionTemplate(versionLine())
 	attachProxy(root, s)
 	// Subcommands register here; each lives in its own file.
 	for _, add := range subcommands {
 		root.AddCommand(add(s))
 	}
+	requireSubcommands(root)
+	addExamples(root)
 	return root
 }
 

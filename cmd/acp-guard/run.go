@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -25,6 +29,7 @@ type runOptions struct {
 	stderrPTY bool
 	log       logOptions
 	guard     guardOptions
+	telemetry telemetryOptions
 	argv      []string
 }
 
@@ -32,10 +37,11 @@ func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.Int64Var(&o.maxLine, "max-line", transport.DefaultMaxLine, "largest frame in bytes; longer lines are discarded with an error")
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "after the client closes stdin: wait this long, then SIGTERM, then after as long again SIGKILL")
 	fs.BoolVar(&o.stderrPTY, "stderr-pty", false, "give the agent a pseudo-terminal as stderr")
-	fs.StringVar(&o.log.file, "log-file", "", "write logs to this file (0600) instead of stderr")
+	fs.StringVar(&o.log.file, "log-file", "", "append logs to this file (0600; its directory must exist; a symbolic link is refused) instead of stderr")
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.StringVar(&o.log.format, "log-format", "text", "log format: text or json")
 	bindGuardFlags(fs, &o.guard)
+	bindTelemetryFlags(fs, &o.telemetry)
 }
 
 func init() {
@@ -49,6 +55,9 @@ func newRunCmd(s *streams) *cobra.Command {
 		Short: "Start AGENT and relay ACP between stdio and the agent (same as the root command)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := applyConfig(cmd.Flags(), nil); err != nil {
+				return failStartup(s, err)
+			}
 			o.argv = args
 			return runProxy(cmd.Context(), s, o)
 		},
@@ -69,6 +78,12 @@ func attachProxy(root *cobra.Command, s *streams) {
 		if len(args) == 0 {
 			return cmd.Help()
 		}
+		if err := checkFirstWord(cmd, args); err != nil {
+			return err
+		}
+		if _, err := applyConfig(cmd.Flags(), nil); err != nil {
+			return failStartup(s, err)
+		}
 		o.argv = args
 		return runProxy(cmd.Context(), s, o)
 	}
@@ -76,18 +91,17 @@ func attachProxy(root *cobra.Command, s *streams) {
 
 func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	if o.maxLine < 1024 {
-		return withCode(exitUsage, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
+		return failStartup(s, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
 	}
-	stderr := syncio.NewWriter(s.err)
-	log, closeLog, err := newLogger(o.log, stderr)
+	log, stderr, closeLog, err := newLogger(o.log, syncio.NewWriter(s.err))
 	if err != nil {
-		return withCode(exitUsage, err)
+		return failStartup(s, err)
 	}
 	defer closeLog()
 
 	g, err := newGuard(o, log)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return failStartup(s, err)
 	}
 	defer g.close()
 
@@ -101,24 +115,27 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	sigs, external, stopSignals := notifySignals()
+	defer stopSignals()
 
 	res, err := transport.Run(ctx, transport.Options{
 		Argv:      o.argv,
 		MaxLine:   o.maxLine,
 		Grace:     o.grace,
 		StderrPTY: o.stderrPTY,
-		Stdin:     s.in,
+		Stdin:     g.watchEOF(s.in),
 		Stdout:    s.out,
-		Stderr:    stderr,
+		Stderr:    agentStderr(stderr, o.log.file != ""),
 		Signals:   sigs,
 		Logger:    log,
 		Hooks:     g.hooks,
 		Tap:       g.tap,
 		Redact:    g.redact,
+		// Orphans of the agent are reaped here, not left as zombies
+		// (acp-guard may be PID 1 of a container).
+		Subreaper: runtime.GOOS == "linux",
 	})
+	closeTelemetry(g.tel, o.grace, res.Counts)
 	var se *transport.StartError
 	if errors.As(err, &se) {
 		return withCode(exitCode(se.ExitCode), err)
@@ -128,19 +145,65 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	}
 	log.Info("relay finished", "exit", res.Exit.Code, "client_frames", res.Counts.ClientFrames, "agent_frames", res.Counts.AgentFrames,
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
-		"stderr_dropped_from_evidence", res.Counts.StderrDropped)
-	if res.Exit.Code == 0 {
-		return nil
+		"stderr_dropped_from_evidence", res.Counts.StderrDropped,
+		"fragments_from_agent", res.Counts.FragmentsFromAgent, "fragments_from_client", res.Counts.FragmentsFromClient,
+		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored)
+	code := sessionExitCode(res, external.Load())
+	switch {
+	case code != res.Exit.Code:
+		log.Info("client ended the session and the agent exited only on acp-guard's grace signal; exiting 0",
+			"agent_exit", res.Exit.Code, "signal", res.GraceSignal)
+	case code != 0:
+		log.Warn("agent exited with a failure", "code", res.Exit.Code, "signal", res.Exit.Signal, "external_signal", external.Load())
 	}
-	code := res.Exit.Code
-	if code < 0 || code > 255 {
-		code = 1
+	if code == 0 {
+		return nil
 	}
 	return withCode(exitCode(code), nil)
 }
 
+// sessionExitCode is acp-guard's exit code for a session that ran (the
+// README's exit-code table): the agent's code, except that an agent which
+// ended only because acp-guard sent it the grace SIGTERM (or SIGKILL) after
+// the client closed its input — codex-acp and claude-agent-acp do not exit
+// on stdin EOF — ended a clean session: 0. A crash, and any signal that
+// came to acp-guard from outside, keep their code.
+func sessionExitCode(res transport.Result, externalSignal bool) int {
+	code := res.Exit.Code
+	if res.GraceSignal != "" && !externalSignal {
+		bySignal := res.Exit.Signal == "terminated" || res.Exit.Signal == "killed"
+		if bySignal || code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL) {
+			return 0
+		}
+	}
+	if code < 0 || code > 255 {
+		code = 1
+	}
+	return code
+}
+
+// notifySignals relays SIGINT, SIGTERM and SIGHUP to the channel the
+// transport forwards to the agent, noting that one arrived. The relaying
+// goroutine is ended by stop (which the caller defers).
+func notifySignals() (sigs chan os.Signal, external *atomic.Bool, stop func()) {
+	raw := make(chan os.Signal, 4)
+	sigs = make(chan os.Signal, 4)
+	external = new(atomic.Bool)
+	signal.Notify(raw, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		for s := range raw {
+			external.Store(true)
+			select {
+			case sigs <- s:
+			default: // four signals already wait to be forwarded
+			}
+		}
+	}()
+	return sigs, external, func() { signal.Stop(raw); close(raw) }
+}
+
 func startCPUProfile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	f, err := safefile.Open(path, safefile.Truncate)
 	if err != nil {
 		return nil, err
 	}
@@ -149,4 +212,13 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// agentStderr is where the agent's stderr is copied: acp-guard's stderr as
+// it is, or the log file, redacted.
+func agentStderr(diag io.Writer, toFile bool) io.Writer {
+	if toFile {
+		return redactingWriter{w: diag}
+	}
+	return diag
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestAgentFlagsAreTheAgents: without "--", everything after the agent's
@@ -33,4 +35,21 @@ func TestNotFoundAgentExitCode(t *testing.T) {
 	if code != 127 || !strings.Contains(errOut.String(), "not found") {
 		t.Errorf("exit code %d, stderr %q; want 127 and a clear message", code, errOut.String())
 	}
+}
+
+// Every command's --help shows an example.
+func TestEveryCommandHasAnExample(t *testing.T) {
+	var visit func(c *cobra.Command)
+	visit = func(c *cobra.Command) {
+		skip := c.Hidden || c.Name() == "help" || c.Name() == "completion" || (c.Parent() != nil && c.Parent().Name() == "completion")
+		if !skip {
+			if c.Example == "" {
+				t.Errorf("%s has no --help example", c.CommandPath())
+			}
+		}
+		for _, sub := range c.Commands() {
+			visit(sub)
+		}
+	}
+	visit(newRootCmd(&streams{}))
 }

@@ -36,7 +36,7 @@ type Launch struct {
 type Agent struct {
 	Name    string // directory name under testdata/transcripts/real
 	Adapter string // meta adapter (the agent's agentInfo.name)
-	API     string // "openai", "anthropic" or "gemini"
+	API     string // "openai" (Responses), "chat" (Chat Completions), "anthropic" or "gemini"
 	Retries int    // agent-internal retries to configure (-1: the agent's default)
 	// Setup writes the agent's configuration under home and returns the
 	// launch. cache is the install folder (interop/install.sh), url the
@@ -69,7 +69,7 @@ func writeFiles(home string, files map[string]string) error {
 
 // Agents returns the known agents by name.
 func Agents() map[string]Agent {
-	return map[string]Agent{
+	m := map[string]Agent{
 		// codex's defaults (4 request retries, 5 stream retries, short
 		// backoff) finish within the capture timeout; claude's (10 retries,
 		// backoff to 32 s) and gemini's (10 attempts, 5-30 s delays) do not.
@@ -77,6 +77,10 @@ func Agents() map[string]Agent {
 		"claude": {Name: "claude", Adapter: "claude-agent-acp", API: "anthropic", Retries: 2, Setup: setupClaude},
 		"gemini": {Name: "gemini", Adapter: "gemini-cli", API: "gemini", Retries: 2, Setup: setupGemini},
 	}
+	for _, a := range fieldAgents {
+		m[a.Name] = a
+	}
+	return m
 }
 
 // AgentNames returns the agent names, sorted.

@@ -80,9 +80,16 @@ func Capture(ctx context.Context, c Config) (Sidecar, error) {
 	}
 	defer srv.Close()
 	tune := Tune{Retries: c.Agent.Retries, IdleTimeout: c.Scenario.Idle}
-	launch, err := c.Agent.Setup(c.Cache, home, srv.URL, tune)
+	url := srv.URL
+	if c.Scenario.Offline {
+		url = OfflineURL
+	}
+	launch, err := c.Agent.Setup(c.Cache, home, url, tune)
 	if err != nil {
 		return Sidecar{}, fmt.Errorf("capture: setup %s: %w", c.Agent.Name, err)
+	}
+	if c.Scenario.NoKey {
+		launch.Env = withoutCredentials(launch.Env)
 	}
 	if err := checkArgv(launch.Argv); err != nil {
 		return Sidecar{}, err

@@ -234,7 +234,7 @@ func TestScenariosValid(t *testing.T) {
 	for _, name := range names {
 		sc := Scenarios()[name]
 		applies := 0
-		for _, api := range []string{"openai", "anthropic", "gemini"} {
+		for _, api := range []string{"openai", "chat", "anthropic", "gemini"} {
 			s := sc.Script(api)
 			if s == nil {
 				continue

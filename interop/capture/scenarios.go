@@ -16,6 +16,14 @@ type Scenario struct {
 	Steps   func(api string) []fp.Step
 	Timeout time.Duration // 0: DefaultTimeout
 	Idle    time.Duration // agent stream-idle / request timeout knob
+	// Offline points the agent at a host that cannot resolve (OfflineURL)
+	// instead of the fake provider: the machine-without-network case.
+	Offline bool
+	// NoKey launches the agent without its provider credential.
+	NoKey bool
+	// Chat, when set, gives the steps for Chat Completions agents (API
+	// "chat") instead of Steps; a Chat-only scenario has Steps nil.
+	Chat func() []fp.Step
 }
 
 // DefaultTimeout bounds one capture.
@@ -29,6 +37,8 @@ func MainKey(api string) string {
 		return fp.RouteResponses
 	case "anthropic":
 		return fp.RouteMessages
+	case "chat":
+		return fp.RouteChat
 	default:
 		return fp.RouteStreamGenerate
 	}
@@ -36,7 +46,13 @@ func MainKey(api string) string {
 
 // Script returns the fake-provider script of a scenario for an API.
 func (s Scenario) Script(api string) fp.Script {
-	steps := s.Steps(api)
+	var steps []fp.Step
+	switch {
+	case api == "chat" && s.Chat != nil:
+		steps = s.Chat()
+	case s.Steps != nil:
+		steps = s.Steps(bodyAPI(api))
+	}
 	if steps == nil {
 		return nil
 	}
@@ -189,6 +205,7 @@ func Scenarios() map[string]Scenario {
 			return []fp.Step{{Times: -1, Delay: fp.Duration(10 * time.Minute)}}
 		}},
 	}
+	list = append(list, fieldScenarios...)
 	m := map[string]Scenario{}
 	for _, s := range list {
 		m[s.Name] = s

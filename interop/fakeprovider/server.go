@@ -413,7 +413,7 @@ func classify(r *http.Request, body []byte, req *Request) (api, string) {
 		return openAI{}, head.Model
 	case r.Method == http.MethodPost && strings.HasSuffix(p, "/chat/completions"):
 		req.Route, req.Model, req.Stream = RouteChat, head.Model, head.Stream
-		return nil, head.Model
+		return openAIChat{}, head.Model
 	case r.Method == http.MethodPost && strings.HasSuffix(p, "/messages/count_tokens"):
 		req.Route, req.Model = RouteCountTokens, head.Model
 		return anthropic{}, head.Model

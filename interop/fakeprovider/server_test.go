@@ -343,7 +343,7 @@ func TestPlainAnswers(t *testing.T) {
 		{"POST", "/v1beta/models/gemini-2.5-pro:generateContent", `{}`, 200, `"finishReason":"STOP"`},
 		{"POST", "/v1beta/models/gemini-2.5-pro:countTokens", `{}`, 200, `"totalTokens":12`},
 		{"GET", "/v1beta/models", ``, 200, `models/gemini-2.5-pro`},
-		{"POST", "/v1/chat/completions", `{"model":"gpt-5"}`, 404, `no such endpoint`},
+		{"POST", "/v1/chat/completions", `{"model":"gpt-5"}`, 200, `"object":"chat.completion"`},
 		{"GET", "/elsewhere", ``, 404, `no such endpoint`},
 	} {
 		req, _ := http.NewRequest(tt.method, s.URL+tt.path, strings.NewReader(tt.body))
@@ -448,5 +448,42 @@ func TestRequestLog(t *testing.T) {
 	want := "fakeprovider: seq=1 POST /v1/responses route=responses model=gpt-5 stream=true status=200 step=default\n"
 	if got := b.String(); got != want {
 		t.Errorf("log: got %q, want %q", got, want)
+	}
+}
+
+// The Chat Completions stream: role chunk, content deltas, a finish chunk
+// with usage, then [DONE]; cut before text it carries no content.
+func TestChatCompletionsStream(t *testing.T) {
+	for _, tt := range []struct {
+		script  string
+		want    []string
+		notWant string
+	}{
+		{`{"chat":[{"times":-1,"text":"one two three four"}]}`, []string{`"role":"assistant"`, `"content":"one `, `"finish_reason":"stop"`, "data: [DONE]"}, ""},
+		{`{"chat":[{"times":-1,"cut":"before_text","then":"end"}]}`, []string{`"role":"assistant"`}, `"content":"Hello`},
+	} {
+		sc, err := ParseScript([]byte(tt.script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := Start(sc, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(s.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		s.Close()
+		for _, w := range tt.want {
+			if !strings.Contains(string(b), w) {
+				t.Errorf("%s: stream lacks %s:\n%s", tt.script, w, b)
+			}
+		}
+		if tt.notWant != "" && strings.Contains(string(b), tt.notWant) {
+			t.Errorf("%s: stream has %s:\n%s", tt.script, tt.notWant, b)
+		}
 	}
 }

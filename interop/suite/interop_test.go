@@ -216,7 +216,7 @@ func (w *world) start(label string, direct bool, guardArgs ...string) *proc {
 	if !direct {
 		cmd = append([]string{w.bin, "--grace", "1s", "--log-level", "info",
 			"--state-dir", filepath.Join(dir, "state"),
-			"--record", filepath.Join(w.out, label+".jsonl")}, guardArgs...)
+			"--record", filepath.Join(w.out, label+".jsonl"), "--record-overwrite"}, guardArgs...)
 		cmd = append(append(cmd, "--"), argv...)
 	}
 	c, err := Start(Options{Argv: cmd, Env: env, Dir: p.cwd, Stderr: p.stderr})
@@ -670,7 +670,7 @@ func (w *world) acpx() {
 	for _, c := range cases {
 		dir, argv, env, _ := w.launch(c.name)
 		guard := []string{w.bin, "--grace", "1s", "--state-dir", filepath.Join(dir, "state"),
-			"--record", filepath.Join(w.out, c.name+".jsonl")}
+			"--record", filepath.Join(w.out, c.name+".jsonl"), "--record-overwrite"}
 		if c.policy {
 			guard = append(guard, "--policy", w.policy)
 		}

@@ -1,0 +1,55 @@
+package circuit
+
+import (
+	"testing"
+	"time"
+)
+
+// The store operations' cost, so that the guard's integration knows what a
+// question to the circuit costs: the read-only path (a parked session
+// asking) and the write path (a failure extending the circuit).
+
+func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
+	b.Run("file", func(b *testing.B) {
+		st, err := OpenFileStore(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		run(b, New(Config{Store: st}))
+	})
+	b.Run("nats", func(b *testing.B) {
+		ns := startNATS(b, -1, b.TempDir())
+		st, err := OpenNATS(ns.url(), NATSOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		run(b, New(Config{Store: st}))
+	})
+}
+
+func BenchmarkAcquireParked(b *testing.B) {
+	benchStores(b, func(b *testing.B, c *Circuits) {
+		if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "a", t0); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second)); err != nil || d.Action != Park {
+				b.Fatal(d, err)
+			}
+		}
+	})
+}
+
+func BenchmarkFailExtends(b *testing.B) {
+	benchStores(b, func(b *testing.B, c *Circuits) {
+		i := 0
+		for b.Loop() {
+			i++
+			if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Duration(i)*time.Second)), "a", t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

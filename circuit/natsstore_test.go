@@ -1,0 +1,235 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsServer is a real nats-server with JetStream, run inside the test on
+// 127.0.0.1, storing in dir.
+type natsServer struct {
+	srv  *server.Server
+	port int
+	dir  string
+}
+
+func startNATS(t testing.TB, port int, dir string) *natsServer {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true,
+		StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) { // hang guard only
+		t.Fatal("nats-server not ready")
+	}
+	ns := &natsServer{srv: srv, port: srv.Addr().(*net.TCPAddr).Port, dir: dir}
+	t.Cleanup(ns.stop)
+	return ns
+}
+
+func (ns *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", ns.port) }
+
+func (ns *natsServer) stop() {
+	ns.srv.Shutdown()
+	ns.srv.WaitForShutdown()
+}
+
+func openNATS(t testing.TB, url string, extra ...nats.Option) *NATSStore {
+	t.Helper()
+	s, err := OpenNATS(url, NATSOptions{Extra: extra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestNATSStoreCompareAndSwap(t *testing.T) {
+	ns := startNATS(t, -1, t.TempDir())
+	s := openNATS(t, ns.url())
+	id := "ns.default.0123"
+	rec := Record{Key: Key{Namespace: "default", Provider: "p", Scope: "provider"}, Failures: 1}
+	if err := s.CompareAndSwap(ctx, id, rec, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompareAndSwap(ctx, id, rec, 0); !errors.Is(err, ErrConflict) {
+		t.Fatalf("create over an existing record: %v, want ErrConflict", err)
+	}
+	got, rev, err := s.Get(ctx, id)
+	if err != nil || got.Failures != 1 || got.Version != RecordVersion || rev == 0 {
+		t.Fatalf("Get = %+v, %d, %v", got, rev, err)
+	}
+	rec.Failures = 2
+	if err := s.CompareAndSwap(ctx, id, rec, rev); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CompareAndSwap(ctx, id, rec, rev); !errors.Is(err, ErrConflict) {
+		t.Fatalf("update at a stale revision: %v, want ErrConflict", err)
+	}
+	if recs, err := s.List(ctx); err != nil || len(recs) != 1 || recs[0].Failures != 2 {
+		t.Fatalf("List = %+v, %v", recs, err)
+	}
+	if err := s.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if got, rev, err := s.Get(ctx, id); got != nil || rev != 0 || err != nil {
+		t.Fatalf("Get after Delete = %+v, %d, %v", got, rev, err)
+	}
+	if err := s.CompareAndSwap(ctx, id, rec, 0); err != nil {
+		t.Fatalf("create over a deleted key: %v", err)
+	}
+	// The bucket keeps one revision per key and expires untouched keys.
+	js, _ := jetstream.New(s.nc)
+	kv, _ := js.KeyValue(ctx, DefaultBucket)
+	// A value someone else wrote that is not a version-1 record: refused,
+	// skipped by List, and a turn on that key proceeds.
+	foreign := Key{Provider: "foreign", Scope: "provider"}
+	fk, _ := foreign.Normalize()
+	if _, err := kv.Put(ctx, fk.ID(), []byte(`{"v":2,"shape":"new"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Get(ctx, fk.ID()); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Get of a foreign value: %v, want ErrFormat", err)
+	}
+	if recs, err := s.List(ctx); err != nil || len(recs) != 1 {
+		t.Fatalf("List with a foreign value = %+v, %v; want the one record", recs, err)
+	}
+	if d, err := newTest(t, s).Acquire(ctx, foreign, "a", t0); d.Action != Go || !errors.Is(err, ErrFormat) {
+		t.Fatalf("Acquire on a foreign value = %+v, %v; want go with ErrFormat", d, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil || st.TTL() != DefaultBucketTTL || st.History() != 1 {
+		t.Fatalf("bucket status ttl=%v history=%d err=%v", st.TTL(), st.History(), err)
+	}
+}
+
+// TestNATSStoreTwoMachinesShareOneCircuit: two clients (two machines)
+// see one circuit; at the cooldown's end their sessions race and exactly
+// one probes; its progress releases the others.
+func TestNATSStoreTwoMachinesShareOneCircuit(t *testing.T) {
+	ns := startNATS(t, -1, t.TempDir())
+	machines := []*Circuits{newTest(t, openNATS(t, ns.url())), newTest(t, openNATS(t, ns.url()))}
+	cool := t0.Add(10 * time.Second)
+	mustFail(t, machines[0], transient(cool), "m0/s0", t0)
+	d := mustAcquire(t, machines[1], "m1/s0", t0.Add(time.Second), Park)
+	if !d.Until.Equal(cool) {
+		t.Fatalf("machine 1 parks until %v, want %v", d.Until, cool)
+	}
+	var mu sync.Mutex
+	var probes []string
+	var wg sync.WaitGroup
+	for m, c := range machines {
+		for s := range 8 {
+			holder := fmt.Sprintf("m%d/s%d", m, s)
+			wg.Go(func() {
+				d, err := c.Acquire(ctx, testKey, holder, cool)
+				if err != nil {
+					t.Errorf("%s: %v", holder, err)
+				}
+				if d.Action == Probe {
+					mu.Lock()
+					probes = append(probes, holder)
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(probes) != 1 {
+		t.Fatalf("probes granted to %v, want exactly one", probes)
+	}
+	var prober, other *Circuits = machines[0], machines[1]
+	if probes[0][1] == '1' {
+		prober, other = other, prober
+	}
+	if _, err := prober.Progress(ctx, testKey, cool.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, other, "m9/s9", cool.Add(5*time.Second), Go)
+}
+
+func TestNATSStoreLeaseTakeoverAfterTTL(t *testing.T) {
+	ns := startNATS(t, -1, t.TempDir())
+	a, b := newTest(t, openNATS(t, ns.url())), newTest(t, openNATS(t, ns.url()))
+	mustFail(t, a, transient(t0), "a", t0)
+	p := mustAcquire(t, a, "a", t0, Probe)
+	if _, err := a.Refresh(ctx, testKey, "a", t0.Add(20*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	mustAcquire(t, b, "b", t0.Add(45*time.Second), Park) // refreshed past the first TTL
+	// Machine a crashes: no more refreshes. Once the lease runs out, b takes over.
+	q := mustAcquire(t, b, "b", t0.Add(50*time.Second), Probe)
+	if q.Lease.Holder != "b" || !q.Lease.GrantedAt.After(p.Lease.GrantedAt) {
+		t.Fatalf("takeover lease %+v", q.Lease)
+	}
+	if _, err := a.Refresh(ctx, testKey, "a", t0.Add(51*time.Second)); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("Refresh by the old holder: %v, want ErrLeaseLost", err)
+	}
+}
+
+// TestNATSStoreServerGoesAway: with the server gone a turn proceeds as if
+// there were no circuit (Go, ErrStore, no waiting); once a restarted server
+// is back, the circuit it kept applies again.
+func TestNATSStoreServerGoesAway(t *testing.T) {
+	ns := startNATS(t, -1, t.TempDir())
+	reconnected, disconnected := make(chan struct{}, 1), make(chan struct{}, 1)
+	note := func(ch chan struct{}) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	st := openNATS(t, ns.url(), nats.ReconnectWait(20*time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) { note(reconnected) }),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { note(disconnected) }))
+	c := New(Config{Store: st, StoreRetry: 30 * time.Second, OpTimeout: 2 * time.Minute}) // hang guard
+	mustFail(t, c, transient(t0.Add(time.Hour)), "a", t0)
+	ns.stop()
+	<-disconnected // the client noticed (the test's own timeout is the hang guard)
+	d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second))
+	if !errors.Is(err, ErrStore) || d.Action != Go {
+		t.Fatalf("Acquire with the server gone = %+v, %v; want go and ErrStore", d, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire waited for its timeout: %v; want an immediate failure while disconnected", err)
+	}
+	if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "b", t0.Add(2*time.Second)); !errors.Is(err, ErrStore) {
+		t.Fatalf("Fail with the server gone: %v", err)
+	}
+
+	startNATS(t, ns.port, ns.dir) // same port, same store directory
+	select {
+	case <-reconnected:
+	case <-time.After(60 * time.Second): // hang guard only
+		t.Fatal("client did not reconnect")
+	}
+	// After StoreRetry the store is asked again, and the circuit survived.
+	mustAcquire(t, c, "b", t0.Add(40*time.Second), Park)
+}
+
+// TestNATSStoreUnreachableAtStart: a configured server that is not there
+// is not an error at start, and turns proceed.
+func TestNATSStoreUnreachableAtStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "nats://" + l.Addr().String()
+	l.Close()
+	c := newTest(t, openNATS(t, url))
+	d, err := c.Acquire(ctx, testKey, "a", t0)
+	if !errors.Is(err, ErrStore) || d.Action != Go {
+		t.Fatalf("Acquire = %+v, %v; want go and ErrStore", d, err)
+	}
+}

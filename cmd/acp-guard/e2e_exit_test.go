@@ -1,0 +1,60 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// Agents that stay after stdin closes (as codex-acp and claude-agent-acp
+// do) end a clean session: acp-guard's grace signal is not a failure.
+func TestE2ECleanSessionWithLingeringAgentExits0(t *testing.T) {
+	t.Parallel()
+	for _, scenario := range []string{"hang", "ignore-term"} {
+		t.Run(scenario, func(t *testing.T) {
+			t.Parallel()
+			p := startBin(t, nil, proxy(t, []string{"--grace", "200ms", "--log-level", "info"}, "--scenario", scenario)...)
+			p.send(binInit)
+			p.until("1")
+			if _, code := p.finish(); code != 0 {
+				t.Errorf("exit %d, want 0; stderr:\n%s", code, p.stderr.String())
+			}
+			if !strings.Contains(p.stderr.String(), "exiting 0") {
+				t.Errorf("stderr does not say why the exit is 0:\n%s", p.stderr.String())
+			}
+		})
+	}
+}
+
+// A crash keeps the agent's code, and so does a signal sent to acp-guard.
+func TestE2EExitCodesThatKeepTheirMeaning(t *testing.T) {
+	t.Parallel()
+	t.Run("crash", func(t *testing.T) {
+		t.Parallel()
+		p := startBin(t, nil, proxy(t, []string{"--grace", "200ms"}, "--scenario", "crash", "--exit-code", "3")...)
+		p.send(binInit, binNew)
+		p.until("2")
+		p.send(binPrompt(3, "sess-1"))
+		p.until("3")
+		if _, code := p.finish(); code != 3 {
+			t.Errorf("exit %d, want the agent's 3", code)
+		}
+	})
+	t.Run("external SIGTERM", func(t *testing.T) {
+		t.Parallel()
+		p := startBin(t, nil, proxy(t, []string{"--grace", "200ms", "--log-level", "info"}, "--scenario", "hang")...)
+		p.send(binInit)
+		p.until("1")
+		if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		// Closing stdin only once the signal was forwarded: the client's
+		// EOF must not be what ends the session.
+		if !p.stderr.WaitFor("forwarding signal") {
+			t.Fatalf("no signal forwarded: %s", p.stderr.String())
+		}
+		if _, code := p.finish(); code != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGTERM))
+		}
+	})
+}

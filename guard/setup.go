@@ -1,0 +1,89 @@
+package guard
+
+import (
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+// Set-up and launch failures (DESIGN.md, "Contracts for later
+// capabilities"): an error answer to a request that sets a session up is
+// annotated with a providerError of phase "session_setup"; a set-up request
+// left unanswered because the agent exited gets one of phase "launch",
+// classified from the agent's stderr and exit. Neither is ever recovered
+// automatically: the client must change something (a key, a login, a
+// model) first.
+//
+// Hooks (the only places the rest of the guard calls in):
+//   - AgentMsg, for a response to a client request: setupFailure.
+//   - ExitData, for a pending request that is not a prompt: launchFailure.
+
+// Phases of a providerError.
+const (
+	PhasePrompt       = "prompt"
+	PhaseSessionSetup = "session_setup"
+	PhaseLaunch       = "launch"
+)
+
+// setupMethods are the requests whose failure is a set-up failure.
+var setupMethods = map[string]bool{
+	acp.AgentMethodInitialize:             true,
+	acp.AgentMethodAuthenticate:           true,
+	acp.AgentMethodSessionNew:             true,
+	acp.AgentMethodSessionLoad:            true,
+	acp.AgentMethodSessionSetModel:        true,
+	acp.AgentMethodSessionSetConfigOption: true,
+}
+
+// setupFailure annotates an agent's error answer to a set-up request and
+// sends it to the client. ok is false (nothing done) for any other frame.
+func (g *Guard) setupFailure(c transport.Ctl, req *transport.Request, m *transport.Msg) (transport.Verdict, bool) {
+	if m.Error == nil || !setupMethods[req.Method] {
+		return transport.Forward, false
+	}
+	ev := classify.Evidence{
+		Source: classify.SourceRPCError, Adapter: g.adapter, Phase: PhaseSessionSetup,
+		Stderr: c.StderrTail(), Now: c.Now(),
+	}
+	e := decodeRPCError(m.Error)
+	if e.codeOK {
+		ev.RPCCode = &e.Code
+	}
+	ev.Message, ev.Data = e.Message, e.Data
+	pe := g.setupProviderError(c, req, ev, "setup_failed")
+	if !c.Reply(req, annotateError(m.Line, m.Error, pe)) {
+		return transport.Forward, true
+	}
+	return transport.Drop, true
+}
+
+// launchFailure classifies the exit of an agent that left a set-up
+// request unanswered; nil for any other request.
+func (g *Guard) launchFailure(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
+	if !setupMethods[req.Method] {
+		return nil
+	}
+	code := st.Code
+	ev := classify.Evidence{
+		Source: classify.SourceExit, Adapter: g.adapter, Phase: PhaseLaunch,
+		Stderr: c.StderrTail(), ExitCode: &code, Signal: st.Signal, Now: c.Now(),
+	}
+	if st.StartErr != nil {
+		ev.Message = st.StartErr.Error()
+	}
+	base["providerError"] = g.setupProviderError(c, req, ev, "agent_exited")
+	return base
+}
+
+// setupProviderError classifies ev into the providerError of a set-up or
+// launch failure: never replay-safe, recovery always stop.
+func (g *Guard) setupProviderError(c transport.Ctl, req *transport.Request, ev classify.Evidence, reason string) ProviderError {
+	v := g.classify(ev)
+	pe := newProviderError(v, nil, g.adapter, ev.Source, c.Now())
+	pe.Phase = ev.Phase
+	pe.SessionID = req.SessionID
+	pe.Recovery = Recovery{Action: string(policy.ActionStop), Reason: reason}
+	return pe
+}

@@ -1,0 +1,28 @@
+package guard
+
+import "github.com/acp-guard/acp-guard/observers"
+
+// bindSignatures gives the control-chunk signatures their match from the
+// engine's catalogue (one definition of prefix, suffix bound and vetoes
+// for observer and classifier). A signature whose rule the catalogue lacks
+// stays unbound: its chunks pass through as assistant text, and the guard
+// logs why.
+func (g *Guard) bindSignatures(sigs []observers.ControlSignature) []observers.ControlSignature {
+	out, missing := observers.Bind(sigs, func(rule string) (observers.ChunkRule, error) {
+		if g.cfg.Engine == nil {
+			return observers.ChunkRule{}, errNoEngine
+		}
+		cc, err := g.cfg.Engine.ControlChunk(rule)
+		return observers.ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
+	})
+	for _, err := range missing {
+		g.log.Warn("control-chunk projection disabled", "err", err)
+	}
+	return out
+}
+
+type guardError string
+
+func (e guardError) Error() string { return string(e) }
+
+const errNoEngine = guardError("no classification engine")

@@ -1,0 +1,82 @@
+//go:build !nootel
+
+package telemetry
+
+import (
+	"testing"
+
+	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+func TestFromEnv(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		flag    bool
+		on      bool
+		want    Settings
+		wantErr bool
+	}{
+		{name: "nothing set", env: nil, on: false},
+		{name: "flag", flag: true, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
+		{name: "endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
+		{name: "traces only", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}, on: true, want: Settings{Traces: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
+		{name: "metrics only, grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoGRPC, SessionID: SessionHash}},
+		{name: "per-signal protocol wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoHTTP, SessionID: SessionHash}},
+		{name: "exporter none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_TRACES_EXPORTER": "none"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
+		{name: "sdk disabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_SDK_DISABLED": "true"}, flag: true, on: false},
+		{name: "raw session ids", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "ACP_GUARD_OTEL_SESSION_ID": "raw"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionRaw}},
+		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: true},
+		{name: "bad session mode", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "ACP_GUARD_OTEL_SESSION_ID": "plain"}, wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, on, err := FromEnv(func(k string) string { return tt.env[k] }, tt.flag)
+			if (err != nil) != tt.wantErr || on != tt.on {
+				t.Fatalf("got on=%v err=%v, want on=%v err=%v", on, err, tt.on, tt.wantErr)
+			}
+			if on && got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// The relay goroutine never waits for the telemetry: with the worker
+// stuck, every event past the queue's capacity is dropped and counted.
+func TestEmitNeverBlocks(t *testing.T) {
+	tel := &Telemetry{queue: make(chan event, 8)} // no worker reads it
+	for i := 0; i < 1000; i++ {
+		tel.Turn(guard.TurnReport{Outcome: guard.OutcomePassed})
+	}
+	if got := tel.Dropped(); got != 1000-8 {
+		t.Errorf("dropped: got %d, want %d", got, 1000-8)
+	}
+	tel.closed.Store(true)
+	tel.Turn(guard.TurnReport{})
+	if got := tel.Dropped(); got != 1000-8+1 {
+		t.Errorf("after close: got %d dropped, want %d", got, 1000-8+1)
+	}
+}
+
+type stopRecorder struct {
+	transport.Hooks
+	stopped int
+}
+
+func (s *stopRecorder) Stopping(transport.Ctl) { s.stopped++ }
+
+// The wrapper passes the relay's optional StopHook through: without it a
+// stop signal would never reach the guard while telemetry is on.
+func TestHooksPassStopping(t *testing.T) {
+	inner := &stopRecorder{}
+	wrapped := (&Telemetry{queue: make(chan event, 8)}).Hooks(inner)
+	s, ok := wrapped.(transport.StopHook)
+	if !ok {
+		t.Fatal("the telemetry hooks do not implement transport.StopHook")
+	}
+	s.Stopping(nil)
+	if inner.stopped != 1 {
+		t.Errorf("inner Stopping called %d times, want 1", inner.stopped)
+	}
+}

@@ -1,0 +1,78 @@
+// Package transport is acp-guard's stdio relay: framing (lines.go),
+// frames and directions (msg.go), the request table (requests.go), the
+// serialized state machine between client and agent (relay.go), the
+// agent's process (child.go), the event loop that ties pipes, timers and
+// signals to the relay (loop.go, shutdown.go, reaper.go) and the writers
+// (writer.go). It imports no other acp-guard package but internal/jsonscan;
+// observation, classification and recovery plug in through Hooks.
+//
+// # Frames
+//
+// A frame is one line. Bytes pass unchanged; the exceptions are written
+// down where they happen: a response whose id the peer spelled differently
+// from its request (2.0 for 2) gets the request's id bytes back
+// (Relay.withRequestID); the last line of a stream that ends without a
+// newline is forwarded with one when it is a complete JSON object and
+// never forwarded when it is a fragment (Relay.lastLine), so every frame
+// acp-guard writes starts on a fresh line. Request ids are compared by
+// value (KeyOf).
+//
+// # Hooks
+//
+// Hook calls, Ctl calls and timer callbacks are serialized by one mutex,
+// the loop's (loop.mu): one at a time, each stream's events in the order
+// they were read, on whichever goroutine produced the event. A hook must
+// not block: no I/O, no waiting — what it writes is queued and written
+// after the lock is released.
+//
+// # Goroutines
+//
+// Run starts every goroutine below; none outlives the process.
+//
+//   - Client reader (readLines on Options.Stdin): started by Run; exits at
+//     the client's EOF or a read error. Nobody waits for it — it may stay
+//     blocked on a stdin that never closes, and the process exits under it.
+//   - Agent stdout reader (readLines on the agent's stdout, through a
+//     watchedReader so the drain period can count from the last byte
+//     read): started by Run; exits at EOF or when Run closes the pipe at
+//     shutdown. Run waits for it (readers WaitGroup, bounded by a second).
+//   - Agent stderr reader (loop.readStderr): started by Run; copies stderr
+//     to Options.Stderr and hands lines to the stderr forwarder without
+//     blocking. Exits at EOF or when Run closes the pipe; Run waits for it.
+//   - Stderr forwarder: started by Run; turns buffered stderr lines into
+//     events; exits when the stderr reader closes the channel. Run waits.
+//   - Waiter (child.wait): started by Run; exits when the agent does, after
+//     handing the exit event to the loop. Not waited for: the exit event is.
+//   - Signal watcher: started by Run; turns Options.Signals and context
+//     cancellation into events; exits when Run closes done.
+//   - Orphan reaper (reapOrphans, only with Options.Subreaper): started by
+//     Run; reaps exited orphans on SIGCHLD; exits when Run closes done.
+//   - Timers (time.AfterFunc in loop.Schedule): each fires once on its own
+//     goroutine and handles one event; Run stops the pending ones at the
+//     end; a timer that fires after the session is over finds it over.
+//   - Kicked drainers (writer.kick): started when a reader or the signal
+//     watcher leaves output for a peer it must not block on; each writes
+//     that writer's queue out and exits when it is empty (or abandoned,
+//     blocked on a peer that never reads, when the process exits).
+//   - Final client drain: started by Run after the session is over to write
+//     the last answers; Run waits for the writer to go idle and gives up
+//     when the client has read nothing for the grace period (the
+//     goroutine is then abandoned, blocked on a client that never reads).
+//
+// The goroutine that handled an event writes what it produced outside the
+// lock (writer.drain); one drainer per writer at a time, so order holds.
+//
+// # Ending a session
+//
+// The session is over when the agent has exited and its stdout and stderr
+// reached EOF — or the drain period passed with the stdout reader idle (a
+// grandchild holding the pipe). Then every pending client request is
+// answered exactly once. Before that: the client's EOF closes the agent's
+// stdin and, once the agent has been quiet for the grace period, sends
+// SIGTERM, then SIGKILL after another; a signal to acp-guard is forwarded
+// once to the agent's process group, stops the proxy's own requests, and
+// escalates the same way; an agent that closes its stdout but stays has its
+// pending requests answered (ExitStatus.OutputClosed) and is terminated by
+// the same escalation. If acp-guard is killed outright, the kernel kills
+// the agent (parent-death signal SIGKILL).
+package transport
