@@ -21,11 +21,15 @@ type turn struct {
 	n         int    // 1-based number of this prompt in the process
 	model     string // session model when the prompt arrived
 	sent      int    // updates sent so far
+	text      string // the prompt's text blocks, joined
 }
 
 func (a *agent) startTurn(m *inbound) {
 	var p struct {
 		SessionID string `json:"sessionId"`
+		Prompt    []struct {
+			Text string `json:"text"`
+		} `json:"prompt"`
 	}
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		a.replyError(m.ID, codeInvalidParams, "Invalid params: "+err.Error())
@@ -38,6 +42,9 @@ func (a *agent) startTurn(m *inbound) {
 	}
 	ctx, cancel := context.WithCancel(a.ctx)
 	t := &turn{a: a, ctx: ctx, cancel: cancel, id: m.ID, sessionID: p.SessionID, model: model}
+	for _, b := range p.Prompt {
+		t.text += b.Text
+	}
 	a.mu.Lock()
 	a.prompts++
 	t.n = a.prompts

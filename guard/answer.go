@@ -40,12 +40,9 @@ func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep
 // is for the client's own attempt, or re-addressed to the client's id (and
 // marked with the model that answered) for a retry.
 func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
-	meta := p.note.meta(nil)
+	meta := p.note.meta(resultMeta(p))
 	if p.note.silent != nil {
 		rep.Silent = p.note.silent.Kind
-	}
-	if p.model != "" && m.Result != nil {
-		meta = p.note.meta(map[string]any{"model": p.model, "attempts": p.attempt + 1})
 	}
 	if own && meta == nil {
 		return g.respond(c, p, rep, nil)
@@ -82,7 +79,7 @@ func (g *Guard) stopWith(c transport.Ctl, p *prompt, on event, reason string, ow
 // answerFailure sends the final ProviderError for p: the agent's error
 // annotated, or the rewrite of a control-chunk projection.
 func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.Decision, own bool) transport.Verdict {
-	pe := g.providerError(c, p, f, string(policy.ActionStop), d.Reason)
+	pe := g.providerError(c, p, f, recoveryAction(d.Reason), d.Reason)
 	rep := TurnReport{ProviderError: &pe, Decision: &p.decisions[len(p.decisions)-1]}
 	if f.msg == nil {
 		rep.Outcome = OutcomeRewritten

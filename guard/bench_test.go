@@ -42,3 +42,29 @@ func BenchmarkRelayChunk(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRelayChunkCompaction is BenchmarkRelayChunk with
+// request.compact_then_retry on: every update is also searched for an
+// available_commands_update (compact.go).
+func BenchmarkRelayChunkCompaction(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			out := &discard{}
+			pol := policy.Default()
+			pol.Request.CompactThenRetry = on
+			g := guard.New(guard.Config{Identity: observers.Identity{Flag: "codex-acp"}, Engine: catalogue.Default(), Policy: pol})
+			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, out)
+			r.FromClient(transport.Line{Bytes: []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n")})
+			line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				r.FromAgent(transport.Line{Bytes: line})
+			}
+		})
+	}
+}

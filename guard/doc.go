@@ -40,17 +40,20 @@
 //	active | retrying --skip--> switching  [record failed, then the work]
 //	active | retrying --stop--> action_required  [record stopped]
 //	active | retrying --pass--> answered
+//	active | retrying --compact--> compacting  [record scheduled, then the work]
 //	retrying --succeed--> answered  [record succeeded]
 //	waiting_for_reset | retry_wait --due--> retrying
 //	switching --switched--> retrying
 //	switching --switch_failed--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching --late_activity--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching --cancel--> answered  [record cancelled]
-//	waiting_for_reset | retry_wait | switching --superseded--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching --state_unwritable--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching --shutting_down--> action_required  [record stopped]
-//	active | retrying | waiting_for_reset | retry_wait | switching --agent_exit--> action_required  [record stopped]
-//	active | retrying | waiting_for_reset | retry_wait | switching --session_ended--> answered
+//	compacting --compacted--> retrying
+//	compacting --compaction_failed--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching | compacting --late_activity--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching | compacting --cancel--> answered  [record cancelled]
+//	waiting_for_reset | retry_wait | switching | compacting --superseded--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching | compacting --state_unwritable--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | switching | compacting --shutting_down--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | switching | compacting --agent_exit--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | switching | compacting --session_ended--> answered
 //	active | retrying --stall--> action_required  [record stopped]
 //
 // Events: wait/retry/skip/stop are the policy's decision on a failed
@@ -61,7 +64,15 @@
 // still current; late_activity is any evidence for the session while the
 // turn is held (late.go); session_ended is a transcript that ran out;
 // shutting_down is a signal to acp-guard while the turn is held (no new
-// attempt starts after it: the held prompt gets its failure now);
+// attempt starts after it: the held prompt gets its failure now).
+// compact is a replay-safe context overflow with request.compact_then_retry
+// and a compaction command the agent advertised (compact.go): the work is
+// acp-guard's own session/prompt with that command, whose updates are the
+// compaction turn's and are forwarded marked, while anything else for the
+// session (an agent→client request, an unparseable line) is late activity;
+// compacted (the compaction turn ended end_turn with updates and no tool
+// activity) re-sends the prompt at once, and compaction_failed is every
+// other end of the compaction turn.
 // stall is the opt-in watchdog's verdict on an agent that sent nothing
 // for the stall timeout and did not answer the session/cancel it sent
 // within the grace period (stall.go).

@@ -59,7 +59,8 @@ type sessionInfo struct {
 	modelOption  string   // id of a model config option (session/set_config_option)
 	optionValues []string
 	currentModel string
-	lastFailed   bool // the session's latest prompt was answered with a failure
+	lastFailed   bool   // the session's latest prompt was answered with a failure
+	compactCmd   string // the compaction command the agent advertised last ("" : none; compact.go)
 }
 
 var _ transport.Hooks = (*Guard)(nil)
@@ -144,12 +145,15 @@ func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 		g.lateUnparseable(c)
 	case transport.KindNotification:
 		if m.Method == acp.ClientMethodSessionUpdate {
-			suppress, _ := g.tracker.ObserveParams(m.Params)
+			suppress, parsed := g.tracker.ObserveParams(m.Params)
 			if g.waiting > 0 {
 				g.lateUpdate(c)
 			}
 			if suppress {
 				return transport.Drop
+			}
+			if g.cfg.Policy.Request.CompactThenRetry {
+				return g.compactionUpdate(c, m, parsed && g.tracker.LastKind != observers.UpdateOther)
 			}
 		}
 	case transport.KindRequest:
@@ -213,6 +217,8 @@ func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		g.settle(c, tag, m, false)
 	case *modelSwitch:
 		g.switched(c, tag, m)
+	case *compaction:
+		g.compacted(c, tag, m)
 	}
 }
 

@@ -14,6 +14,12 @@ import (
 
 // notice tells the client, before a delayed retry or wait, what happens next.
 func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+	g.say(c, p, noticeText(p, f, d), g.noticeMeta(c, p, f, d))
+}
+
+// say sends a notice: text for a person, retry (_meta.acpGuard.retry) for
+// machines, on the configured channel.
+func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]any) {
 	if g.cfg.Notices == NoticesOff {
 		return
 	}
@@ -23,8 +29,8 @@ func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision
 	}
 	upd := map[string]any{
 		"sessionUpdate": kind,
-		"content":       map[string]any{"type": "text", "text": noticeText(p, f, d) + "\n"},
-		"_meta":         map[string]any{"acpGuard": map[string]any{"retry": g.noticeMeta(c, p, f, d)}},
+		"content":       map[string]any{"type": "text", "text": text + "\n"},
+		"_meta":         map[string]any{"acpGuard": map[string]any{"retry": retry}},
 	}
 	frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acp.ClientMethodSessionUpdate,
 		"params": map[string]any{"sessionId": p.session, "update": upd}})

@@ -36,6 +36,9 @@ type prompt struct {
 	late       lateFlags  // what the gate saw while the turn was held
 	note       annotation // what a successful result gains under _meta.acpGuard (silent.go)
 	stall      stallWatch // the stall watchdog (stall.go)
+
+	// compaction is the prompt's one compaction, once started (compact.go).
+	compaction *compaction
 }
 
 func (p *prompt) stopTimer() {

@@ -6,6 +6,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -48,6 +49,8 @@ func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport
 		g.transit(c, p, step{on: onRetry, f: f, d: d}, func() { g.arm(c, p, f, d) })
 	case policy.ActionWait:
 		g.transit(c, p, step{on: onWait, f: f, d: d}, func() { g.arm(c, p, f, d) })
+	case policy.ActionCompact:
+		g.transit(c, p, step{on: onCompact, f: f, d: d}, func() { g.compact(c, p, f) })
 	default:
 		if !g.transit(c, p, step{on: onStop, f: f, d: d}, nil) {
 			return transport.Forward
@@ -70,6 +73,9 @@ func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision,
 		RetryAfter: f.verdict.RetryAfter, ResetAt: f.verdict.ResetAt, Now: c.Now(),
 	}, p.route)
 	p.route = route
+	if cd, ok := g.compactDecision(p, f, safe); ok {
+		return cd, ""
+	}
 	if d.Action != policy.ActionSkip {
 		return d, ""
 	}
@@ -110,17 +116,26 @@ func (g *Guard) due(c transport.Ctl, p *prompt, epoch uint64) {
 	if p.epoch != epoch || g.closed {
 		return
 	}
+	if g.dispatchable(c, p, p.turn) {
+		g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
+	}
+}
+
+// dispatchable reports whether held work may go out now that its moment
+// came: the client still waits and t (the turn the work follows) is still
+// the session's current one. Otherwise it ends the prompt and reports false.
+func (g *Guard) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool {
 	if !c.Pending(p.client) {
 		// Answered by the relay meanwhile: nothing is left to recover.
 		g.transit(c, p, step{on: onEnded}, nil)
 		g.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
-		return
+		return false
 	}
-	if !g.tracker.Current(p.turn) {
+	if !g.tracker.Current(t) {
 		g.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
-		return
+		return false
 	}
-	g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
+	return true
 }
 
 // dispatchRetry sends the cached prompt again with the proxy's own id: the
@@ -208,8 +223,8 @@ func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 	g.transit(c, p, step{on: onSwitched}, func() { g.dispatchRetry(c, p) })
 }
 
-// Stopping answers every prompt the guard holds (a wait, a model switch)
-// with its failure at once, reason shutting_down: acp-guard got a stop
+// Stopping answers every prompt the guard holds (a wait, a model switch,
+// a compaction) with its failure at once, reason shutting_down: acp-guard got a stop
 // signal, the relay refuses new requests of the proxy's own from now on,
 // and the client should not wait for a retry that will never be sent.
 func (g *Guard) Stopping(c transport.Ctl) {

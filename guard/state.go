@@ -17,12 +17,13 @@ const (
 	stRetryWait                    // a delayed retry is scheduled
 	stRetrying                     // a retry the guard sent is in flight
 	stSwitching                    // a model switch is scheduled or in flight
+	stCompacting                   // the agent's compaction command is scheduled or in flight (compact.go)
 	stActionRequired               // recovery stopped; the client got the one ProviderError
 	stAnswered                     // the client got its one answer (or nobody is left to take it)
 	nStates
 )
 
-var stateNames = [nStates]string{"active", "waiting_for_reset", "retry_wait", "retrying", "switching", "action_required", "answered"}
+var stateNames = [nStates]string{"active", "waiting_for_reset", "retry_wait", "retrying", "switching", "compacting", "action_required", "answered"}
 
 func (s state) String() string {
 	if s < nStates {
@@ -35,7 +36,7 @@ func (s state) String() string {
 // dispatch of the work it scheduled: the states the late-activity gate
 // guards.
 func (s state) waiting() bool {
-	return s == stWaitingForReset || s == stRetryWait || s == stSwitching
+	return s == stWaitingForReset || s == stRetryWait || s == stSwitching || s == stCompacting
 }
 
 // event is what moves a prompt from one state to the next.
@@ -58,12 +59,16 @@ const (
 	onAgentExit                 // the agent exited before the prompt was answered
 	onEnded                     // the session ended (transcript over) with the prompt pending
 	onShutdown                  // acp-guard is shutting down on a signal while the prompt is held
+	onCompact                   // a replay-safe context overflow; compaction allowed and offered
+	onCompacted                 // the compaction turn ended well; the retry goes out
+	onCompactFail               // the compaction turn failed, ended empty or did more than compact
 	onStall                     // the stall watchdog's grace period ended (stall.go)
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down", "stall"}
+	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
+	"compact", "compacted", "compaction_failed", "stall"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -77,7 +82,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onStall:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onStall:
 		return true
 	}
 	return false
@@ -106,23 +111,27 @@ var transitions = func() []edge {
 	}
 	running := []state{stActive, stRetrying}
 	waits := []state{stWaitingForReset, stRetryWait}
-	held := []state{stWaitingForReset, stRetryWait, stSwitching}
+	held := []state{stWaitingForReset, stRetryWait, stSwitching, stCompacting}
+	live := []state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching, stCompacting}
 	add(running, onWait, stWaitingForReset, policy.AttemptScheduled, true)
 	add(running, onRetry, stRetryWait, policy.AttemptScheduled, true)
 	add(running, onSkip, stSwitching, policy.AttemptFailed, true)
 	add(running, onStop, stActionRequired, policy.AttemptStopped, false)
 	add(running, onPass, stAnswered, "", false)
+	add(running, onCompact, stCompacting, policy.AttemptScheduled, true)
 	add([]state{stRetrying}, onSucceed, stAnswered, policy.AttemptSucceeded, false)
 	add(waits, onDue, stRetrying, "", false)
 	add([]state{stSwitching}, onSwitched, stRetrying, "", false)
 	add([]state{stSwitching}, onSwitchFailed, stActionRequired, policy.AttemptStopped, false)
+	add([]state{stCompacting}, onCompacted, stRetrying, "", false)
+	add([]state{stCompacting}, onCompactFail, stActionRequired, policy.AttemptStopped, false)
 	add(held, onLate, stActionRequired, policy.AttemptStopped, false)
 	add(held, onCancel, stAnswered, policy.AttemptCancelled, false)
 	add(held, onSuperseded, stActionRequired, policy.AttemptStopped, false)
 	add(held, onUnwritable, stActionRequired, policy.AttemptStopped, false)
 	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
-	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onAgentExit, stActionRequired, policy.AttemptStopped, false)
-	add([]state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching}, onEnded, stAnswered, "", false)
+	add(live, onAgentExit, stActionRequired, policy.AttemptStopped, false)
+	add(live, onEnded, stAnswered, "", false)
 	add(running, onStall, stActionRequired, policy.AttemptStopped, false)
 	return t
 }()

@@ -87,6 +87,9 @@ type Tracker struct {
 	Signatures []ControlSignature
 	sessions   map[string]*session
 	cache      layoutCache
+
+	// LastKind is the kind of the latest session/update Observe saw.
+	LastKind UpdateKind
 }
 
 // NewTracker returns a tracker for adapter with the given signatures.

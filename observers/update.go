@@ -195,6 +195,7 @@ func lower(c byte) byte {
 // reports whether the frame must be suppressed. Chunks that cannot be a
 // control chunk are not decoded.
 func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
+	tr.LastKind = u.Kind
 	t := tr.activeRaw(u.SessionRaw)
 	if t == nil {
 		return false

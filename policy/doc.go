@@ -47,6 +47,10 @@
 //   - on_exhausted: "skip" (next fallback model; the default) or "stop".
 //   - fallback_models (optional): non-empty, unique model ids, tried in
 //     order when a class ends in skip.
+//   - request (optional): {"compact_then_retry": bool}, default false. When
+//     true the guard recovers a replay-safe context overflow with the
+//     agent's compaction command and one retry (guard/compact.go); every
+//     other request-class failure still stops.
 //
 // Unknown fields are errors. All problems are reported together as a
 // [ValidationError] whose [FieldError]s name the field by path, e.g.

@@ -457,7 +457,9 @@ func (p *parser) document(raw json.RawMessage) Document {
 			p.stringField("empty_turn", m.raw, &emptyTurn)
 		case "stall_timeout_seconds":
 			p.intField("stall_timeout_seconds", m.raw, &stallSeconds)
-		case classRequest, classUnclassified:
+		case classRequest:
+			d.Request = p.request(m.raw)
+		case classUnclassified:
 			unknownClass = append(unknownClass, m.name)
 		default:
 			unknownField = append(unknownField, m.name)
@@ -481,7 +483,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 				ld = Default()
 			}
 		}
-		ld.Version = d.Version
+		ld.Version, ld.Request = d.Version, d.Request
 		d = ld
 	default:
 		// An omitted class takes the seed's default: immediate skip.
@@ -501,7 +503,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
 	}
 	for _, name := range unknownField {
-		p.fail(name, "unknown field (want version, transient, hard, fallback_models, empty_turn, stall_timeout_seconds or legacy)")
+		p.fail(name, "unknown field (want version, transient, hard, request, fallback_models, empty_turn, stall_timeout_seconds or legacy)")
 	}
 	return d
 }
@@ -602,4 +604,22 @@ func (p *parser) models(raw json.RawMessage) []string {
 		return nil
 	}
 	return models
+}
+
+// request parses the request section: {"compact_then_retry": bool}.
+func (p *parser) request(raw json.RawMessage) Request {
+	var r Request
+	members, ok := p.object(classRequest, raw)
+	if !ok {
+		return r
+	}
+	for _, m := range members {
+		f := join(classRequest, m.name)
+		if m.name == "compact_then_retry" {
+			p.boolField(f, m.raw, &r.CompactThenRetry)
+		} else {
+			p.fail(f, "unknown field (want compact_then_retry)")
+		}
+	}
+	return r
 }

@@ -52,5 +52,8 @@ func (d Document) Describe() string {
 	if len(d.FallbackModels) > 0 {
 		lines = append(lines, "fallback models: "+strings.Join(d.FallbackModels, ", "))
 	}
+	if d.Request.CompactThenRetry {
+		lines = append(lines, "context overflow: the agent's compaction command, then one retry")
+	}
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -18,6 +18,10 @@ const (
 	ActionWait  Action = "wait"  // wait for a validated reset (Deadline), then one attempt
 	ActionSkip  Action = "skip"  // switch to the next fallback candidate (the caller turns this into stop when none is left)
 	ActionStop  Action = "stop"  // manual recovery: surface the error
+	// ActionCompact is the guard's own decision for a context overflow
+	// (request.compact_then_retry): the agent's compaction command, then
+	// one retry. Evaluate never returns it.
+	ActionCompact Action = "compact"
 )
 
 // Retry is a class's same-candidate retry budget. When Enabled, MaxRetries
@@ -50,11 +54,20 @@ type Document struct {
 	Transient      ClassPolicy `json:"transient"`
 	Hard           ClassPolicy `json:"hard"`
 	FallbackModels []string    `json:"fallback_models,omitempty"`
+	Request        Request     `json:"request,omitzero"`
 	// EmptyTurn is what an empty end_turn becomes: EmptyTurnPass ("" too)
 	// annotates it; EmptyTurnError turns it into an empty_response failure.
 	EmptyTurn string `json:"empty_turn,omitempty"`
 	// StallTimeoutSeconds arms the stall watchdog (0: off).
 	StallTimeoutSeconds int `json:"stall_timeout_seconds,omitempty"`
+}
+
+// Request is the request section. Request-class failures are never
+// retried as they are; with CompactThenRetry a context overflow is
+// recovered by the agent's compaction command and one retry (default
+// false: it stops like the others).
+type Request struct {
+	CompactThenRetry bool `json:"compact_then_retry"`
 }
 
 // EmptyTurn values.

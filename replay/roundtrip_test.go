@@ -29,6 +29,9 @@ const retryPolicy = `{"version":1,
  "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},
          "wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`
 
+const compactPolicy = `{"version":1,"transient":{"on_exhausted":"stop"},"hard":{"on_exhausted":"stop"},
+ "request":{"compact_then_retry":true}}`
+
 // drive runs `acp-guard FLAGS -- AGENT…` as an ACP client would: it opens a
 // session, sends one prompt, answers the agent's requests, and returns
 // every frame it received (line endings included) once the prompt is
@@ -166,6 +169,7 @@ func TestRoundTrip(t *testing.T) {
 		{"annotated error", "", []string{"demo-agent", "--scenario", "claude-error"}, "annotated"},
 		{"tools and agent requests", "", []string{"demo-agent", "--scenario", "tools"}, "passed"},
 		{"retried then succeeded", retryPolicy, []string{"demo-agent", "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "claude-agent-acp"}, "retried"},
+		{"compacted then retried", compactPolicy, []string{"demo-agent", "--scenario", "compact"}, "retried"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

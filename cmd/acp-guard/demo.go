@@ -57,11 +57,13 @@ var demoTour = []demoStep{
 	{"codex-acp fails with -32603 Internal error", "codex-error", nil, false},
 	{"A transient failure, twice, then success — with a retry policy", "fail-then-succeed", []string{"--agent-name", "@zed-industries/claude-agent-acp", "--fail", "2"}, true},
 	{"Text streamed, then a failure: never retried", "text-then-fail", []string{"--agent-name", "@zed-industries/claude-agent-acp"}, true},
+	{"The context window overflows: acp-guard runs the agent's /compact, then retries once", "compact", nil, true},
 }
 
 const demoPolicy = `{"version":1,
  "transient":{"retry":{"enabled":true,"max_retries":2,"initial_interval_seconds":1},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
- "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`
+ "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
+ "request":{"compact_then_retry":true}}`
 
 func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 	self, err := os.Executable()
@@ -101,7 +103,7 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 		if st.policy {
 			ro.guard.policyFile = policyFile
 			ro.guard.stateDir = dir + "/state"
-			fmt.Fprintf(s.out, "   policy: transient → retry after 1s, 2s, then stop\n")
+			fmt.Fprintf(s.out, "   policy: transient → retry after 1s, 2s, then stop; context overflow → compact, retry once\n")
 		}
 		if err := demoSession(ctx, s, ro, o.raw); err != nil {
 			return withCode(exitFailure, err)
@@ -187,6 +189,10 @@ func describeUpdate(w io.Writer, m map[string]any) {
 	}
 	switch kind {
 	case "agent_message_chunk":
+		if meta, ok := u["_meta"].(map[string]any); ok && meta["acpGuard"] != nil {
+			fmt.Fprintf(w, "   agent says (compaction turn): %q\n", text)
+			return
+		}
 		fmt.Fprintf(w, "   agent says: %q\n", text)
 	case "agent_thought_chunk":
 		if meta, ok := u["_meta"].(map[string]any); ok && meta["acpGuard"] != nil {
