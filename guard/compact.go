@@ -77,8 +77,8 @@ func recoveryAction(reason string) string {
 // resultMeta is what a recovered result adds under _meta.acpGuard (nil:
 // nothing, the agent's frame goes as it is).
 func resultMeta(p *prompt) map[string]any {
-	if p.model == "" && p.compaction == nil {
-		return nil
+	if p.attempt == 0 && p.model == "" && p.compaction == nil {
+		return nil // the client's own attempt, untouched
 	}
 	meta := map[string]any{"attempts": p.attempt + 1}
 	if p.model != "" {

@@ -288,8 +288,11 @@ func TestRetryThenSucceed(t *testing.T) {
 	h.agent("%s", msgChunk("Hello!"))
 	h.agent(`{"jsonrpc":"2.0","id":"acp-guard:2","result":{"stopReason":"end_turn"}}`)
 	got := h.clientFrames()
-	if len(got) != 2 || got[1] != endTurn {
-		t.Fatalf("client got %q, want the text then the success under id 2", got)
+	// A recovered result says so: _meta.acpGuard.attempts (the frame is
+	// otherwise the agent's).
+	want := `{"jsonrpc":"2.0","id":2,"result":{"_meta":{"acpGuard":{"attempts":3}},"stopReason":"end_turn"}}`
+	if len(got) != 2 || got[1] != want {
+		t.Fatalf("client got %q, want the text then %s", got, want)
 	}
 	if len(h.reports) != 1 || h.reports[0].Outcome != guard.OutcomeRetried || h.reports[0].Attempts != 3 {
 		t.Errorf("reports %+v", h.reports)
@@ -417,16 +420,22 @@ func TestFallbackModel(t *testing.T) {
 		ID string `json:"id"`
 	}
 	_ = json.Unmarshal([]byte(sent[0]), &id)
+	// The switch is announced to the client.
+	if n := h.clientFrames(); len(n) != 1 || !strings.Contains(n[0], "switching to model model-b") || !strings.Contains(n[0], `"action":"switch"`) {
+		t.Fatalf("switch notice = %q", n)
+	}
 	h.agent(`{"jsonrpc":"2.0","id":%q,"result":{}}`, id.ID)
 	sent = h.agentFrames()
 	if len(sent) != 1 || !strings.Contains(sent[0], `"method":"session/prompt"`) {
 		t.Fatalf("want the prompt again, got %q", sent)
 	}
 	_ = json.Unmarshal([]byte(sent[0]), &id)
+	h.agent("%s", msgChunk("Answer from model-b."))
 	h.agent(`{"jsonrpc":"2.0","id":%q,"result":{"stopReason":"end_turn"}}`, id.ID)
 	got := h.clientFrames()
-	if len(got) != 1 || !strings.Contains(got[0], `"id":2`) || !strings.Contains(got[0], `"model":"model-b"`) {
-		t.Fatalf("client got %q", got)
+	want := `{"jsonrpc":"2.0","id":2,"result":{"_meta":{"acpGuard":{"attempts":2,"model":"model-b"}},"stopReason":"end_turn"}}`
+	if len(got) != 2 || got[1] != want {
+		t.Fatalf("client got %q, want the text then %s", got, want)
 	}
 }
 
@@ -479,8 +488,8 @@ func TestCancelDuringModelSwitch(t *testing.T) {
 		}
 	}
 	want := `{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}`
-	if got := h.clientFrames(); len(got) != 1 || got[0] != want {
-		t.Errorf("client got %q, want %s", got, want)
+	if got := h.clientFrames(); len(got) != 2 || !strings.Contains(got[0], "switching to model") || got[1] != want {
+		t.Errorf("client got %q, want the switch notice then %s", got, want)
 	}
 }
 

@@ -47,6 +47,7 @@ func TestSwitchFailedRecorded(t *testing.T) {
 	h.start()
 	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
 	h.agentFrames()
+	h.clientFrames() // the switch notice
 	h.agent(`{"jsonrpc":"2.0","id":"acp-guard:1","error":{"code":-32602,"message":"unknown model"}}`)
 	got := h.clientFrames()
 	if len(got) != 1 {

@@ -38,6 +38,7 @@ func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]an
 		return
 	}
 	c.ToClient(append(frame, '\n'))
+	g.log.Info("notice sent", "session", p.session, "id", string(p.client.ID), "action", retry["action"], "text", text)
 }
 
 // noticeText is the notice a person reads.

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"fmt"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -42,6 +43,9 @@ var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 // to action_required with the answer.
 func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport.Verdict {
 	d, next := g.decide(c, p, f)
+	g.log.Info("failure classified", "session", p.session, "id", string(p.client.ID), "attempt", p.attempt,
+		"code", f.verdict.Code, "class", string(f.verdict.Class), "rule", f.verdict.Rule,
+		"replay_safe", f.turn.ReplaySafe(), "action", string(d.Action), "reason", d.Reason)
 	switch d.Action {
 	case policy.ActionSkip:
 		g.transit(c, p, step{on: onSkip, f: f, d: d}, func() { g.switchModel(c, p, next) })
@@ -143,6 +147,7 @@ func (g *Guard) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool
 func (g *Guard) dispatchRetry(c transport.Ctl, p *prompt) {
 	p.attempt++
 	p.turn = g.tracker.Start(p.session, c.Now())
+	g.log.Info("retry sent", "session", p.session, "id", string(p.client.ID), "attempt", p.attempt, "model", p.model)
 	c.Call(acp.AgentMethodSessionPrompt, p.session, p.params, p)
 }
 
@@ -182,6 +187,13 @@ func (g *Guard) switchModel(c transport.Ctl, p *prompt, model string) {
 	}
 	p.tried = append(p.tried, model)
 	tag := &modelSwitch{p: p, model: model, epoch: p.epoch}
+	g.log.Info("model switch", "session", p.session, "id", string(p.client.ID), "from", info.currentModel, "to", model)
+	if f := p.last; f != nil {
+		g.say(c, p, fmt.Sprintf("%s — switching to model %s", humanCode(f.verdict.Code), model), map[string]any{
+			"action": "switch", "model": model, "code": f.verdict.Code, "class": string(f.verdict.Class),
+			"attempt": p.attempt, "maxRetries": p.maxRetries,
+		})
+	}
 	if contains(info.models, model) {
 		params, _ := json.Marshal(struct {
 			SessionID string `json:"sessionId"`

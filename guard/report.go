@@ -33,6 +33,7 @@ type TurnReport struct {
 	ProviderError *ProviderError   `json:"providerError,omitempty"`
 	Decision      *policy.Decision `json:"decision,omitempty"`
 	Attempts      int              `json:"attempts,omitempty"`
+	Model         string           `json:"model,omitempty"` // the fallback model switched to, if any
 	Suppressed    int              `json:"suppressed"`
 	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (silent.go)
 }
@@ -49,6 +50,7 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 	if p.attempt > 0 {
 		r.Attempts = p.attempt + 1
 	}
+	r.Model = p.model
 	if r.Decision == nil && len(p.decisions) > 0 {
 		d := p.decisions[len(p.decisions)-1]
 		r.Decision = &d
@@ -56,7 +58,7 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 	if g.cfg.OnTurn != nil {
 		g.cfg.OnTurn(r)
 	}
-	g.log.Info("turn settled", "session", p.session, "id", string(p.client.ID), "outcome", r.Outcome, "attempts", p.attempt+1)
+	g.log.Info("turn settled", "session", p.session, "id", string(p.client.ID), "outcome", r.Outcome, "attempts", p.attempt+1, "model", p.model)
 }
 
 func rpcError(raw []byte) *RPCError {

@@ -178,6 +178,8 @@ func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
 		return false
 	}
 	g.enter(p, e, s)
+	g.log.Info("recovery transition", "session", p.session, "id", string(p.client.ID), "from", e.from.String(),
+		"event", s.on.String(), "to", e.to.String(), "reason", s.d.Reason, "delay", s.d.Delay)
 	if e.persist == "" || !e.schedules {
 		if e.persist != "" {
 			g.journal.append(c, g.record(c, p, s, e.persist), nil)
