@@ -25,6 +25,12 @@ const (
 	CodeInvalidRequest        = "invalid_request"
 	CodeContentRefused        = "content_refused"
 	CodeUnclassified          = "unclassified"
+	// Guard-made codes (no catalogue rule produces them): the stall
+	// watchdog, and the abnormal stop reasons max_tokens and
+	// max_turn_requests (annotations only).
+	CodeAgentStalled    = "agent_stalled"
+	CodeMaxTokens       = "max_tokens"
+	CodeMaxTurnRequests = "max_turn_requests"
 )
 
 // registry is the fixed code → class table of DESIGN.md. A catalogue may
@@ -48,6 +54,9 @@ var registry = map[string]Class{
 	CodeInvalidRequest:        ClassRequest,
 	CodeContentRefused:        ClassRequest,
 	CodeUnclassified:          ClassUnclassified,
+	CodeAgentStalled:          ClassUnclassified,
+	CodeMaxTokens:             ClassRequest,
+	CodeMaxTurnRequests:       ClassRequest,
 }
 
 // ClassOf returns the class of a semantic code. An unknown code is

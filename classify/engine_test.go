@@ -270,8 +270,8 @@ func TestCodeRegistry(t *testing.T) {
 	want := map[Class][]string{
 		ClassTransient:    {"network_unavailable", "provider_unavailable", "provider_overloaded", "model_capacity", "rate_limited", "agent_transport_lost", "empty_response"},
 		ClassHard:         {"quota_limited", "subscription_required", "auth_required", "missing_credentials", "provider_not_configured", "model_unavailable"},
-		ClassRequest:      {"context_overflow", "invalid_request", "content_refused"},
-		ClassUnclassified: {"unclassified"},
+		ClassRequest:      {"context_overflow", "invalid_request", "content_refused", "max_tokens", "max_turn_requests"},
+		ClassUnclassified: {"unclassified", "agent_stalled"},
 	}
 	n := 0
 	for class, codes := range want {

@@ -18,6 +18,8 @@ import (
 func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
 	delete(g.prompts, p.client)
 	g.circuitAnswered(c, p, rep)
+	p.stall.disarm()
+	g.noteOutcome(p, rep)
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward
@@ -39,7 +41,10 @@ func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep
 // is for the client's own attempt, or re-addressed to the client's id (and
 // marked with the model that answered) for a retry.
 func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
-	meta := resultMeta(p)
+	meta := p.note.meta(resultMeta(p))
+	if p.note.silent != nil {
+		rep.Silent = p.note.silent.Kind
+	}
 	if own && meta == nil {
 		return g.respond(c, p, rep, nil)
 	}
@@ -107,6 +112,9 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 		}
 	}
 	pe.Model = p.model
+	if p.stall.fired {
+		pe.Evidence.StalledMs, pe.Evidence.LastFrame = p.stall.idle.Milliseconds(), p.stall.last
+	}
 	if p.late.any() {
 		pe.ReplaySafe = false
 		pe.Evidence.AgentRequests = pe.Evidence.AgentRequests || p.late.requests

@@ -21,6 +21,12 @@
 // store calls (up to circuit.Config.OpTimeout each) run there in order and
 // their results are posted back, fenced by the prompt's epoch. Offline
 // (transport.Virtual) records are written in line.
+// The stall watchdog (stall.go) is a timer per prompt on the relay's
+// event loop, owned by the prompt and disarmed when it is answered.
+//
+// Successful results are checked for silent failures and abnormal stop
+// reasons (silent.go) before they pass: a flag adds
+// result._meta.acpGuard.silent or .stop and leaves every other byte.
 //
 // # Recovery state machine
 //
@@ -51,6 +57,7 @@
 //	waiting_for_reset | retry_wait | switching | compacting --shutting_down--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching | compacting --agent_exit--> action_required  [record stopped]
 //	active | retrying | waiting_for_reset | retry_wait | switching | compacting --session_ended--> answered
+//	active | retrying --stall--> action_required  [record stopped]
 //	waiting_for_reset --park--> waiting_for_reset
 //	retry_wait --park--> retry_wait
 //	waiting_for_reset | retry_wait --circuit_open--> action_required  [record stopped]
@@ -78,6 +85,9 @@
 // it" — the prompt stays held (the gate still applies) and asks again
 // later; circuit_open ends a park that outlived the prompt's own schedule;
 // no_candidate is a skip whose every fallback model left is cooling down.
+// stall is the opt-in watchdog's verdict on an agent that sent nothing
+// for the stall timeout and did not answer the session/cancel it sent
+// within the grace period (stall.go).
 // Entering action_required answers the client with the one ProviderError
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.

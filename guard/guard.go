@@ -2,6 +2,7 @@ package guard
 
 import (
 	"log/slog"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -39,6 +40,8 @@ type Config struct {
 	// Circuits are the shared circuits (circuit.go); nil: off.
 	Circuits         *circuit.Circuits
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
+	// StallTimeout arms the stall watchdog (0: off; stall.go).
+	StallTimeout time.Duration
 }
 
 // Guard implements transport.Hooks.
@@ -63,6 +66,7 @@ type sessionInfo struct {
 	modelOption  string   // id of a model config option (session/set_config_option)
 	optionValues []string
 	currentModel string
+	lastFailed   bool   // the session's latest prompt was answered with a failure
 	compactCmd   string // the compaction command the agent advertised last ("" : none; compact.go)
 }
 
@@ -129,6 +133,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
 			g.prompts[req] = p
+			g.watch(c, p)
 		}
 	case transport.KindNotification:
 		if m.Method == acp.AgentMethodSessionCancel {

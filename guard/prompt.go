@@ -31,9 +31,11 @@ type prompt struct {
 	stop       func() bool // the armed timer, if any
 	decisions  []policy.Decision
 	reported   bool
-	last       *failure  // the latest failure, answered if recovery stops
-	mark       mark      // the turn's evidence when the current wait began
-	late       lateFlags // what the gate saw while the turn was held
+	last       *failure   // the latest failure, answered if recovery stops
+	mark       mark       // the turn's evidence when the current wait began
+	late       lateFlags  // what the gate saw while the turn was held
+	note       annotation // what a successful result gains under _meta.acpGuard (silent.go)
+	stall      stallWatch // the stall watchdog (stall.go)
 
 	// compaction is the prompt's one compaction, once started (compact.go).
 	compaction *compaction
@@ -72,6 +74,9 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, own bool) t
 	stopReason, _ := jsonscan.String(jsonscan.Get(m.Result, "stopReason"))
 	current := g.tracker.Current(t)
 	g.tracker.Return(t, stopReason)
+	if p.stall.fired {
+		return g.stalled(c, p) // the answer to the watchdog's cancel: too late
+	}
 	switch {
 	case !current && own:
 		// A response for an older generation: forwarded as it is.
@@ -103,6 +108,10 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 		// end_turn (claude-agent-acp 0.23.1 after an error). Report the
 		// failure it was meant to recover from instead of an empty success.
 		return g.stopWith(c, p, onStop, ReasonEmptyRetry, own)
+	}
+	p.note = g.annotate(c, p, m, stopReason)
+	if f := g.emptyFailure(c, p); f != nil {
+		return g.fail(c, p, f, own)
 	}
 	if p.state == stRetrying {
 		g.transit(c, p, step{on: onSucceed, d: policy.Decision{Action: "none", Reason: "succeeded"}}, nil)

@@ -58,6 +58,10 @@ type EvidenceFlags struct {
 	AgentExited     bool `json:"agentExited,omitempty"`
 	AgentRequests   bool `json:"agentRequests,omitempty"` // an agent→client request while the turn was held
 	Unparseable     bool `json:"unparseable,omitempty"`   // an unparseable stdout line
+	// Set by the stall watchdog: how long the agent sent nothing, and
+	// what it sent last ("nothing" when nothing came in the turn).
+	StalledMs int64  `json:"stalledMs,omitempty"`
+	LastFrame string `json:"lastFrame,omitempty"`
 }
 
 // Recovery says what acp-guard did about the failure.

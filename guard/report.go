@@ -35,6 +35,7 @@ type TurnReport struct {
 	Attempts      int              `json:"attempts,omitempty"`
 	Model         string           `json:"model,omitempty"` // the fallback model switched to, if any
 	Suppressed    int              `json:"suppressed"`
+	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (silent.go)
 }
 
 func (g *Guard) report(p *prompt, r TurnReport) {

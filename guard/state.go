@@ -62,6 +62,7 @@ const (
 	onCompact                   // a replay-safe context overflow; compaction allowed and offered
 	onCompacted                 // the compaction turn ended well; the retry goes out
 	onCompactFail               // the compaction turn failed, ended empty or did more than compact
+	onStall                     // the stall watchdog's grace period ended (stall.go)
 	onPark                      // the wait's deadline passed, but the shared circuit is open: wait on (circuit.go)
 	onCircuitOpen               // still parked when the prompt's own schedule ran out
 	onNoCandidate               // every fallback model left is cooling down
@@ -70,7 +71,7 @@ const (
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
 	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
-	"compact", "compacted", "compaction_failed", "park", "circuit_open", "no_candidate"}
+	"compact", "compacted", "compaction_failed", "stall", "park", "circuit_open", "no_candidate"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -84,7 +85,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onCircuitOpen, onNoCandidate:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onStall, onCircuitOpen, onNoCandidate:
 		return true
 	}
 	return false
@@ -134,6 +135,7 @@ var transitions = func() []edge {
 	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
 	add(live, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add(live, onEnded, stAnswered, "", false)
+	add(running, onStall, stActionRequired, policy.AttemptStopped, false)
 	// Shared circuits (circuit.go).
 	add([]state{stWaitingForReset}, onPark, stWaitingForReset, "", false)
 	add([]state{stRetryWait}, onPark, stRetryWait, "", false)

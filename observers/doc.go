@@ -4,7 +4,9 @@
 // agent→client effect requests, unparseable lines, cancellation, stderr,
 // exit, the stop reason or error). It also hosts the adapters' control-chunk
 // observers, such as Cursor's "Error: RetriableError:" projection, which
-// suppress diagnostic chunks and leave a pending marker on the turn.
+// suppress diagnostic chunks and leave a pending marker on the turn, the
+// repeated-text detector (repeat.go: a fixed 64-byte opening per turn),
+// and the frame count and last frame kind the stall watchdog reads.
 //
 // Everything here is called from the relay's hooks, which are serialized
 // by the relay's one mutex (on whichever goroutine read the event), in

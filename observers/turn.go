@@ -12,6 +12,7 @@ type Evidence struct {
 	ToolCalls       int  `json:"-"`
 	ToolUpdates     int  `json:"-"`
 	Effects         int  `json:"-"` // agent→client effect requests
+	Requests        int  `json:"-"` // agent→client requests of any kind
 	Unparseable     int  `json:"-"` // stdout lines that were not JSON (or too long)
 	Cancelled       bool `json:"-"`
 	Suppressed      int  `json:"-"` // control chunks suppressed
@@ -36,7 +37,27 @@ type Turn struct {
 	StopReason string
 	Returned   bool
 	stderr     []string
+	repeat     repeatState
+	// Frames counts the agent's frames for the turn (updates, requests)
+	// and last is what came last: the stall watchdog's evidence.
+	Frames      uint32
+	lastKind    UpdateKind
+	lastRequest string
 }
+
+// LastFrame names what the agent sent last in the turn.
+func (t *Turn) LastFrame() string {
+	switch {
+	case t.Frames == 0:
+		return "nothing"
+	case t.lastRequest != "":
+		return t.lastRequest
+	}
+	return kindNames[t.lastKind]
+}
+
+var kindNames = [...]string{UpdateOther: "session_update", UpdateMessage: "agent_message_chunk", UpdateThought: "agent_thought_chunk",
+	UpdateToolCall: "tool_call", UpdateToolCallUpdate: "tool_call_update", UpdatePlan: "plan"}
 
 const maxTurnStderr = 20
 
@@ -237,6 +258,11 @@ func IsEffect(method string) bool {
 
 // Effect records an agent→client request in the session's active turn.
 func (tr *Tracker) Effect(sessionID, method string) {
+	if t := tr.Active(sessionID); t != nil && !t.Returned {
+		t.Evidence.Requests++
+		t.Frames++
+		t.lastRequest = method
+	}
 	if !IsEffect(method) {
 		return
 	}

@@ -200,6 +200,8 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 	if t == nil {
 		return false
 	}
+	t.Frames++
+	t.lastKind, t.lastRequest = u.Kind, ""
 	switch u.Kind {
 	case UpdateMessage, UpdateThought:
 		nonEmpty := u.NonText || (u.TextRaw != nil && !TextBlank(u.TextRaw))
@@ -212,7 +214,11 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 				}
 			}
 		}
-		return tr.update(t, u.Kind, text, complete, nonEmpty)
+		suppress = tr.update(t, u.Kind, text, complete, nonEmpty)
+		if u.Kind == UpdateMessage && nonEmpty && !suppress && !t.Returned {
+			t.observeText(u.TextRaw)
+		}
+		return suppress
 	default:
 		return tr.update(t, u.Kind, "", false, false)
 	}

@@ -33,6 +33,7 @@ const (
 	AttemptFailed    AttemptOutcome = "failed"    // the attempt failed with a provider failure
 	AttemptCancelled AttemptOutcome = "cancelled" // the client cancelled while a retry or wait was pending
 	AttemptStopped   AttemptOutcome = "stopped"   // recovery ended: stop, skip with no candidate, or exhausted
+	AttemptFlagged   AttemptOutcome = "flagged"   // a success flagged as a silent failure or an abnormal stop
 )
 
 // Record is one line of the attempt log. Records are only ever appended: a
@@ -52,6 +53,7 @@ type Record struct {
 	Decision         Decision       `json:"decision"`
 	Policy           Document       `json:"policy"` // snapshot at decision time
 	Outcome          AttemptOutcome `json:"outcome"`
+	Silent           string         `json:"silent,omitempty"` // the silent-failure kind of a flagged success
 }
 
 // Log is an append-only attempt log, safe for concurrent use.

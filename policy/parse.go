@@ -164,6 +164,12 @@ func (d Document) Validate() error {
 			add(p+".on_exhausted", "must be %q or %q (got %q)", OutcomeSkip, OutcomeStop, c.cp.OnExhausted)
 		}
 	}
+	if d.EmptyTurn != "" && d.EmptyTurn != EmptyTurnPass && d.EmptyTurn != EmptyTurnError {
+		add("empty_turn", "must be %q or %q (got %q)", EmptyTurnPass, EmptyTurnError, d.EmptyTurn)
+	}
+	if d.StallTimeoutSeconds < 0 || d.StallTimeoutSeconds > MaxStallTimeoutSeconds {
+		add("stall_timeout_seconds", "must be 0 (off) to %d (got %d)", MaxStallTimeoutSeconds, d.StallTimeoutSeconds)
+	}
 	seen := map[string]int{}
 	for i, m := range d.FallbackModels {
 		f := fmt.Sprintf("fallback_models[%d]", i)
@@ -429,6 +435,8 @@ func (p *parser) document(raw json.RawMessage) Document {
 		transientRaw, hardRaw      json.RawMessage
 		hasFallback                bool
 		fallbackRaw                json.RawMessage
+		emptyTurn                  string
+		stallSeconds               int
 		unknownClass, unknownField []string
 	)
 	for _, m := range members {
@@ -445,6 +453,10 @@ func (p *parser) document(raw json.RawMessage) Document {
 			hasHard, hardRaw = true, m.raw
 		case "fallback_models":
 			hasFallback, fallbackRaw = true, m.raw
+		case "empty_turn":
+			p.stringField("empty_turn", m.raw, &emptyTurn)
+		case "stall_timeout_seconds":
+			p.intField("stall_timeout_seconds", m.raw, &stallSeconds)
 		case classRequest:
 			d.Request = p.request(m.raw)
 		case classUnclassified:
@@ -486,11 +498,12 @@ func (p *parser) document(raw json.RawMessage) Document {
 	if hasFallback {
 		d.FallbackModels = p.models(fallbackRaw)
 	}
+	d.EmptyTurn, d.StallTimeoutSeconds = emptyTurn, stallSeconds
 	for _, name := range unknownClass {
 		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
 	}
 	for _, name := range unknownField {
-		p.fail(name, "unknown field (want version, transient, hard, request, fallback_models or legacy)")
+		p.fail(name, "unknown field (want version, transient, hard, request, fallback_models, empty_turn, stall_timeout_seconds or legacy)")
 	}
 	return d
 }

@@ -55,6 +55,11 @@ type Document struct {
 	Hard           ClassPolicy `json:"hard"`
 	FallbackModels []string    `json:"fallback_models,omitempty"`
 	Request        Request     `json:"request,omitzero"`
+	// EmptyTurn is what an empty end_turn becomes: EmptyTurnPass ("" too)
+	// annotates it; EmptyTurnError turns it into an empty_response failure.
+	EmptyTurn string `json:"empty_turn,omitempty"`
+	// StallTimeoutSeconds arms the stall watchdog (0: off).
+	StallTimeoutSeconds int `json:"stall_timeout_seconds,omitempty"`
 }
 
 // Request is the request section. Request-class failures are never
@@ -64,6 +69,15 @@ type Document struct {
 type Request struct {
 	CompactThenRetry bool `json:"compact_then_retry"`
 }
+
+// EmptyTurn values.
+const (
+	EmptyTurnPass  = "pass"
+	EmptyTurnError = "error"
+)
+
+// MaxStallTimeoutSeconds bounds stall_timeout_seconds (one day).
+const MaxStallTimeoutSeconds = 86400
 
 // Failure is what the evaluator needs to know about one failed attempt.
 type Failure struct {

@@ -119,6 +119,9 @@ type Ctl interface {
 	Log() *slog.Logger
 	// ToClient writes a frame of the proxy's own to the client.
 	ToClient(line []byte)
+	// ToAgent writes a notification of the proxy's own to the agent (no
+	// answer is expected; nothing is written once the agent has exited).
+	ToAgent(line []byte)
 	// Reply answers a pending client request with line (a full response
 	// frame, terminator included) and removes it from the table. It returns
 	// false, writing nothing, when the request is no longer pending.
@@ -230,6 +233,15 @@ func (r *Relay) ToClient(line []byte) {
 	r.Counts.Injected++
 	r.tapOut(A2C, line)
 	r.out.WriteClient(line)
+}
+
+func (r *Relay) ToAgent(line []byte) {
+	if r.exited {
+		return
+	}
+	r.Counts.Injected++
+	r.tapOut(C2A, line)
+	r.out.WriteAgent(line)
 }
 
 func (r *Relay) Pending(req *Request) bool {

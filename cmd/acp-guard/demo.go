@@ -99,6 +99,7 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 		argv := append([]string{self, "demo-agent", "--scenario", st.scenario}, st.args...)
 		ro := &runOptions{maxLine: transport.DefaultMaxLine, grace: 2e9, argv: argv, log: logOptions{level: "error", format: "text"}}
 		ro.guard.notices = "thought"
+		ro.guard.stall = demoStall[st.scenario]
 		if st.policy {
 			ro.guard.policyFile = policyFile
 			ro.guard.stateDir = dir + "/state"

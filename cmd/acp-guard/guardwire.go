@@ -34,6 +34,7 @@ type guardOptions struct {
 	record     string
 	recordRaw  bool
 	recordOver bool
+	stall      time.Duration
 }
 
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
@@ -46,6 +47,7 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this new file (0600; its directory must exist; an existing file or a symbolic link is refused); {pid}, {time} and {session} in the name give one file per run")
 	fs.BoolVar(&o.recordOver, "record-overwrite", false, "let --record replace an existing file")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
+	fs.DurationVar(&o.stall, "stall-timeout", 0, "answer a prompt agent_stalled after the agent sent nothing for this long (session/cancel first); default: the policy's stall_timeout_seconds, else off")
 }
 
 // guardWiring is what runProxy plugs into the relay.
@@ -111,6 +113,14 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		Fallback: o.guard.fallback,
 		Notices:  o.guard.notices,
 		Logger:   log,
+	}
+	switch {
+	case o.guard.stall < 0:
+		return nil, fmt.Errorf("--stall-timeout: %s is negative", o.guard.stall)
+	case o.guard.stall > 0:
+		cfg.StallTimeout = o.guard.stall
+	default:
+		cfg.StallTimeout = time.Duration(doc.StallTimeoutSeconds) * time.Second
 	}
 	if recovers(doc, o.guard.fallback) || o.guard.stateDir != "" {
 		// The attempt log records every decision once recovery can happen

@@ -167,6 +167,25 @@ func Scenarios() map[string]Scenario {
 		})},
 		{Name: "drop_before_text", Steps: stream(fp.Step{Cut: fp.CutBeforeText, Then: fp.ThenDrop}, nil)},
 		{Name: "drop_after_text", Steps: stream(fp.Step{Cut: fp.CutAfterText, Then: fp.ThenDrop}, nil)},
+		// A stream that opens and ends cleanly with no content at all.
+		{Name: "empty_stream", Steps: stream(fp.Step{Cut: fp.CutBeforeText, Then: fp.ThenEnd}, nil)},
+		// A complete, well-formed answer with no text.
+		{Name: "empty_answer", Steps: stream(fp.Step{Empty: true}, nil)},
+		// A stream cut after some text once, then healthy: agents that retry
+		// on their own re-stream the partial text.
+		{Name: "drop_after_text_then_success", Steps: func(string) []fp.Step {
+			return []fp.Step{{Times: 1, Cut: fp.CutAfterText, Then: fp.ThenDrop}, {Times: -1}}
+		}},
+		// A stream that fails after some text once, then a healthy one:
+		// agents that retry on their own re-stream the partial text.
+		{Name: "text_then_error_then_success", Steps: func(api string) []fp.Step {
+			errs := map[string]string{
+				"openai":    `{"type":"response.failed","sequence_number":7,"response":{"id":"resp_fake_1","object":"response","status":"failed","error":{"code":"server_error","message":"An error occurred while processing your request."}}}`,
+				"anthropic": `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
+				"gemini":    `{"error":{"code":500,"message":"An internal error has occurred.","status":"INTERNAL"}}`,
+			}
+			return []fp.Step{{Times: 1, Cut: fp.CutAfterText, Then: fp.ThenError, Error: raw(errs[api])}, {Times: -1}}
+		}},
 		{Name: "stream_error", Steps: stream(fp.Step{Cut: fp.CutBeforeText, Then: fp.ThenError}, map[string]string{
 			"openai":    `{"type":"response.failed","sequence_number":4,"response":{"id":"resp_fake_1","object":"response","status":"failed","error":{"code":"server_error","message":"An error occurred while processing your request. You can retry your request, or contact us through our help center at help.openai.com if the error persists."}}}`,
 			"anthropic": `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,

@@ -18,6 +18,9 @@ func mustJSON(v any) []byte {
 
 // chunks splits text into at most three deltas at spaces.
 func chunks(text string) []string {
+	if text == "" {
+		return nil
+	}
 	words := strings.SplitAfter(text, " ")
 	if len(words) <= 3 {
 		return words
@@ -155,6 +158,9 @@ func (gemini) chunk(model, text, finish string) []byte {
 func (g gemini) stream(model, text string) ([]event, int, int) {
 	var evs []event
 	cs := chunks(text)
+	if len(cs) == 0 {
+		cs = []string{""} // an empty answer still finishes
+	}
 	for i, c := range cs {
 		finish := ""
 		if i == len(cs)-1 {

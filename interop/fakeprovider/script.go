@@ -38,6 +38,8 @@ type Step struct {
 	Then     string            `json:"then,omitempty"`
 	Error    json.RawMessage   `json:"error,omitempty"`
 	StallFor Duration          `json:"stall_for,omitempty"`
+	// Empty streams a complete, well-formed answer with no text at all.
+	Empty bool `json:"empty,omitempty"`
 }
 
 // Fail returns a step answering times requests with status and a JSON body.

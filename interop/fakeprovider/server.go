@@ -253,7 +253,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	text := step.Text
-	if text == "" {
+	if text == "" && !step.Empty {
 		text = DefaultText
 	}
 	switch {

@@ -1,0 +1,236 @@
+package guard
+
+import (
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
+	"github.com/acp-guard/acp-guard/observers"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+// Silent failures and abnormal completions (issue 14). A successful
+// session/prompt result is flagged from evidence, never from silence
+// alone:
+//
+//   - truncated: text was streamed and the usage the agent reports for
+//     the turn shows zero output tokens (result.usage.outputTokens as
+//     claude-agent-acp sends it, result._meta.quota.token_count.output_tokens
+//     as gemini-cli sends it; usage_update notifications carry the
+//     context size, not output tokens, and are no evidence here);
+//   - repeated: the turn's opening text was streamed again from a chunk
+//     boundary (observers, repeat.go, defines the run);
+//   - empty: stopReason end_turn and no visible output at all: no
+//     non-blank text or thought chunk, no plan, no tool call or update,
+//     no agent→client request.
+//
+// The flag goes to the client as result._meta.acpGuard.silent (the frame
+// otherwise unchanged), to `replay --json` as "silent", to the log and to
+// the attempt log. Abnormal stop reasons (refusal, max_tokens,
+// max_turn_requests) go as result._meta.acpGuard.stop. A success is only
+// rewritten when the policy says empty_turn "error", and only for an
+// empty turn the client did not cancel.
+
+// Silent kinds, in the order that picks the one reported.
+const (
+	SilentTruncated = "truncated"
+	SilentRepeated  = "repeated"
+	SilentEmpty     = "empty"
+)
+
+// Silent is result._meta.acpGuard.silent.
+type Silent struct {
+	Kind     string         `json:"kind"`
+	Evidence SilentEvidence `json:"evidence"`
+}
+
+// SilentEvidence lists every kind that applied, each with its evidence.
+type SilentEvidence struct {
+	Truncated *TruncatedEvidence `json:"truncated,omitempty"`
+	Repeated  *RepeatedEvidence  `json:"repeated,omitempty"`
+	Empty     *EmptyEvidence     `json:"empty,omitempty"`
+}
+
+// TruncatedEvidence is the usage report that contradicts the streamed text.
+type TruncatedEvidence struct {
+	OutputTokens int64  `json:"outputTokens"`
+	Source       string `json:"source"` // where the count was read: "usage" or "_meta.quota"
+}
+
+// RepeatedEvidence says how often the opening was restated and how long it is.
+type RepeatedEvidence struct {
+	Times int `json:"times"`
+	Bytes int `json:"bytes"`
+}
+
+// EmptyEvidence qualifies an empty end_turn.
+type EmptyEvidence struct {
+	StopReason   string `json:"stopReason"`
+	Cancelled    bool   `json:"cancelled,omitempty"`    // the client had cancelled the turn
+	AfterFailure bool   `json:"afterFailure,omitempty"` // the session's previous prompt failed (a stale-turn agent)
+}
+
+// StopNote is result._meta.acpGuard.stop for an abnormal stop reason.
+type StopNote struct {
+	Code  string `json:"code"`
+	Class string `json:"class"`
+}
+
+// abnormalStops maps the stop reasons that end a turn short of an answer
+// to their codes; all are request class (the request must change), never
+// retried.
+var abnormalStops = map[string]StopNote{
+	string(acp.StopReasonRefusal):         {Code: classify.CodeContentRefused, Class: string(classify.ClassRequest)},
+	string(acp.StopReasonMaxTokens):       {Code: classify.CodeMaxTokens, Class: string(classify.ClassRequest)},
+	string(acp.StopReasonMaxTurnRequests): {Code: classify.CodeMaxTurnRequests, Class: string(classify.ClassRequest)},
+}
+
+// visibleOutput reports whether the turn showed the client anything.
+func visibleOutput(t *observers.Turn) bool {
+	e := t.Evidence
+	return e.AssistantOutput || e.Thoughts || e.ToolActivity || e.ToolUpdates > 0 || e.Effects > 0 || e.Requests > 0
+}
+
+// silentOf flags a successful result of turn t.
+func (g *Guard) silentOf(p *prompt, t *observers.Turn, result []byte, stopReason string) *Silent {
+	var ev SilentEvidence
+	if t.Evidence.AssistantOutput {
+		if n, src, ok := outputTokens(result); ok && n == 0 {
+			ev.Truncated = &TruncatedEvidence{OutputTokens: n, Source: src}
+		}
+	}
+	if times, bytes := t.Repeats(); times > 0 {
+		ev.Repeated = &RepeatedEvidence{Times: times, Bytes: bytes}
+	}
+	if stopReason == string(acp.StopReasonEndTurn) && !visibleOutput(t) {
+		ev.Empty = &EmptyEvidence{StopReason: stopReason, Cancelled: t.Evidence.Cancelled, AfterFailure: g.session(p.session).lastFailed}
+	}
+	switch {
+	case ev.Truncated != nil:
+		return &Silent{Kind: SilentTruncated, Evidence: ev}
+	case ev.Repeated != nil:
+		return &Silent{Kind: SilentRepeated, Evidence: ev}
+	case ev.Empty != nil:
+		return &Silent{Kind: SilentEmpty, Evidence: ev}
+	}
+	return nil
+}
+
+// outputTokens reads the output-token count an agent reports in a prompt
+// result.
+func outputTokens(result []byte) (n int64, source string, ok bool) {
+	if v := jsonscan.Get(result, "usage", "outputTokens"); v != nil {
+		n, ok = jsonInt(v)
+		return n, "usage", ok
+	}
+	if v := jsonscan.Get(result, "_meta", "quota", "token_count", "output_tokens"); v != nil {
+		n, ok = jsonInt(v)
+		return n, "_meta.quota", ok
+	}
+	return 0, "", false
+}
+
+// jsonInt parses a raw JSON non-negative integer.
+func jsonInt(raw []byte) (int64, bool) {
+	if len(raw) == 0 || len(raw) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// annotation is what a successful result gains under _meta.acpGuard.
+type annotation struct {
+	silent *Silent
+	stop   *StopNote
+}
+
+func (a annotation) empty() bool { return a.silent == nil && a.stop == nil }
+
+// annotate flags a successful result and records the flag (log, attempt
+// log); the caller puts it on the frame.
+func (g *Guard) annotate(c transport.Ctl, p *prompt, m *transport.Msg, stopReason string) annotation {
+	var a annotation
+	a.silent = g.silentOf(p, p.turn, m.Result, stopReason)
+	if s, ok := abnormalStops[stopReason]; ok {
+		a.stop = &s
+	}
+	if a.empty() {
+		return a
+	}
+	rec := policy.Record{
+		Time: c.Now().UTC(), SessionID: p.session, RequestID: string(p.client.ID), Generation: p.turn.Generation,
+		Attempt: p.attempt, Decision: policy.Decision{Action: "none", Reason: "flagged"}, Policy: g.cfg.Policy,
+		Outcome: policy.AttemptFlagged,
+	}
+	if a.silent != nil {
+		rec.Silent = a.silent.Kind
+		g.log.Warn("silent failure", "session", p.session, "id", string(p.client.ID), "kind", a.silent.Kind)
+	}
+	if a.stop != nil {
+		rec.Code, rec.Class = a.stop.Code, a.stop.Class
+		g.log.Warn("abnormal stop reason", "session", p.session, "id", string(p.client.ID), "stopReason", stopReason, "code", a.stop.Code)
+	}
+	g.journal.append(c, rec, nil)
+	return a
+}
+
+// meta returns the members an annotation adds to _meta.acpGuard.
+func (a annotation) meta(into map[string]any) map[string]any {
+	if a.empty() {
+		return into
+	}
+	if into == nil {
+		into = map[string]any{}
+	}
+	if a.silent != nil {
+		into["silent"] = a.silent
+	}
+	if a.stop != nil {
+		into["stop"] = a.stop
+	}
+	return into
+}
+
+// noteOutcome remembers whether a session's latest prompt failed: an
+// empty end_turn right after a failure is a stale-turn agent's answer
+// (claude-agent-acp 0.23.1), flagged with afterFailure.
+func (g *Guard) noteOutcome(p *prompt, rep TurnReport) {
+	g.session(p.session).lastFailed = rep.ProviderError != nil || rep.Error != nil
+}
+
+// Rule ids of the guard-made verdicts.
+const (
+	RuleEmptyTurn = "acp-guard.empty_turn.v1"
+	RuleStall     = "acp-guard.stall_watchdog.v1"
+)
+
+// emptyDiagnostic is the message of an empty turn turned into a failure.
+const emptyDiagnostic = "empty response: the agent ended the turn with no output"
+
+// emptyFailure turns an empty end_turn into an empty_response failure when
+// the policy says empty_turn "error" — never a turn the client cancelled.
+// Nothing reached the client, so the gate lets the normal per-class policy
+// retry it.
+func (g *Guard) emptyFailure(c transport.Ctl, p *prompt) *failure {
+	s := p.note.silent
+	if g.cfg.Policy.EmptyTurn != policy.EmptyTurnError || s == nil || s.Kind != SilentEmpty || s.Evidence.Empty.Cancelled {
+		return nil
+	}
+	p.note = annotation{}
+	v := classify.Verdict{
+		Code: classify.CodeEmptyResponse, Class: classify.ClassOf(classify.CodeEmptyResponse), Confidence: "high",
+		Scope: "provider", Rule: RuleEmptyTurn, SafeExcerpt: emptyDiagnostic,
+	}
+	if g.cfg.Engine != nil {
+		v.CatalogueVersion = g.cfg.Engine.Version()
+	}
+	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: emptyDiagnostic, turn: p.turn}
+}
