@@ -18,11 +18,13 @@ type instruments struct {
 	waits      metric.Float64Histogram // acp_guard.wait.duration {action, class}
 	switches   metric.Int64Counter     // acp_guard.model.switches {model, result}
 	dropped    metric.Int64Counter     // acp_guard.telemetry.dropped
+	silent     metric.Int64Counter     // acp_guard.silent {kind, adapter}
+	circuits   metric.Int64Counter     // acp_guard.circuit.stops {state}
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
 	var in instruments
-	var errs [8]error
+	var errs [10]error
 	in.failures, errs[0] = m.Int64Counter("acp_guard.provider.failures", metric.WithDescription("Classified provider failures, one per failed attempt"))
 	in.recoveries, errs[1] = m.Int64Counter("acp_guard.recoveries", metric.WithDescription("Prompt turns in which recovery was attempted, by how they ended"))
 	in.notices, errs[2] = m.Int64Counter("acp_guard.notices", metric.WithDescription("Retry and wait notices sent to the client"))
@@ -31,5 +33,7 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	in.waits, errs[5] = m.Float64Histogram("acp_guard.wait.duration", metric.WithUnit("s"), metric.WithDescription("Time a turn waited between a failed attempt and the next"))
 	in.switches, errs[6] = m.Int64Counter("acp_guard.model.switches", metric.WithDescription("Model switches the proxy asked for"))
 	in.dropped, errs[7] = m.Int64Counter("acp_guard.telemetry.dropped", metric.WithDescription("Telemetry events dropped because the queue was full"))
+	in.silent, errs[8] = m.Int64Counter("acp_guard.silent", metric.WithDescription("Successful turns flagged as silent failures (empty, truncated, repeated)"))
+	in.circuits, errs[9] = m.Int64Counter("acp_guard.circuit.stops", metric.WithDescription("Turns whose recovery a shared circuit stopped (recovery.reason circuit_open)"))
 	return in, errors.Join(errs[:]...)
 }

@@ -5,6 +5,7 @@ package telemetry
 import (
 	"testing"
 
+	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -78,5 +79,21 @@ func TestHooksPassStopping(t *testing.T) {
 	s.Stopping(nil)
 	if inner.stopped != 1 {
 		t.Errorf("inner Stopping called %d times, want 1", inner.stopped)
+	}
+}
+
+// A flagged success and a circuit's stop reach the span as attributes.
+func TestTurnAttrsSilentAndCircuit(t *testing.T) {
+	r := &guard.TurnReport{Outcome: guard.OutcomeFailed, Silent: "empty",
+		ProviderError: &guard.ProviderError{Code: "provider_overloaded", Class: "transient",
+			Circuit: &circuit.Snapshot{Key: "default/codex-acp/m/provider", State: "open"}}}
+	got := map[string]string{}
+	for _, kv := range turnAttrs(r, "") {
+		got[string(kv.Key)] = kv.Value.Emit()
+	}
+	for k, want := range map[string]string{"acp_guard.silent": "empty", "acp_guard.circuit.key": "default/codex-acp/m/provider", "acp_guard.circuit.state": "open"} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
 	}
 }

@@ -258,6 +258,15 @@ func (w *worker) report(e event) {
 	if pe := r.ProviderError; pe != nil && pe.Model != "" {
 		tn.model = pe.Model
 	}
+	if r.Model != "" {
+		tn.model = r.Model
+	}
+	if r.Silent != "" {
+		w.t.inst.silent.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", r.Silent), attribute.String("adapter", w.adapter())))
+	}
+	if pe := r.ProviderError; pe != nil && pe.Circuit != nil {
+		w.t.inst.circuits.Add(context.Background(), 1, metric.WithAttributes(attribute.String("state", pe.Circuit.State)))
+	}
 	attrs := turnAttrs(r, tn.model)
 	tn.span.SetAttributes(attrs...)
 	if r.Outcome != guard.OutcomePassed && r.Outcome != guard.OutcomeRetried {
@@ -295,6 +304,12 @@ func turnAttrs(r *guard.TurnReport, model string) []attribute.KeyValue {
 	}
 	if r.StopReason != "" {
 		attrs = append(attrs, attribute.String("acp.stop_reason", r.StopReason))
+	}
+	if r.Silent != "" {
+		attrs = append(attrs, attribute.String("acp_guard.silent", r.Silent))
+	}
+	if pe := r.ProviderError; pe != nil && pe.Circuit != nil {
+		attrs = append(attrs, attribute.String("acp_guard.circuit.key", pe.Circuit.Key), attribute.String("acp_guard.circuit.state", pe.Circuit.State))
 	}
 	if r.Error != nil {
 		attrs = append(attrs, attribute.Int("rpc.jsonrpc.error_code", r.Error.Code))
