@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -55,7 +56,13 @@ func startProxy(t *testing.T, flags []string, agentArgs ...string) *e2eProc {
 
 // proxyArgv is acp-guard's argv around an agent command.
 func proxyArgv(t *testing.T, flags []string, agent ...string) []string {
-	argv := append([]string{testbin.Path(t), "--log-level", "info"}, flags...)
+	argv := []string{testbin.Path(t), "--log-level", "info"}
+	if !slices.Contains(flags, "--state-dir") && !slices.Contains(flags, "--circuits") {
+		// A state directory per test: parallel tests of the same demo agent
+		// would otherwise share the default one's circuits.
+		argv = append(argv, "--state-dir", t.TempDir())
+	}
+	argv = append(argv, flags...)
 	argv = append(argv, "--")
 	return append(argv, agent...)
 }

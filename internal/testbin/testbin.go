@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -88,7 +89,40 @@ func moduleRoot() (string, error) {
 //
 //	func TestMain(m *testing.M) { testbin.Main(m) }
 func Main(m *testing.M) {
+	home, err := Hermetic()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testbin:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	Cleanup()
+	_ = os.RemoveAll(home)
 	os.Exit(code)
+}
+
+// Hermetic gives the test process, and every acp-guard it starts, state
+// and configuration directories of their own (XDG_STATE_HOME,
+// XDG_CONFIG_HOME under a new temporary directory, returned) and clears
+// the ACP_GUARD_* variables, so that no test reads the developer's
+// configuration or shares the default state directory — its attempt log
+// and its circuit store — with another test run.
+func Hermetic() (string, error) {
+	home, err := os.MkdirTemp("", "acp-guard-testhome-")
+	if err != nil {
+		return "", err
+	}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ACP_GUARD_") && k != "ACP_GUARD_TEST_BIN" && k != "ACP_GUARD_TEST_RACE" &&
+			!strings.HasPrefix(k, "ACP_GUARD_INTEROP") && k != "ACP_GUARD_CACHE" && k != "ACP_GUARD_MEASURE_CIRCUITS" {
+			os.Unsetenv(k)
+		}
+	}
+	for _, k := range []string{"XDG_STATE_HOME", "XDG_CONFIG_HOME"} {
+		dir := filepath.Join(home, strings.ToLower(strings.TrimPrefix(k, "XDG_")))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", err
+		}
+		os.Setenv(k, dir)
+	}
+	return home, nil
 }
