@@ -44,8 +44,12 @@ func TestPrecedence(t *testing.T) {
 	}{
 		{"agreeing class never unclassified: first in catalogue order wins",
 			Evidence{Source: SourceRPCError, Message: "stream disconnected", Stderr: []string{"dns error"}}, "p.stream.v1", CodeAgentTransportLost, ""},
-		{"agreeing class, order of the evidence does not matter",
-			Evidence{Source: SourceRPCError, Message: "dns error", Stderr: []string{"stream disconnected"}}, "p.stream.v1", CodeAgentTransportLost, ""},
+		{"agreeing class, order of the text does not matter",
+			Evidence{Source: SourceRPCError, Message: "dns error; stream disconnected"}, "p.stream.v1", CodeAgentTransportLost, ""},
+		{"the agent's own report outranks its stderr",
+			Evidence{Source: SourceRPCError, Message: "dns error", Stderr: []string{"stream disconnected"}}, "p.dns.v1", CodeNetworkUnavailable, ""},
+		{"stderr speaks when the report says nothing",
+			Evidence{Source: SourceRPCError, Message: "Internal error", Stderr: []string{"quota"}}, "p.quota.v1", CodeQuotaLimited, ""},
 		{"different classes at equal rank: conflict naming both",
 			Evidence{Source: SourceRPCError, Message: "quota; slow down"}, "", CodeUnclassified, "p.quota.v1,p.slow.v1"},
 		{"adapter-scoped signature outranks the generic one",
@@ -115,7 +119,7 @@ func TestOutranksNeedsCollisionFixture(t *testing.T) {
 	}
 	// A positive fixture that another same-rank rule also matches, without
 	// a declaration, fails Test even when the classes agree.
-	c.Fixtures = append(c.Fixtures, fixture("p.stream.v1", true, `{"source":"rpc_error","message":"stream disconnected","stderr":["dns error"]}`))
+	c.Fixtures = append(c.Fixtures, fixture("p.stream.v1", true, `{"source":"rpc_error","message":"stream disconnected; dns error"}`))
 	e := mustCompileNoFixtures(t, c)
 	var failures []string
 	for _, r := range e.Test().Rules {

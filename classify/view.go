@@ -27,6 +27,8 @@ type view struct {
 	lowers    map[string]string // field → lower-cased text, for literal prefilters
 	objects   []map[string]any  // every JSON object reachable from data and embedded documents
 	objectsOK bool
+	st        derivedStatus // status.go
+	statusOK  bool
 }
 
 func newView(ev *Evidence) *view {
@@ -212,13 +214,20 @@ func (c *collector) scanText(s string, depth int) {
 		dec := json.NewDecoder(strings.NewReader(s[i:]))
 		dec.UseNumber()
 		var val any
-		if err := dec.Decode(&val); err != nil {
-			i++
+		if err := dec.Decode(&val); err == nil {
+			c.docs++
+			c.addValue(val, depth)
+			i += int(dec.InputOffset())
 			continue
 		}
-		c.docs++
-		c.addValue(val, depth)
-		i += int(dec.InputOffset())
+		// Not JSON: perhaps a Python repr of the body ({'error': {…}}).
+		if val, n, ok := decodePyRepr(s[i:]); ok {
+			c.docs++
+			c.addValue(val, depth)
+			i += n
+			continue
+		}
+		i++
 	}
 }
 
