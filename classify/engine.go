@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -217,7 +218,30 @@ func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
 		SafeExcerpt:      Sanitize(win.excerpt(vw)),
 	}
 	v.RetryAfter, v.ResetAt = extractTiming(win.Timing, vw, ev.Now)
+	if v.Code == CodeRateLimited && lifting(v, ev.Now) >= QuotaAfter {
+		// A rate limit that lifts only after hours is a quota: retrying on
+		// a short schedule cannot succeed (Copilot's "try again in 58
+		// hours", Azure's Retry-After 86400).
+		v.Code, v.Class, v.Scope = CodeQuotaLimited, ClassHard, "account"
+	}
 	return v, all
+}
+
+// QuotaAfter is how far away a rate limit's validated reset must be for
+// the verdict to be quota_limited instead.
+const QuotaAfter = time.Hour
+
+// lifting returns how long until the verdict's hint says the limit lifts
+// (0 without a hint).
+func lifting(v Verdict, now time.Time) time.Duration {
+	var d time.Duration
+	if v.RetryAfter != nil {
+		d = *v.RetryAfter
+	}
+	if v.ResetAt != nil {
+		d = max(d, v.ResetAt.Sub(now))
+	}
+	return d
 }
 
 // decide picks the winner among the matched rules (in evaluation order):
@@ -269,8 +293,8 @@ func statusConflict(win *compiledRule, all []*compiledRule, status int) []string
 		return nil
 	}
 	for _, r := range all {
-		if r.Tier != TierStatus {
-			continue
+		if r.httpSet == nil {
+			continue // only a rule that reads the status says what it means
 		}
 		if ClassOf(r.Code) == ClassOf(win.Code) || win.changes[status] {
 			return nil

@@ -43,7 +43,7 @@ func (v *view) text(field string) string {
 	var t string
 	switch field {
 	case FieldMessage:
-		t = headBytes(v.ev.Message, MaxScanBytes)
+		t = unwrap(headBytes(v.ev.Message, MaxScanBytes))
 	case FieldData:
 		t = dataText(v.ev.Data)
 	case FieldStderr:
@@ -70,6 +70,37 @@ func headBytes(s string, n int) string {
 	return s[:n]
 }
 
+// unwrap undoes what terminals and pretty-printers do to one message:
+// a line break and the indentation after it become one space (a wrapped
+// "Provider\n   returned error" reads as "Provider returned error"), and
+// typographic apostrophes become ASCII ones, so phrases match however the
+// text was laid out.
+func unwrap(s string) string {
+	if !strings.ContainsAny(s, "\n\r’") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '\n' || s[i] == '\r':
+			for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+				b = b[:len(b)-1]
+			}
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+				i++
+			}
+			b = append(b, ' ')
+		case strings.HasPrefix(s[i:], "’"):
+			b = append(b, '\'')
+			i += len("’")
+		default:
+			b = append(b, s[i])
+			i++
+		}
+	}
+	return string(b)
+}
+
 // stderrText joins the most recent stderr lines that fit in MaxScanBytes.
 func stderrText(lines []string) string {
 	total := 0
@@ -87,7 +118,22 @@ func stderrText(lines []string) string {
 		last := lines[len(lines)-1]
 		return last[len(last)-MaxScanBytes:]
 	}
-	return strings.Join(lines[start:], "\n")
+	// An indented line continues the one before it (a wrapped message, a
+	// stack frame under its error): they read as one line.
+	var b strings.Builder
+	b.Grow(total)
+	for i, l := range lines[start:] {
+		if i > 0 {
+			if t := strings.TrimLeft(l, " \t"); len(t) < len(l) {
+				b.WriteByte(' ')
+				l = t
+			} else {
+				b.WriteByte('\n')
+			}
+		}
+		b.WriteString(unwrap(l))
+	}
+	return b.String()
 }
 
 // dataText is the text rules see for Evidence.Data: the string leaves of
@@ -107,7 +153,7 @@ func dataText(data json.RawMessage) string {
 	var leaves []string
 	size := 0
 	walkStrings(val, func(s string) bool {
-		leaves = append(leaves, s)
+		leaves = append(leaves, unwrap(s))
 		size += len(s) + 1
 		return len(leaves) < maxLeaves && size < MaxScanBytes
 	})
