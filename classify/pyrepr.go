@@ -2,6 +2,7 @@ package classify
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 )
 
@@ -201,7 +202,7 @@ func (p *pyParser) number() (any, bool) {
 		}
 		break
 	}
-	if digits == 0 {
+	if _, err := strconv.ParseFloat(p.s[start:p.i], 64); digits == 0 || err != nil {
 		return nil, false
 	}
 	return json.Number(p.s[start:p.i]), true
