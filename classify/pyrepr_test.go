@@ -10,7 +10,7 @@ func TestDecodePyRepr(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
 		want string // JSON of the decoded value
-		n    int // bytes consumed: len(in) plus this (what follows the literal)
+		n    int    // bytes consumed: len(in) plus this (what follows the literal)
 	}{
 		{`{'error': {'message': 'Rate limit', 'type': 'tokens', 'param': None, 'code': 'rate_limit_exceeded'}} trailing`,
 			`{"error":{"code":"rate_limit_exceeded","message":"Rate limit","param":null,"type":"tokens"}}`, -len(" trailing")},

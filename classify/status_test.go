@@ -49,11 +49,11 @@ func TestDerivedStatus(t *testing.T) {
 
 func TestUnwrap(t *testing.T) {
 	for in, want := range map[string]string{
-		"400 Provider\n   returned error":  "400 Provider returned error",
+		"400 Provider\n   returned error":   "400 Provider returned error",
 		"Incorrect API\r\n    key provided": "Incorrect API key provided",
-		"isn\u2019t supported":             "isn't supported",
-		"no breaks":                        "no breaks",
-		"trailing \t\n\nnext":              "trailing next",
+		"isn\u2019t supported":              "isn't supported",
+		"no breaks":                         "no breaks",
+		"trailing \t\n\nnext":               "trailing next",
 	} {
 		if got := unwrap(in); got != want {
 			t.Errorf("unwrap(%q) = %q, want %q", in, got, want)
@@ -67,11 +67,11 @@ func TestUnwrap(t *testing.T) {
 func TestIsRetryNote(t *testing.T) {
 	for s, want := range map[string]bool{
 		"WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 193ms)...": true,
-		"API Error (Connection error.) · Retrying in 1 seconds… (attempt 1/10)":                             true,
-		"Retrying (attempt 1/2, waiting 2s)...":                                                              true,
-		"Request failed, will retry":                                                                         true,
-		"ERROR codex_core::client: dns error: failed to lookup address information":                         false,
-		"unexpected status 502 Bad Gateway":                                                                  false,
+		"API Error (Connection error.) · Retrying in 1 seconds… (attempt 1/10)":                               true,
+		"Retrying (attempt 1/2, waiting 2s)...":                                                               true,
+		"Request failed, will retry":                                                                          true,
+		"ERROR codex_core::client: dns error: failed to lookup address information":                           false,
+		"unexpected status 502 Bad Gateway":                                                                   false,
 	} {
 		if got := IsRetryNote(s); got != want {
 			t.Errorf("IsRetryNote(%q) = %v, want %v", s, got, want)
