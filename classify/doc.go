@@ -4,9 +4,8 @@
 // the catalogue version, validated timing hints and a sanitized excerpt.
 //
 // It is pure: no I/O and no clock. The time against which timing hints are
-// validated comes in Evidence.Now. Imports point one way:
-//
-// classify imports neither transport, catalogue nor replay.
+// validated comes in Evidence.Now. It imports neither transport,
+// catalogue nor replay.
 //
 // # Engine
 //
