@@ -80,7 +80,7 @@ func TestProbeOwnershipRotates(t *testing.T) {
 	mustAcquire(t, c, "a", end, Probe)
 	fail := end.Add(100 * time.Millisecond)
 	s := mustFail(t, c, backoff(8*time.Second), "a", fail)
-	cool := *s.CooldownUntil // fail + 8 s
+	cool := *s.CooldownUntil  // fail + 8 s
 	spread := 1 * time.Second // min(8 s / 4, ParkPoll / 2)
 	d := mustAcquire(t, c, "a", cool, Park)
 	if d.Wait != WaitProbe || !d.Until.Equal(cool.Add(spread)) {
@@ -144,9 +144,9 @@ func TestStaleOpenRecordExpiresByItsOwnCooldown(t *testing.T) {
 		want string
 	}{
 		{time.Minute + 10*time.Second, StateProbing},
-		{time.Minute + 40*time.Second, StateOpen},       // lease over: the next asker probes
-		{2*time.Minute + 29*time.Second, StateOpen},     // within a cooldown step of the lease's end
-		{2*time.Minute + 31*time.Second, StateClosed},   // a minute step past it: stale
+		{time.Minute + 40*time.Second, StateOpen},     // lease over: the next asker probes
+		{2*time.Minute + 29*time.Second, StateOpen},   // within a cooldown step of the lease's end
+		{2*time.Minute + 31*time.Second, StateClosed}, // a minute step past it: stale
 		{24 * time.Hour, StateClosed},
 	} {
 		_, snap, err := c.Get(ctx, testKey, t0.Add(tt.at))
