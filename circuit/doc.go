@@ -176,44 +176,56 @@
 //
 // # How the guard calls it
 //
-// The integration points in the recovery state machine (guard/doc.go). Store
-// operations can take up to OpTimeout (a file lock, a NATS round trip), so
-// the guard runs each one off its event loop — on one worker goroutine
-// owned by the guard (guard/circuitops.go) that runs the operations in
-// order and posts each result back as an event fenced by the prompt's
-// epoch — and never waits for it on the relay path. A result arriving for a stale generation is
-// dropped (a lease it acquired expires or is released).
+// The integration points in the recovery state machine (guard/doc.go's
+// table: the states parked and probing, the events park, probe, progress
+// and circuit_open, and the lease column of every row out of probing).
+// Store operations can take a store call's timeout (a file lock, a NATS
+// round trip), so the guard runs each one off its event loop — on one
+// worker goroutine owned by the guard (guard/circuitops.go) that runs the
+// operations in order and posts each result back as an event fenced by
+// the prompt's epoch — and never waits for it on the relay path. Every
+// operation is given the now of the event that asked for it. A result
+// arriving for a stale generation is dropped (a lease it acquired is
+// released).
 //
-//  1. active → classified transient/hard failure: Fail(key, {class, code,
-//     CooldownUntil: validated provider hint, else now + the session's next
-//     policy delay}, holder, now). Request and unclassified verdicts may
-//     call it too: it does nothing. The key's scope is the verdict's scope,
-//     the model the turn's model when known, the namespace
-//     --circuit-namespace. holder is unique per turn across machines:
-//     host/pid/sessionId/requestId.
-//  2. retry_wait / waiting_for_reset deadline, before dispatch: Acquire.
-//     Go → retrying as today. Probe → retrying as the probe; Refresh every
-//     RefreshEvery() while its turn runs. Park{Until} → stay in the waiting
-//     state and ask again at min(Until, the end of the session's own
-//     schedule); when the own schedule ends while still parked, answer the
-//     client with the ProviderError, recovery.reason "circuit_open" and
-//     "circuit": Decision.Circuit ({key, state, cooldownUntil} — the
-//     [Snapshot] JSON is exactly that member). Late activity or a client
-//     cancel while parked end the turn as in any waiting state.
-//  3. The probe's turn: the first sign of provider progress (assistant or
-//     thought chunk, tool call) or its successful return → Progress(key).
-//     A classified failure → Fail with the probe's holder (re-opens with
-//     the next cooldown and hands the lease on). Cancelled, late activity,
-//     unsafe or unclassified → Release(key, holder).
+//  1. A classified transient or hard failure of any attempt: Fail(key,
+//     {class, code, CooldownUntil: the validated provider hint or zero,
+//     Backoff: the session's own next policy delay}, holder, now). The
+//     key's scope is the verdict's scope, the model the attempt's model
+//     when known, the namespace --circuit-namespace. holder is unique per
+//     turn across machines: host/pid/guard/sessionId/requestId.
+//  2. A held prompt about to dispatch — its wait's deadline, or a model
+//     switch the agent accepted — asks Acquire on the circuit of its
+//     latest failure on the model it now runs. Go → due (or switched):
+//     dispatch. Probe → probe: dispatch as the circuit's probe (state
+//     probing), Refresh every RefreshEvery() while its turn runs. Park →
+//     park (state parked): ask again at Decision.Until. A WaitCooldown
+//     park spends the prompt's parking budget — the delays its own retry
+//     schedule has left (it keeps its retries while parked), at least 5 s
+//     after a model switch — by the cooldown's remaining time; WaitProbe
+//     and WaitRelease parks spend nothing. When a cooldown ends beyond the
+//     budget the prompt is answered at once with its ProviderError,
+//     recovery.reason "circuit_open" and "circuit": Decision.Circuit
+//     ({key, state, cooldownUntil} — the [Snapshot] JSON is exactly that
+//     member), the state then always "open". Late activity or a client
+//     cancel while parked end the turn as in any held state.
+//  3. Leaving probing settles the lease as the table's row says: the first
+//     provider progress (assistant or thought chunk, tool call) or a
+//     successful return → Progress(key); a classified transient or hard
+//     failure → the Fail of point 1 with the probe's holder (doubles the
+//     step and hands the lease on); any other end — cancelled, late
+//     activity, unsafe, unclassified, stalled, the agent's exit — →
+//     Release(key, holder).
 //  4. New prompts (not recovering) never call Acquire: a circuit never
-//     blocks them. Their failures call Fail; their progress may call
-//     Progress when the guard knows the key's circuit to be open (it is a
-//     no-op write-free read otherwise).
+//     blocks them. Their failures call Fail (writing nothing while the
+//     circuit is open and the failure moves nothing).
 //  5. An error from any operation is logged by the guard at debug (the
 //     package already logs store outages once) and the decision it came
 //     with is followed: a store failure means "as if no circuit".
 //
 // Cooldown-aware fallback (spec 002) reads a candidate model's circuit with
-// Get: Record.OpenUntil, Code and Class say whether it is cooling down and
-// whether a cooldown probe is allowed.
+// Get: Record.OpenAt, OpenUntil, Code and Class say whether it is cooling
+// down and whether a cooldown probe is allowed; a model switched to then
+// asks its circuit as in point 2, so a fallback onto a circuit about to
+// end its cooldown takes the probe lease like any retry.
 package circuit

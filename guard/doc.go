@@ -18,7 +18,8 @@
 // records in order and reports each result back into the event loop
 // through transport.Relay.Poster; Guard.Close drains and ends it. The
 // circuit store's worker (circuitops.go) is the second, same pattern:
-// store calls (up to circuit.Config.OpTimeout each) run there in order and
+// store calls (each bounded by a timeout that follows the store's measured
+// latency, circuit.Config.OpTimeout at least) run there in order and
 // their results are posted back, fenced by the prompt's epoch. Offline
 // (transport.Virtual) records are written in line.
 // The stall watchdog (stall.go) is a timer per prompt on the relay's
