@@ -204,7 +204,7 @@
 //     schedule has left (it keeps its retries while parked), at least 5 s
 //     after a model switch — by the cooldown's remaining time; WaitProbe
 //     and WaitRelease parks spend nothing. When a cooldown ends beyond the
-//     budget the prompt is answered at once with its ProviderError,
+//     budget (by more than a second) the prompt is answered at once with its ProviderError,
 //     recovery.reason "circuit_open" and "circuit": Decision.Circuit
 //     ({key, state, cooldownUntil} — the [Snapshot] JSON is exactly that
 //     member), the state then always "open". Late activity or a client

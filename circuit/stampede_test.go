@@ -85,7 +85,8 @@ func delay(n int) time.Duration { return simInitial << n }
 // circuit. A park on a cooldown spends the session's parking budget (what
 // its own schedule would still have waited); a park behind a probe or in
 // the release jitter spends nothing. The session stops with circuit_open
-// only when a cooldown's end lies beyond its budget.
+// only when a cooldown's end lies beyond its budget (the guard allows a
+// second more; the simulation checks the stricter rule).
 type simSession struct {
 	s       *stampede
 	i       int

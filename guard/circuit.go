@@ -45,6 +45,13 @@ const probeWindow = 5 * time.Second
 // says.
 const minPark = 100 * time.Millisecond
 
+// budgetSlack is how far a cooldown may end past a prompt's parking budget
+// and still be waited for: the policy's delays are whole seconds, so a
+// cooldown within a second of the schedule's end is within its resolution
+// (and the circuit's schedule runs a little behind a session's own by the
+// probes' durations).
+const budgetSlack = time.Second
+
 // maxAttempts bounds the fallback summary of one prompt.
 const maxAttempts = 64
 
@@ -251,13 +258,13 @@ func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 	p.circ.circuit = &snap
 	if d.Wait == circuit.WaitCooldown && snap.CooldownUntil != nil {
 		wait := max(snap.CooldownUntil.Sub(now), 0)
-		if wait > p.circ.budget {
+		if wait > p.circ.budget+budgetSlack {
 			g.log.Info("circuit open beyond the prompt's schedule", "session", p.session, "id", string(p.client.ID),
 				"key", snap.Key, "wait", wait.String(), "budget", p.circ.budget.String())
 			g.stopWith(c, p, onCircuitOpen, ReasonCircuitOpen, false)
 			return
 		}
-		p.circ.budget -= min(wait, max(d.Until.Sub(now), 0))
+		p.circ.budget = max(p.circ.budget-min(wait, max(d.Until.Sub(now), 0)), 0)
 	}
 	delay := max(d.Until.Sub(now), minPark)
 	g.transit(c, p, step{on: onPark}, func() {

@@ -108,7 +108,8 @@
 // wait spends its parking budget (what its own retry schedule has left;
 // at least the fallback probe window after a switch), and it keeps every
 // retry while parked. circuit_open is "the circuit is open and its
-// cooldown ends beyond that budget"; no_candidate is a skip whose every
+// cooldown ends beyond that budget" (by more than a second, the policy's
+// resolution); no_candidate is a skip whose every
 // fallback model left is cooling down.
 // stall is the opt-in watchdog's verdict on an agent that sent nothing
 // for the stall timeout and did not answer the session/cancel it sent
