@@ -109,8 +109,9 @@
 // at least the fallback probe window after a switch), and it keeps every
 // retry while parked. circuit_open is "the circuit is open and its
 // cooldown ends beyond that budget" (by more than a second, the policy's
-// resolution); no_candidate is a skip whose every
-// fallback model left is cooling down.
+// resolution); no_candidate is a skip whose every fallback model left is
+// cooling down. The bracket's last item on a row out of probing is what
+// it does with the lease (settleLease).
 // stall is the opt-in watchdog's verdict on an agent that sent nothing
 // for the stall timeout and did not answer the session/cancel it sent
 // within the grace period (stall.go).
