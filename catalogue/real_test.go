@@ -3,6 +3,7 @@ package catalogue
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -46,6 +47,15 @@ var realExpect = map[string]string{
 	"claude/no_api_key":      classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
 	"overloaded_529":         classify.CodeProviderOverloaded,
 }
+
+// knownMisses are captures of the agents first captured for issue 20
+// (Cline CLI, pi through pi-acp) that today's classifier reads wrong:
+// key → the verdict it gives today ("none": the relay sees no failure at
+// all). realExpect keeps what each failure means; the test logs these
+// instead of failing, fails on any other wrong verdict, and fails when a
+// listed capture comes out right, so the list only shrinks. The
+// classifier's rewrite (issue 20) empties it.
+var knownMisses = map[string]string{}
 
 // projected returns the signature a chunk of adapter's is a control chunk
 // or diagnostic of, or nil.
@@ -103,6 +113,7 @@ func readTurns(t *testing.T, path string) []turn {
 	var turns []turn
 	adapter := ""
 	prompts := map[string]bool{}
+	setup := map[string]bool{} // authenticate and session/new: a failure there is the turn's
 	var cur *turn
 	var stderr []string
 	for sc.Scan() {
@@ -126,6 +137,18 @@ func readTurns(t *testing.T, path string) []turn {
 				prompts[string(fr.ID)] = true
 				cur = &turn{adapter: adapter}
 				stderr = nil
+				continue
+			}
+			if ev.Dir == "c2a" && (fr.Method == "session/new" || fr.Method == "authenticate") {
+				setup[string(fr.ID)] = true
+				continue
+			}
+			if ev.Dir == "a2c" && fr.Method == "" && setup[string(fr.ID)] && fr.Error != nil {
+				// The session never came: the failure stands for the turn.
+				code := fr.Error.Code
+				turns = append(turns, turn{adapter: adapter, err: &classify.Evidence{Source: classify.SourceRPCError,
+					Adapter: adapter, RPCCode: &code, Message: fr.Error.Message, Data: fr.Error.Data, Stderr: stderr,
+					Now: classify.DefaultFixtureNow}})
 				continue
 			}
 			if cur == nil || ev.Dir != "a2c" {
@@ -169,6 +192,7 @@ func TestRealAgentCaptures(t *testing.T) {
 	}
 	failed, classified, passed := 0, 0, 0
 	codes := map[string]int{}
+	misses := &missLog{seen: map[string]bool{}}
 	for _, path := range files {
 		key := strings.TrimSuffix(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), ".jsonl")
 		scenario := key[strings.IndexByte(key, '/')+1:]
@@ -189,20 +213,26 @@ func TestRealAgentCaptures(t *testing.T) {
 					t.Errorf("%s: assistant text %q classified as %s by %s", key, c, v.Code, v.Rule)
 				}
 			}
+			want, scoped := realExpect[key]
+			ok := scoped
+			if !ok {
+				want, ok = realExpect[scenario]
+			}
 			if tr.err == nil {
+				// An agent-scoped expectation says the capture is a
+				// failure: a turn that ends without one is a miss.
+				if scoped {
+					misses.check(t, key, noVerdict, want, "the turn ended without an error or a projected control chunk")
+				}
 				passed++
 				continue
 			}
 			failed++
 			v := e.Classify(*tr.err)
-			want, ok := realExpect[key]
-			if !ok {
-				want, ok = realExpect[scenario]
-			}
 			switch {
-			case ok && v.Code != want:
-				t.Errorf("%s: got %s (rule %q, reason %q, conflicts %v), want %s", key, v.Code, v.Rule, v.Reason, v.Conflicts, want)
-			case !ok && v.Code == classify.CodeUnclassified:
+			case ok:
+				misses.check(t, key, v.Code, want, fmt.Sprintf("rule %q, reason %q, conflicts %v", v.Rule, v.Reason, v.Conflicts))
+			case v.Code == classify.CodeUnclassified:
 				t.Errorf("%s: captured failure is unclassified (%q); add a rule and a fixture", key, v.SafeExcerpt)
 			}
 			if v.Code != classify.CodeUnclassified {
@@ -214,6 +244,7 @@ func TestRealAgentCaptures(t *testing.T) {
 			}
 		}
 	}
+	misses.finish(t)
 	var summary []string
 	for c, n := range codes {
 		summary = append(summary, c+"="+strconv.Itoa(n))
@@ -221,4 +252,50 @@ func TestRealAgentCaptures(t *testing.T) {
 	sort.Strings(summary)
 	t.Logf("real captures: %d files, %d failed turns (%d classified), %d passed turns untouched; %s",
 		len(files), failed, classified, passed, strings.Join(summary, " "))
+}
+
+// noVerdict is the verdict of a failure the relay cannot see: the turn
+// ended without an error and without a projected control chunk.
+const noVerdict = "none"
+
+// missLog checks verdicts against realExpect and knownMisses.
+type missLog struct {
+	seen  map[string]bool
+	known int
+}
+
+// check compares a capture's verdict with what it means. A wrong verdict
+// fails the test unless knownMisses lists exactly that verdict for the
+// capture; a listed capture that is now right fails it too, so that the
+// list only shrinks.
+func (m *missLog) check(t *testing.T, key, got, want, detail string) {
+	t.Helper()
+	listed, isListed := knownMisses[key]
+	if isListed {
+		m.seen[key] = true
+	}
+	switch {
+	case got == want && isListed:
+		t.Errorf("%s: now %s as it should be; remove it from knownMisses", key, got)
+	case got == want:
+	case isListed && listed == got:
+		m.known++
+		t.Logf("known miss %s: got %s, want %s (%s)", key, got, want, detail)
+	case isListed:
+		t.Errorf("%s: got %s (%s), want %s; knownMisses says %s", key, got, detail, want, listed)
+	default:
+		t.Errorf("%s: got %s (%s), want %s", key, got, detail, want)
+	}
+}
+
+func (m *missLog) finish(t *testing.T) {
+	t.Helper()
+	for key := range knownMisses {
+		if !m.seen[key] {
+			t.Errorf("knownMisses lists %s, which no capture checked", key)
+		}
+	}
+	if m.known > 0 {
+		t.Logf("%d known misses (knownMisses) of %d listed", m.known, len(knownMisses))
+	}
 }

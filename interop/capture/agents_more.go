@@ -19,21 +19,27 @@ var moreAgents = []Agent{
 // instead of trying the network.
 const closedProxy = "http://127.0.0.1:9"
 
-// noProxy lists what the agents reach directly: the fake provider, and the
-// never-resolving host of the offline scenarios.
-const noProxy = "127.0.0.1,localhost,.invalid"
+// proxyGuard returns the proxy variables that keep an agent off the network:
+// a closed proxy for every host but the fake provider's. Offline scenarios
+// get none, so that the agent meets the DNS failure alone (with the guard,
+// Cline's Bun runtime also dialled the proxy port for provider.invalid);
+// there no host resolves anyway.
+func proxyGuard(url string) []string {
+	if url == OfflineURL {
+		return nil
+	}
+	return []string{"HTTP_PROXY=" + closedProxy, "HTTPS_PROXY=" + closedProxy, "NO_PROXY=127.0.0.1,localhost"}
+}
 
 // setupCline runs Cline CLI 3.0.65 (`cline --acp`, the Bun-compiled
 // platform binary) with its "openai-compatible" provider, written where
 // `cline auth -p openai-compatible -m MODEL -b URL` writes it, and
 // telemetry and auto-update off. In ACP mode the provider and key come
 // from CLINE_PROVIDER and CLINE_API_KEY (without the key, session/new asks
-// for a Cline account login). Retries are Cline's defaults.
+// for a Cline account login). Retries are Cline's defaults; no request or
+// idle timeout was found to set (the stall capture waits for the cancel).
 func setupCline(cache, home, url string, tune Tune) (Launch, error) {
 	settings := map[string]any{"provider": "openai-compatible", "model": FakeModel, "baseUrl": url + "/v1"}
-	if tune.IdleTimeout > 0 {
-		settings["timeout"] = tune.IdleTimeout.Milliseconds()
-	}
 	providers := map[string]any{"version": 1, "lastUsedProvider": "openai-compatible", "modes": map[string]any{},
 		"providers": map[string]any{"openai-compatible": map[string]any{
 			"settings": settings, "updatedAt": "2026-01-01T00:00:00.000Z", "tokenSource": "manual"}}}
@@ -49,10 +55,10 @@ func setupCline(cache, home, url string, tune Tune) (Launch, error) {
 	bin := filepath.Join(cache, "node_modules/@cline/cli-linux-x64/bin/cline")
 	return Launch{
 		Argv: []string{bin, "--acp"},
-		Env: Env(keepEnv, "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		Env: Env(keepEnv, append(proxyGuard(url), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
 			"XDG_DATA_HOME="+filepath.Join(home, ".local/share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 			"CLINE_PROVIDER=openai-compatible", "CLINE_SESSION_BACKEND_MODE=local", "CLINE_API_KEY="+FakeOpenAIKey,
-			"HTTP_PROXY="+closedProxy, "HTTPS_PROXY="+closedProxy, "NO_PROXY="+noProxy, "NO_COLOR=1"),
+			"NO_COLOR=1")...),
 		Settings: files,
 	}, nil
 }
@@ -92,9 +98,9 @@ func setupPi(cache, home, url string, tune Tune) (Launch, error) {
 	files["bin/pi"] = wrapper
 	return Launch{
 		Argv: []string{node, filepath.Join(cache, "node_modules/pi-acp/dist/index.js")},
-		Env: Env([]string{"LANG", "TZ"}, "PATH="+filepath.Join(home, "bin")+":/usr/bin:/bin", "HOME="+home,
-			"ANTHROPIC_API_KEY="+FakeAnthropicKey, "PI_OFFLINE=1", "PI_TELEMETRY=0", "npm_config_offline=true",
-			"HTTP_PROXY="+closedProxy, "HTTPS_PROXY="+closedProxy, "NO_PROXY="+noProxy, "NO_COLOR=1"),
+		Env: Env([]string{"LANG", "TZ"}, append(proxyGuard(url), "PATH="+filepath.Join(home, "bin")+":/usr/bin:/bin",
+			"HOME="+home, "ANTHROPIC_API_KEY="+FakeAnthropicKey, "PI_OFFLINE=1", "PI_TELEMETRY=0",
+			"npm_config_offline=true", "NO_COLOR=1")...),
 		Settings: files,
 	}, nil
 }
