@@ -18,7 +18,9 @@ import (
 // realExpect is what each captured failure must classify as, by
 // "agent/scenario" or, failing that, by scenario. codex-acp hides the
 // provider's 429 body behind its retry loop, so its quota and billing
-// failures can only be seen as rate limits.
+// failures can only be seen as rate limits. An "agent/scenario" entry also
+// says the capture is a failure: a turn of it that ends without an error
+// (or a projected control chunk) is checked as the verdict "none".
 var realExpect = map[string]string{
 	"bad_gateway_502":        classify.CodeProviderUnavailable,
 	"billing":                classify.CodeQuotaLimited,
