@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/acp-guard/acp-guard/internal/safefile"
 )
@@ -86,6 +87,15 @@ type MetaInfo struct {
 	Catalogue string          // the catalogue version
 	Policy    json.RawMessage // the effective policy document, compact JSON; nil: none
 	Fallback  []string        // --fallback-models
+	// Start is when the recording started (t_ms counts from it).
+	Start time.Time
+	// Notices, StallTimeout, Circuits and CircuitNamespace are the rest of
+	// the configuration a replay needs to decide as the recording did
+	// (see Event).
+	Notices          string
+	StallTimeout     time.Duration
+	Circuits         string
+	CircuitNamespace string
 }
 
 // Meta records the meta event; call it first.
@@ -104,7 +114,26 @@ func (r *Recorder) Meta(m MetaInfo) {
 			pol = b.Bytes()
 		}
 	}
-	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback})
+	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback,
+		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace})
+}
+
+// Stop records that acp-guard was told to stop (a signal).
+func (r *Recorder) Stop(tMs int64) {
+	if r.err != nil {
+		return
+	}
+	r.write(Event{TMs: tMs, Dir: DirStop})
+}
+
+// AttemptLogFailed records that the seq-th attempt record of the session
+// (from 1) could not be written, and why (redacted when recording
+// redacts).
+func (r *Recorder) AttemptLogFailed(tMs int64, seq int, err error) {
+	if r.err != nil {
+		return
+	}
+	r.write(Event{TMs: tMs, Dir: DirAttemptLog, Seq: seq, Err: r.redact(err.Error())})
 }
 
 // Frame records one frame that crossed the proxy in direction dir (DirC2A or
