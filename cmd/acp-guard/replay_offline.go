@@ -179,4 +179,3 @@ func notTranscript(w io.Writer, path string, events []replay.Event, errs []error
 	fmt.Fprintf(w, "acp-guard: replay: %s is not a transcript: none of its lines is a transcript event (first: %v)\n", path, errs[0])
 	return true
 }
-
