@@ -49,6 +49,7 @@ func (o origin) identity(flag string) observers.Identity {
 type pipeline struct {
 	log     *slog.Logger
 	guard   *guard.Guard
+	memLog  *memoryLog // a recorded session's attempt log, when kept in memory
 	hooks   transport.Hooks
 	tap     *recorderTap         // nil: not recording
 	tel     *telemetry.Telemetry // nil: telemetry off
@@ -68,6 +69,9 @@ type settings struct {
 	circuits  string // the store spec ("" : none, the policy never recovers)
 	namespace string
 	keepLog   bool // an attempt log is kept
+	// deferLog: a recorded session's attempt-log writes complete where the
+	// transcript says the live proxy learned their results.
+	deferLog bool
 }
 
 // assemble builds the pipeline cfg describes for one session from o. It is
@@ -119,6 +123,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
 			Policy: policyJSON(set.policy), Fallback: set.fallback,
 			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
+			AttemptLog: set.logKind(&cfg, o),
 		}, pl.log)
 		if err != nil {
 			return nil, err
@@ -126,7 +131,10 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		pl.closers = append(pl.closers, func() error { return pl.tap.close(pl.log) })
 	}
 	if set.keepLog {
-		gc.Attempts = pl.attemptLog(&cfg, o)
+		gc.Attempts = pl.attemptLog(&cfg, o, set.deferLog)
+	}
+	if pl.tap != nil {
+		gc.OnAttemptLogged = pl.tap.attemptLogged
 	}
 	if !o.recorded {
 		if pl.tel, err = startTelemetry(ctx, &cfg, o, pl.log); err != nil {
@@ -188,28 +196,55 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 			s.circuits = "file"
 		}
 	}
-	s.keepLog = schedules(doc, s.fallback) || cfg.StateDir != ""
+	// The attempt log is kept whenever the pipeline can schedule work, or
+	// a state directory is named — or, for a recorded session, when the
+	// live proxy kept one. A replay deciding as the recording did (its
+	// policy and models) completes each write where the live proxy learned
+	// its result.
+	s.keepLog = schedules(doc, s.fallback) || cfg.StateDir != "" || meta.AttemptLog != ""
+	s.deferLog = meta.AttemptLog != "" && cfg.Policy == nil && cfg.PolicyFile == "" && cfg.Fallback == nil
 	return s, nil
+}
+
+// logKind is where the session keeps its attempt log, as the transcript
+// records it ("" : none).
+func (s settings) logKind(cfg *Config, o origin) string {
+	switch {
+	case !s.keepLog:
+		return ""
+	case cfg.StateDir == "" && o.recorded:
+		return "memory"
+	}
+	return "dir"
 }
 
 // attemptLog is the session's attempt log: in the state directory (the
 // configured one, else the default for a live session), or — for a
-// recorded session without one — in memory, failing the writes the
-// recording saw fail. When recording, each failed write is noted in the
-// transcript.
-func (pl *pipeline) attemptLog(cfg *Config, o origin) guard.AttemptLog {
-	var l guard.AttemptLog
+// recorded session without one — in memory, completing and failing
+// writes where the recording did.
+func (pl *pipeline) attemptLog(cfg *Config, o origin, deferred bool) guard.AttemptLog {
 	if cfg.StateDir == "" && o.recorded {
-		l = &memoryLog{fail: replay.AttemptLogFailures(o.events)}
-	} else {
-		d := &dirLog{dir: cfg.StateDir}
-		pl.closers = append(pl.closers, d.close)
-		l = d
+		pl.memLog = newMemoryLog(o.events, deferred)
+		return pl.memLog
 	}
-	if pl.tap != nil {
-		l = &tappedLog{inner: l, tap: pl.tap}
+	d := &dirLog{dir: cfg.StateDir}
+	pl.closers = append(pl.closers, d.close)
+	return d
+}
+
+// replayed is what a transcript is played through (replay.Play): the
+// guard — its hooks, Flush and Stopping — and the attempt-log results the
+// transcript delivers.
+type replayed struct {
+	*guard.Guard
+	log *memoryLog
+}
+
+// AttemptLogged completes the write of record seq (an attempt_log event).
+func (r replayed) AttemptLogged(seq int) {
+	if r.log != nil {
+		r.log.complete(seq)
 	}
-	return l
 }
 
 // wrap completes transport options with the pipeline's parts.

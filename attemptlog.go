@@ -1,11 +1,8 @@
 package acpguard
 
 import (
-	"errors"
-	"log/slog"
-
-	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/replay"
 )
 
 // The attempt logs a pipeline can keep (guard.AttemptLog). Only the
@@ -54,41 +51,44 @@ func (z *dirLog) close() error {
 }
 
 // memoryLog is a replayed or served session's attempt log: records are
-// kept nowhere, and the writes the recording saw fail (its attempt_log
-// events, by record number) fail again, so a replay decides as the live
-// proxy did when its state directory was unwritable.
+// kept nowhere, and a write fails when the recording says the live write
+// failed. Deferred (a replay deciding as the recording did, from a
+// transcript that notes where the live proxy learned each write's result:
+// its attempt_log events), a write completes only when its event is played
+// (AppendThen), so what the live proxy saw between a decision and its
+// record — a late frame before the retry's notice — comes in the same
+// order, and a write whose result the live proxy never learned never
+// completes. Otherwise a write completes at once.
 type memoryLog struct {
-	fail map[int]string
-	n    int
+	results  map[int]error       // by record number: the recorded outcome
+	deferred bool                // complete writes at their events only
+	pending  map[int]func(error) // writes waiting for their event
+	n        int                 // records appended (Append)
+}
+
+func newMemoryLog(events []replay.Event, deferred bool) *memoryLog {
+	return &memoryLog{results: replay.AttemptLogResults(events), deferred: deferred, pending: map[int]func(error){}}
 }
 
 func (m *memoryLog) Append(policy.Record) error {
 	m.n++
-	if msg, ok := m.fail[m.n]; ok {
-		return errors.New(msg)
+	return m.results[m.n]
+}
+
+func (m *memoryLog) AppendThen(seq int, _ policy.Record, done func(error)) {
+	m.n = seq
+	if !m.deferred {
+		done(m.results[seq])
+		return
 	}
-	return nil
+	m.pending[seq] = done
 }
 
-// failureTap is told about every attempt-log write that failed.
-type failureTap interface {
-	attemptLogFailed(seq int, err error)
-}
-
-// tappedLog numbers the records of inner and reports each failed write to
-// the transcript, so that a replay fails the same writes.
-type tappedLog struct {
-	inner guard.AttemptLog
-	tap   failureTap
-	log   *slog.Logger
-	n     int
-}
-
-func (t *tappedLog) Append(r policy.Record) error {
-	t.n++
-	err := t.inner.Append(r)
-	if err != nil {
-		t.tap.attemptLogFailed(t.n, err)
+// complete delivers record seq's recorded result to the write waiting for
+// it (the replay reached its attempt_log event).
+func (m *memoryLog) complete(seq int) {
+	if done, ok := m.pending[seq]; ok {
+		delete(m.pending, seq)
+		done(m.results[seq])
 	}
-	return err
 }

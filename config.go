@@ -115,6 +115,11 @@ type Config struct {
 // decision. It is what `acp-guard replay --json` prints, one a line.
 type TurnReport = guard.TurnReport
 
+// ProviderError is the structured failure acp-guard answers a client
+// request with, under error.data.providerError (DESIGN.md, "Wire
+// contracts").
+type ProviderError = guard.ProviderError
+
 // Notice channels (Config.Notices).
 const (
 	NoticesOff     = guard.NoticesOff

@@ -16,10 +16,11 @@ import (
 )
 
 // recorderTap writes the session's transcript (--record): every frame the
-// relay sees, stderr, the stop, the exit — and the attempt-log writes that
-// failed, which come from the attempt-log writer's goroutine rather than
-// the relay's event loop. One mutex orders them all: each event is stamped
-// and written under it, so t_ms never goes back.
+// relay sees, stderr, the stop, where the guard learned each attempt
+// record's result, the exit. All of them come from the relay's event loop
+// but for the exit of an agent that could not start; one mutex orders
+// them anyway: each event is stamped and written under it, so t_ms never
+// goes back.
 type recorderTap struct {
 	mu    sync.Mutex
 	rec   *replay.Recorder
@@ -74,18 +75,22 @@ func (t *recorderTap) Stopping() {
 func (t *recorderTap) Exit(st transport.ExitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.clientClosed.Load() {
+	switch {
+	case st.StartErr != nil:
+		t.rec.StartFailed(t.ms(), st.Code, st.StartErr)
+	case t.clientClosed.Load():
 		t.rec.ExitAfterClientClosed(t.ms(), st.Code, st.Signal)
-	} else {
+	default:
 		t.rec.Exit(t.ms(), st.Code, st.Signal)
 	}
 	t.rec.Flush()
 }
 
-func (t *recorderTap) attemptLogFailed(seq int, err error) {
+// attemptLogged is the guard's OnAttemptLogged (on the event loop).
+func (t *recorderTap) attemptLogged(seq int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.rec.AttemptLogFailed(t.ms(), seq, err)
+	t.rec.AttemptLogged(t.ms(), seq, err)
 }
 
 // close flushes and closes the transcript and gives it its final name.

@@ -44,7 +44,7 @@ func Replay(events []replay.Event, cfg Config) (ReplayResult, error) {
 		return out, &ConfigError{err}
 	}
 	defer pl.close()
-	out.Result = replay.Play(events, pl.guard, replay.PlayOptions{MaxLine: cfg.MaxLine, Logger: pl.log})
+	out.Result = replay.Play(events, replayed{pl.guard, pl.memLog}, replay.PlayOptions{MaxLine: cfg.MaxLine, Logger: pl.log})
 	if len(pl.notes) > 0 {
 		line := replay.Event{}
 		if m, ok := replay.MetaOf(events); ok {

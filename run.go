@@ -51,22 +51,29 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 // had already sent is answered with an error first.
 type StartError = transport.StartError
 
-// Run guards the agent command argv for the client on s, in this process:
+// Command is an agent command for Run to start.
+type Command struct {
+	Argv []string // the program and its arguments (looked up in PATH)
+	Env  []string // its environment ("KEY=value"); nil: this process's
+	Dir  string   // its working directory; "": this process's
+}
+
+// Run guards the agent command for the client on s, in this process:
 // what `acp-guard [flags] -- AGENT [ARGS…]` does. It starts the agent in a
 // process group of its own, relays every frame between s and the agent —
 // observing, classifying, recovering and recording as cfg says — and
 // returns once the agent has exited and every client request has been
 // answered exactly once. The error is a *ConfigError, a *StartError, or
 // nil for a session that ran (whatever the agent's exit code).
-func Run(ctx context.Context, cfg Config, argv []string, s Streams) (Result, error) {
-	if len(argv) == 0 {
+func Run(ctx context.Context, cfg Config, cmd Command, s Streams) (Result, error) {
+	if len(cmd.Argv) == 0 {
 		return Result{}, &ConfigError{errors.New("no agent command given")}
 	}
-	pl, err := assemble(ctx, cfg, origin{argv: argv})
+	pl, err := assemble(ctx, cfg, origin{argv: cmd.Argv})
 	if err != nil {
 		return Result{}, &ConfigError{err}
 	}
-	return pl.run(ctx, &cfg, transport.Options{Argv: argv, StderrPTY: cfg.StderrPTY, Subreaper: cfg.Subreaper}, s)
+	return pl.run(ctx, &cfg, transport.Options{Argv: cmd.Argv, Env: cmd.Env, Dir: cmd.Dir, StderrPTY: cfg.StderrPTY, Subreaper: cfg.Subreaper}, s)
 }
 
 // RunPipes guards an agent the caller runs itself — started its own way,

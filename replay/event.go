@@ -20,7 +20,8 @@ const (
 	// DirStop: acp-guard was told to stop (a signal, or its context
 	// ended): no attempt of its own starts after it.
 	DirStop = "stop"
-	// DirAttemptLog: a record could not be written to the attempt log.
+	// DirAttemptLog: the proxy learned the result of writing a record to
+	// its attempt log.
 	DirAttemptLog = "attempt_log"
 )
 
@@ -45,6 +46,9 @@ type Event struct {
 	// ClientClosed marks an exit that came after the client had closed
 	// its input (exit events only).
 	ClientClosed bool
+	// StartError is why the agent could not be started (exit events
+	// only; redacted like stderr).
+	StartError string
 
 	Via        string // "guard" when the proxy emitted or rewrote the frame
 	Suppressed bool   // an original frame the proxy did not forward
@@ -66,9 +70,14 @@ type Event struct {
 	StallTimeoutMs   int64
 	Circuits         string
 	CircuitNamespace string
+	// AttemptLog says where the proxy kept its attempt log ("dir" or
+	// "memory"; "" : none, or not said): when set, the transcript holds an
+	// attempt_log event wherever the proxy learned a write's result.
+	AttemptLog string
 
-	// Seq and Err describe an attempt_log event: the Seq-th record of the
-	// session (from 1) could not be written, with this (redacted) error.
+	// Seq and Err describe an attempt_log event: the proxy learned here
+	// that the Seq-th attempt record of the session (from 1) was written,
+	// or, with Err (redacted), that it could not be.
 	Seq int
 	Err string
 
@@ -139,6 +148,10 @@ func (e Event) appendJSON(dst []byte) []byte {
 	if e.ClientClosed {
 		dst = append(dst, `,"client_closed":true`...)
 	}
+	if e.StartError != "" {
+		dst = append(dst, `,"start_error":`...)
+		dst = appendString(dst, e.StartError)
+	}
 	if e.Argv != nil {
 		dst = append(dst, `,"argv":[`...)
 		for i, a := range e.Argv {
@@ -156,7 +169,7 @@ func (e Event) appendJSON(dst []byte) []byte {
 	for _, f := range [...]struct{ key, val string }{
 		{`,"adapter":`, e.Adapter}, {`,"version":`, e.Version},
 		{`,"catalogue":`, e.Catalogue}, {`,"start":`, start}, {`,"notices":`, e.Notices},
-		{`,"circuits":`, e.Circuits}, {`,"circuit_namespace":`, e.CircuitNamespace},
+		{`,"circuits":`, e.Circuits}, {`,"circuit_namespace":`, e.CircuitNamespace}, {`,"attempt_log":`, e.AttemptLog},
 		{`,"via":`, e.Via},
 	} {
 		if f.val != "" {
@@ -217,6 +230,7 @@ type wireEvent struct {
 	Code         *int            `json:"code"`
 	Signal       string          `json:"signal"`
 	ClientClosed bool            `json:"client_closed"`
+	StartError   string          `json:"start_error"`
 	Via          string          `json:"via"`
 	Suppressed   bool            `json:"suppressed"`
 	CRLF         bool            `json:"crlf"`
@@ -231,6 +245,7 @@ type wireEvent struct {
 	StallMs      int64           `json:"stall_timeout_ms"`
 	Circuits     string          `json:"circuits"`
 	Namespace    string          `json:"circuit_namespace"`
+	AttemptLog   string          `json:"attempt_log"`
 	Seq          int             `json:"seq"`
 	Err          string          `json:"err"`
 }
@@ -246,11 +261,11 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return errors.New(`missing "dir"`)
 	}
 	ev := Event{
-		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed,
+		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed, StartError: w.StartError,
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
 		Policy: w.Policy, Fallback: w.Fallback,
-		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace,
+		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, AttemptLog: w.AttemptLog,
 		Seq: w.Seq, Err: w.Err,
 	}
 	if w.Start != "" {

@@ -169,19 +169,27 @@ func Identity(events []Event, flag string) observers.Identity {
 	return id
 }
 
-// AttemptLogFailures returns, by record number, the attempt-log writes
-// the recording saw fail (attempt_log events).
-func AttemptLogFailures(events []Event) map[int]string {
-	var out map[int]string
+// AttemptLogResults returns, by record number, the attempt-log writes
+// whose results the recording noted (attempt_log events): nil for a
+// write that succeeded, the recorded error for one that failed.
+func AttemptLogResults(events []Event) map[int]error {
+	out := map[int]error{}
 	for _, ev := range events {
 		if ev.Dir == DirAttemptLog {
-			if out == nil {
-				out = map[int]string{}
+			out[ev.Seq] = nil
+			if ev.Err != "" {
+				out[ev.Seq] = errors.New(ev.Err)
 			}
-			out[ev.Seq] = ev.Err
 		}
 	}
 	return out
+}
+
+// AttemptLogPipeline is an optional extension of Pipeline: AttemptLogged
+// is called at each attempt_log event, where the live proxy learned the
+// result of its seq-th attempt record.
+type AttemptLogPipeline interface {
+	AttemptLogged(seq int)
 }
 
 func (p *player) bad(format string, args ...any) {
@@ -215,9 +223,17 @@ func (p *player) step(ev *Event, first bool) {
 		p.relay.Stderr(ev.Text())
 	case DirExit:
 		p.exited = true
-		p.relay.AgentExited(transport.ExitStatus{Code: *ev.Code, Signal: ev.Signal})
+		st := transport.ExitStatus{Code: *ev.Code, Signal: ev.Signal}
+		if ev.StartError != "" {
+			st.StartErr = errors.New(ev.StartError)
+		}
+		p.relay.AgentExited(st)
 	case DirStop:
 		p.relay.Stopping()
+	case DirAttemptLog:
+		if al, ok := p.pl.(AttemptLogPipeline); ok {
+			al.AttemptLogged(ev.Seq)
+		}
 	}
 	p.scan()
 }

@@ -96,6 +96,7 @@ type MetaInfo struct {
 	StallTimeout     time.Duration
 	Circuits         string
 	CircuitNamespace string
+	AttemptLog       string
 }
 
 // Meta records the meta event; call it first.
@@ -115,7 +116,17 @@ func (r *Recorder) Meta(m MetaInfo) {
 		}
 	}
 	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback,
-		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace})
+		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace, AttemptLog: m.AttemptLog})
+}
+
+// StartFailed records that the agent could not be started (code 127: not
+// found, 126: not executable), and why, and flushes.
+func (r *Recorder) StartFailed(tMs int64, code int, err error) {
+	if r.err != nil {
+		return
+	}
+	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, StartError: r.redact(err.Error())})
+	r.Flush()
 }
 
 // Stop records that acp-guard was told to stop (a signal).
@@ -126,14 +137,18 @@ func (r *Recorder) Stop(tMs int64) {
 	r.write(Event{TMs: tMs, Dir: DirStop})
 }
 
-// AttemptLogFailed records that the seq-th attempt record of the session
-// (from 1) could not be written, and why (redacted when recording
-// redacts).
-func (r *Recorder) AttemptLogFailed(tMs int64, seq int, err error) {
+// AttemptLogged records that the proxy learned the result of the seq-th
+// attempt record of the session (from 1): written (err nil), or not, and
+// why (redacted when recording redacts).
+func (r *Recorder) AttemptLogged(tMs int64, seq int, err error) {
 	if r.err != nil {
 		return
 	}
-	r.write(Event{TMs: tMs, Dir: DirAttemptLog, Seq: seq, Err: r.redact(err.Error())})
+	ev := Event{TMs: tMs, Dir: DirAttemptLog, Seq: seq}
+	if err != nil {
+		ev.Err = r.redact(err.Error())
+	}
+	r.write(ev)
 }
 
 // Frame records one frame that crossed the proxy in direction dir (DirC2A or

@@ -504,7 +504,9 @@ func answerUnstarted(o Options, startErr error) Result {
 		st.Code = se.ExitCode
 	}
 	out := &syncOutput{w: o.Stdout}
-	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap}, out)
+	// The hooks see the launch failure like any agent exit (a set-up
+	// request gets its ProviderError, phase launch).
+	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap, Hooks: o.Hooks}, out)
 	r.AgentExited(st)
 	lines := make(chan *batch, 16)
 	go func() { // not waited for: it may block on a stdin that stays open

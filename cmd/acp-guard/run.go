@@ -114,7 +114,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	sigs, external, stopSignals := notifySignals()
 	defer stopSignals()
 
-	res, err := acpguard.Run(ctx, cfg, o.argv, acpguard.Streams{
+	res, err := acpguard.Run(ctx, cfg, acpguard.Command{Argv: o.argv}, acpguard.Streams{
 		In: s.in, Out: s.out, Stderr: agentStderr(stderr, o.log.file != ""), Signals: sigs,
 	})
 	var (
