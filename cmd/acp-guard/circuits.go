@@ -2,8 +2,8 @@ package main
 
 import "github.com/spf13/pflag"
 
-// circuitOptions select the shared circuits' store (DESIGN.md, "CLI and
-// configuration"; docs/CIRCUITS.md).
+// circuitOptions select the shared circuits' store (README.md, "Shared
+// circuits"; docs/CIRCUITS.md).
 type circuitOptions struct {
 	store     string // file | memory | off | nats://… ("" = $ACP_GUARD_CIRCUITS, else file)
 	namespace string
