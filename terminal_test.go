@@ -15,6 +15,7 @@ import (
 	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -32,7 +33,10 @@ import (
 //	go test -run TestTerminalGoldens -record .          # re-record them all (or -run TestTerminalGoldens/NAME)
 //	go test ./replay -run TestGolden -update             # then their replay --json expectations
 //
-// Review the diff: each case's table entry says what its answer must be.
+// (`go generate .` runs both.) Review the diff: each case's table entry
+// says what its answer must be. A golden recorded with another catalogue
+// than the embedded one fails until it is re-recorded: what the live proxy
+// decided then is no measure of the replay now.
 
 var record = flag.Bool("record", false, "re-record testdata/transcripts/terminal through the acp-guard binary and the demo agent")
 
@@ -154,6 +158,10 @@ func TestTerminalGoldens(t *testing.T) {
 				recordTerminal(t, tc, path)
 			}
 			events := readTranscript(t, path)
+			if meta, _ := replay.MetaOf(events); meta.Catalogue != catalogue.Default().Version() {
+				t.Fatalf("%s was recorded with catalogue %s, acp-guard embeds %s: classification may have changed; "+
+					"re-record the goldens (go generate ., see terminal_test.go) and review the diff", path, meta.Catalogue, catalogue.Default().Version())
+			}
 			live := clientView(events)
 			checkAnswers(t, tc, live)
 			res, err := acpguard.Replay(events, acpguard.Config{})
