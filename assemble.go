@@ -188,7 +188,9 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 		switch {
 		case cfg.Circuits != "":
 			s.circuits = cfg.Circuits
-		case o.recorded && meta.Circuits == "off":
+		case o.recorded && (meta.Circuits == "off" || meta.Circuits == ""):
+			// A recording that does not say ran without circuits, or
+			// before transcripts said: deciding as it did means none.
 			s.circuits = "off"
 		case o.recorded:
 			s.circuits = storeMemory
