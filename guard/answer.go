@@ -20,6 +20,7 @@ func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte)
 	g.circuitAnswered(c, p, rep)
 	p.stall.disarm()
 	g.noteOutcome(p, rep)
+	rep.At = c.Now()
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward

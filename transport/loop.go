@@ -129,6 +129,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		toAgent:     newWriter(ch.stdin, log, "agent"),
 		toClient:    newWriter(o.Stdout, log, "client"),
 		agentOut:    newWatchedReader(ch.stdout),
+		now:         time.Now(),
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 
@@ -181,6 +182,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	<-l.finished
 	l.mu.Lock()
+	l.stamp(time.Time{}) // the session's end is handled like an event
 	if l.forceFinish {
 		log.Warn("agent output still open after exit (a grandchild?); killing its process group")
 	}
@@ -223,6 +225,7 @@ type loop struct {
 	stderrDrops atomic.Uint64
 
 	mu          sync.Mutex
+	now         time.Time // the stamp of the event being handled (stamp)
 	relay       *Relay
 	toAgent     *writer
 	toClient    *writer
@@ -255,6 +258,11 @@ type loop struct {
 // its stdout while we block on its stdin).
 func (l *loop) handle(ev event) {
 	l.mu.Lock()
+	var due time.Time
+	if ev.kind == evFire {
+		due = ev.fire.due
+	}
+	l.stamp(due)
 	l.handleLocked(ev)
 	l.mu.Unlock()
 	switch ev.kind {
@@ -312,7 +320,7 @@ func (l *loop) handleLocked(ev event) {
 		l.log.Info("agent exited", "code", l.exit.Code, "signal", l.exit.Signal)
 		// Its output may still be in the pipe, or a grandchild may hold
 		// the pipe open: wait for EOF, but not forever (drainCheck).
-		l.drainStalled = time.Now()
+		l.drainStalled = l.now
 		l.toClient.setFine()
 		l.timers = append(l.timers, l.Schedule(l.o.Drain, l.drainCheck))
 	case evSignal:
@@ -350,7 +358,30 @@ func (l *loop) clientGone() {
 	l.escalate(0, true)
 }
 
-func (l *loop) Now() time.Time { return time.Now() }
+// Now is the time of the event being handled: every Ctl.Now, timer and
+// record of one event reads the same stamp (see stamp).
+func (l *loop) Now() time.Time { return l.now }
+
+// stamp fixes the time of the event about to be handled, under the lock:
+// the clock is read once per event, so a decision, the circuit operation
+// it reports, the timer it arms and the record it writes agree however
+// slowly the machine runs between them. A stamp never goes back (the
+// monotonic reading of the previous event's is its floor), and a timer's
+// event is stamped no earlier than the deadline its timer was armed for
+// (the arming event's stamp plus the delay, compared both by the monotonic
+// and by the wall reading, which is all a stored deadline keeps): what an
+// event computed as "stamp + d" is due when the timer for d fires.
+// due is zero for every event but a timer's.
+func (l *loop) stamp(due time.Time) {
+	now := time.Now()
+	if now.Before(l.now) {
+		now = l.now
+	}
+	if !due.IsZero() && (now.Before(due) || now.Round(0).Before(due.Round(0))) {
+		now = due
+	}
+	l.now = now
+}
 
 func (l *loop) WriteClient(line []byte) { l.outClient = appendChunk(l.outClient, line) }
 func (l *loop) WriteAgent(line []byte)  { l.outAgent = appendChunk(l.outAgent, line) }
@@ -403,14 +434,17 @@ func (l *loop) flushTo(w *writer, out *[][]byte, b *batch) {
 
 type scheduled struct {
 	fn      func()
+	due     time.Time // the arming event's stamp + the delay (zero: Post)
 	stopped bool
 	fired   bool
 }
 
-// Schedule runs fn after d as an event, under the loop's lock. stop must be
-// called under the lock; it reports whether fn had not run yet.
+// Schedule runs fn after d as an event, under the loop's lock. d counts
+// from the stamp of the event that calls it, and fn's event is stamped no
+// earlier than that deadline. stop must be called under the lock; it
+// reports whether fn had not run yet.
 func (l *loop) Schedule(d time.Duration, fn func()) func() bool {
-	s := &scheduled{fn: fn}
+	s := &scheduled{fn: fn, due: l.now.Add(max(d, 0))}
 	t := time.AfterFunc(d, func() { l.handle(event{kind: evFire, fire: s}) })
 	return func() bool {
 		t.Stop()
