@@ -167,8 +167,12 @@ type Relay struct {
 	msg      Msg // the frame being handled; hooks must not keep the pointer
 	// early holds client requests the proxy answered before the agent did:
 	// the agent's late response must not reach the client a second time.
-	early  map[IDKey]bool
-	closed bool // client input ended
+	early map[IDKey]bool
+	// answeredClient and answeredAgent remember the latest answered
+	// requests of each side, to tell a duplicate answer from a stray one
+	// (answers.go).
+	answeredClient, answeredAgent recentKeys
+	closed                        bool // client input ended
 	Counts Counts
 	redact func(string) string
 }
@@ -186,6 +190,12 @@ type Counts struct {
 	// DuplicateProxyAnswers counts agent responses to proxy requests
 	// that were no longer pending (dropped).
 	DuplicateProxyAnswers uint64
+	// Answers nobody was owed, dropped (answers.go): a second answer to a
+	// request already answered, or one to an id never sent or no longer
+	// pending — the agent's to client requests, the client's to agent
+	// requests.
+	DuplicateAnswersFromAgent, StrayAnswersFromAgent   uint64
+	DuplicateAnswersFromClient, StrayAnswersFromClient uint64
 	// IDsRestored counts responses forwarded with the id bytes of their
 	// request because the peer spelled the id differently (2.0 for 2).
 	IDsRestored                  uint64
@@ -255,6 +265,7 @@ func (r *Relay) Reply(req *Request, line []byte) bool {
 		return false
 	}
 	delete(r.table.client, req.Key)
+	r.answeredClient.add(req.Key)
 	if !req.answered {
 		if r.early == nil {
 			r.early = make(map[IDKey]bool)
@@ -363,9 +374,10 @@ func (r *Relay) FromClient(l Line) {
 			return
 		}
 	case KindResponse:
-		key := KeyOf(m.ID)
-		req = r.table.agent[key]
-		delete(r.table.agent, key)
+		var ok bool
+		if req, ok = r.clientAnswer(m, l.Bytes); !ok {
+			return
+		}
 	}
 	v := r.hooks.ClientMsg(r, m, req)
 	if v != Forward {
@@ -422,24 +434,15 @@ func (r *Relay) FromAgent(l Line) {
 			r.log.Warn("agent answered a proxy request that is not pending; dropped", "id", string(m.ID))
 			return
 		}
-		req = r.table.client[key]
-		if req == nil && r.early[key] {
-			// The proxy already answered this request: exactly one answer.
-			delete(r.early, key)
-			r.Counts.Dropped++
-			r.tapIn(A2C, l.Bytes, true)
-			r.log.Info("late agent response to a request the proxy answered; dropped", "id", string(m.ID))
+		var ok bool
+		if req, ok = r.agentAnswer(m, l.Bytes); !ok {
 			return
-		}
-		if req == nil {
-			r.log.Debug("response to no pending request; forwarded", "id", string(m.ID))
-		} else {
-			req.answered = true
 		}
 	}
 	v := r.hooks.AgentMsg(r, m, req)
 	if m.Kind == KindResponse && req != nil && v != Hold {
 		delete(r.table.client, req.Key)
+		r.answeredClient.add(req.Key)
 	}
 	if v != Forward {
 		r.Counts.Dropped++

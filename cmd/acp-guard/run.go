@@ -149,7 +149,9 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
 		"stderr_dropped_from_evidence", res.Counts.StderrDropped,
 		"fragments_from_agent", res.Counts.FragmentsFromAgent, "fragments_from_client", res.Counts.FragmentsFromClient,
-		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored)
+		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored,
+		"duplicate_answers_from_agent", res.Counts.DuplicateAnswersFromAgent, "stray_answers_from_agent", res.Counts.StrayAnswersFromAgent,
+		"duplicate_answers_from_client", res.Counts.DuplicateAnswersFromClient, "stray_answers_from_client", res.Counts.StrayAnswersFromClient)
 	code := sessionExitCode(res, external.Load())
 	switch {
 	case code != res.Exit.Code:
