@@ -168,13 +168,13 @@ type Relay struct {
 	// early holds client requests the proxy answered before the agent did:
 	// the agent's late response must not reach the client a second time.
 	early map[IDKey]bool
+	closed bool // client input ended
+	Counts Counts
+	redact func(string) string
 	// answeredClient and answeredAgent remember the latest answered
 	// requests of each side, to tell a duplicate answer from a stray one
 	// (answers.go).
 	answeredClient, answeredAgent recentKeys
-	closed                        bool // client input ended
-	Counts Counts
-	redact func(string) string
 }
 
 // Counts are relay statistics.
