@@ -167,7 +167,7 @@ type Relay struct {
 	msg      Msg // the frame being handled; hooks must not keep the pointer
 	// early holds client requests the proxy answered before the agent did:
 	// the agent's late response must not reach the client a second time.
-	early map[IDKey]bool
+	early  map[IDKey]bool
 	closed bool // client input ended
 	Counts Counts
 	redact func(string) string
