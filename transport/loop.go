@@ -80,7 +80,10 @@ type event struct {
 
 // Run starts the agent and relays until it exits. Errors starting the agent
 // are returned as *StartError after pending client requests (read within a
-// short window) have been answered.
+// short window) have been answered. A stop signal already waiting on
+// Options.Signals (or a done ctx) when Run begins means the agent is never
+// started: the requests the client already sent are answered and the
+// result's exit code is 128+N (ExitStatus.Stopped).
 //
 // Concurrency: each input has exactly one reader goroutine, and every
 // event — a batch of lines, an EOF, a stderr line, the exit, a timer — is
@@ -109,6 +112,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			log.Warn("cannot become a child subreaper; orphans of the agent go to init", "err", err)
 			o.Subreaper = false
 		}
+	}
+	if sig, ok := stopRequested(ctx, o.Signals); ok {
+		// Told to stop before the agent ran: it is not started, and the
+		// requests the client already sent are answered (early.go).
+		log.Info("stop signal before the agent started; not starting it", "signal", SignalName(sig))
+		return answerStopped(o, sig), nil
 	}
 	ch, err := startChild(o.Argv, o.Env, o.Dir, o.StderrPTY)
 	if err != nil {
@@ -515,45 +524,6 @@ func (l *loop) stderrLine(s string) {
 	case l.stderrLines <- StripANSI(s):
 	default:
 		l.stderrDrops.Add(1)
-	}
-}
-
-// answerUnstarted reads what the client already sent (within a short
-// window) and answers each request with an error: the agent never ran.
-func answerUnstarted(o Options, startErr error) Result {
-	st := ExitStatus{Code: 127, StartErr: startErr}
-	var se *StartError
-	if errors.As(startErr, &se) {
-		st.Code = se.ExitCode
-	}
-	out := &syncOutput{w: o.Stdout}
-	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap}, out)
-	r.AgentExited(st)
-	lines := make(chan *batch, 16)
-	go func() { // not waited for: it may block on a stdin that stays open
-		lr := newLineReader(o.Stdin, o.MaxLine)
-		for {
-			b, err := lr.next()
-			lines <- b
-			if err != nil {
-				close(lines)
-				return
-			}
-		}
-	}()
-	deadline := time.After(300 * time.Millisecond)
-	for {
-		select {
-		case batch, ok := <-lines:
-			if !ok {
-				return Result{Exit: st}
-			}
-			for _, ln := range batch.lines {
-				r.FromClient(ln)
-			}
-		case <-deadline:
-			return Result{Exit: st}
-		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
@@ -50,6 +51,9 @@ type ExitStatus struct {
 	Code     int    // exit code; 128+N when killed by signal N
 	Signal   string // e.g. "killed", "terminated" — empty when it exited
 	StartErr error  // the agent could not be started
+	// Stopped: acp-guard was told to stop, by this signal, before it
+	// started the agent; the agent never ran (Code is 128+N).
+	Stopped syscall.Signal
 	// OutputClosed: the agent closed its stdout while still running. It
 	// can answer nothing more; it is terminated after the grace period,
 	// and Code and Signal are not known yet (Code is -1).
@@ -651,6 +655,12 @@ func (r *Relay) gone(st ExitStatus) {
 }
 
 func (r *Relay) answerExited(req *Request, st ExitStatus) {
+	if st.Stopped != 0 {
+		name := SignalName(st.Stopped)
+		r.Reply(req, ErrorResponse(req.ID, -32603, "acp-guard: stopped by "+name+" before the agent started; the request was not sent to the agent",
+			map[string]any{"acpGuard": map[string]any{"reason": "shutting_down", "signal": name, "notSent": true}}))
+		return
+	}
 	exit := map[string]any{"code": st.Code}
 	if st.OutputClosed {
 		exit = map[string]any{"outputClosed": true}

@@ -117,7 +117,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
 
-	sigs, external, stopSignals := notifySignals()
+	sigs, external, stopSignals := proxySignals()
 	defer stopSignals()
 
 	res, err := transport.Run(ctx, transport.Options{
