@@ -344,6 +344,7 @@ func (r *Relay) FromClient(l Line) {
 		if l.Bytes, ok = r.lastLine(C2A, l.Bytes); !ok {
 			return
 		}
+		l.area = nil // lastLine made a copy
 	}
 	r.Counts.ClientFrames++
 	r.msg = ParseMsg(l.Bytes)
@@ -367,7 +368,7 @@ func (r *Relay) FromClient(l Line) {
 		}
 		delete(r.early, KeyOf(m.ID)) // a new request with that id supersedes
 		var dup bool
-		req, dup = r.table.add(FromClient, m, r.out.Now(), r.hooks.KeepParams(m.Method))
+		req, dup = r.table.add(FromClient, m, r.out.Now(), r.keepParams(&l, m))
 		if dup {
 			r.log.Warn("client reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -417,7 +418,7 @@ func (r *Relay) FromAgent(l Line) {
 		}
 	case KindRequest:
 		var dup bool
-		req, dup = r.table.add(FromAgent, m, r.out.Now(), false)
+		req, dup = r.table.add(FromAgent, m, r.out.Now(), nil)
 		if dup {
 			r.log.Warn("agent reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -455,6 +456,23 @@ func (r *Relay) FromAgent(l Line) {
 	}
 	r.tapIn(A2C, l.Bytes, false)
 	r.out.WriteClient(r.withRequestID(m, req))
+}
+
+// keepParams returns the params a client request keeps, when a hook asks
+// for them (nil otherwise): a copy of a short line's; for a long line, the
+// line is moved off its mapping onto the heap (l and m follow it) and the
+// request keeps its params span — one copy of the line, not two.
+func (r *Relay) keepParams(l *Line, m *Msg) []byte {
+	if m.Params == nil || !r.hooks.KeepParams(m.Method) {
+		return nil
+	}
+	if l.area == nil {
+		return append([]byte(nil), m.Params...)
+	}
+	l.Bytes = l.area.toHeap(l.Bytes)
+	l.area = nil
+	m.rebase(l.Bytes)
+	return m.Params
 }
 
 // withRequestID returns the frame to forward for m: unchanged, unless m is
