@@ -245,8 +245,7 @@ func (r *Relay) StderrTail() []string {
 
 func (r *Relay) ToClient(line []byte) {
 	r.Counts.Injected++
-	r.tapOut(A2C, line)
-	r.out.WriteClient(line)
+	r.emit(A2C, line)
 }
 
 func (r *Relay) ToAgent(line []byte) {
@@ -254,8 +253,7 @@ func (r *Relay) ToAgent(line []byte) {
 		return
 	}
 	r.Counts.Injected++
-	r.tapOut(C2A, line)
-	r.out.WriteAgent(line)
+	r.emit(C2A, line)
 }
 
 func (r *Relay) Pending(req *Request) bool {
@@ -277,8 +275,7 @@ func (r *Relay) Reply(req *Request, line []byte) bool {
 		r.early[req.Key] = true
 	}
 	r.Counts.Rewritten++
-	r.tapOut(A2C, line)
-	r.out.WriteClient(line)
+	r.emit(A2C, line)
 	return true
 }
 
@@ -321,6 +318,20 @@ func (r *Relay) After(d time.Duration, fire func()) func() bool {
 	return r.out.Schedule(d, fire)
 }
 
+// emit writes a frame of acp-guard's own (made or rewritten by it) to
+// dir's peer: the one place such frames leave, so the one place they are
+// made valid UTF-8 (validFrame). The retry of a client's prompt (Call) is
+// the client's bytes and leaves as they came.
+func (r *Relay) emit(dir Dir, line []byte) {
+	line = validFrame(line)
+	r.tapOut(dir, line)
+	if dir == A2C {
+		r.out.WriteClient(line)
+	} else {
+		r.out.WriteAgent(line)
+	}
+}
+
 func (r *Relay) tapOut(dir Dir, line []byte) {
 	if r.cfg.Tap != nil {
 		r.cfg.Tap.Frame(dir, line, ViaGuard, false)
@@ -361,9 +372,7 @@ func (r *Relay) FromClient(l Line) {
 			// The proxy's own namespace: answering it would be ambiguous.
 			r.log.Warn("client used a reserved request id; refused", "id", string(m.ID))
 			r.tapIn(C2A, l.Bytes, true)
-			line := ErrorResponse(m.ID, -32600, "acp-guard: request ids starting with \""+ProxyIDPrefix+"\" are reserved for the proxy", nil)
-			r.tapOut(A2C, line)
-			r.out.WriteClient(line)
+			r.emit(A2C, ErrorResponse(m.ID, -32600, "acp-guard: request ids starting with \""+ProxyIDPrefix+"\" are reserved for the proxy", nil))
 			return
 		}
 		delete(r.early, KeyOf(m.ID)) // a new request with that id supersedes
@@ -528,9 +537,7 @@ func (r *Relay) lastLine(dir Dir, b []byte) ([]byte, bool) {
 	}
 	r.Counts.FragmentsFromClient++
 	if id := oversizeID(Line{Head: b}); id != nil {
-		line := ErrorResponse(id, -32700, "acp-guard: the frame ended without a newline at end of input and is not complete JSON; discarded", nil)
-		r.tapOut(A2C, line)
-		r.out.WriteClient(line)
+		r.emit(A2C, ErrorResponse(id, -32700, "acp-guard: the frame ended without a newline at end of input and is not complete JSON; discarded", nil))
 	}
 	return nil, false
 }
@@ -580,9 +587,7 @@ func (r *Relay) clientOversize(l Line) {
 	if id == nil {
 		return
 	}
-	line := r.oversizeError(id, -32600, "request", l.Oversize)
-	r.tapOut(A2C, line)
-	r.out.WriteClient(line)
+	r.emit(A2C, r.oversizeError(id, -32600, "request", l.Oversize))
 }
 
 // oversizeError is the error response naming a discarded line.
