@@ -569,15 +569,35 @@ func (r *Relay) agentOversize(l Line) {
 	r.log.Error("agent line exceeds the line cap; discarded", "dir", "a2c", "bytes", l.Oversize, "max", r.cfg.MaxLine, "id", string(id))
 	m := Msg{Kind: KindInvalid}
 	r.hooks.AgentMsg(r, &m, nil)
-	if id == nil {
+	if id == nil || isCall(l) {
 		return
 	}
-	req := r.table.client[KeyOf(id)]
-	if req == nil {
+	key := KeyOf(id)
+	if preq, ok := r.table.proxy[key]; ok {
+		// The answer to a request of the proxy's own (a retry): its owner
+		// gets the error instead, or it would wait for ever.
+		delete(r.table.proxy, key)
+		resp := ParseMsg(r.oversizeError(preq.ID, -32603, "the agent's response", l.Oversize))
+		r.hooks.ProxyResponse(r, &resp, preq)
+		return
+	}
+	req := r.table.client[key]
+	if req == nil || req.answered {
 		return
 	}
 	req.answered = true // the discarded line was the agent's answer
 	r.Reply(req, r.oversizeError(req.ID, -32603, "the agent's response", l.Oversize))
+}
+
+// isCall reports whether a discarded line was a request or notification
+// (its head names a method): then it answers nothing.
+func isCall(l Line) bool {
+	call := false
+	_ = jsonscan.Members(trimEOL(l.Head), func(key, _ []byte) bool {
+		call = string(key) == "method"
+		return !call
+	})
+	return call
 }
 
 func (r *Relay) clientOversize(l Line) {

@@ -473,3 +473,23 @@ func TestRelayKeepsLongPromptOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRelayOversizeProxyAnswer: the agent's answer to a request of the
+// proxy's own (a retry) is over the cap: the owner gets an error instead
+// of waiting for ever, and the client gets nothing with the proxy's id.
+// An oversized request of the agent's that reuses a pending client id
+// answers nothing.
+func TestRelayOversizeProxyAnswer(t *testing.T) {
+	h := &hooks{}
+	r, out := newTestRelay(h)
+	r.FromClient(line(`{"jsonrpc":"2.0","id":5,"method":"x"}` + "\n"))
+	req := r.Call("session/prompt", "s", []byte(`{}`), "retry")
+	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"aaa`)})
+	if len(h.proxy) != 1 || !strings.Contains(h.proxy[0], "line_too_long") {
+		t.Fatalf("proxy responses %q, want the line_too_long error", h.proxy)
+	}
+	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":5,"method":"fs/read_text_file","params":{"s":"aaa`)})
+	if len(out.client) != 0 {
+		t.Errorf("client got %q", out.client)
+	}
+}
