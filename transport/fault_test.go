@@ -360,42 +360,8 @@ func (c *faultClient) script(stderr *testbin.Stream) {
 	if sc.Garbage {
 		c.send("!client garbage, not JSON\n")
 	}
-	for i, turn := range sc.Prompts {
-		mid := sc.Signal != "" && sc.SignalAt == i
-		if mid && sc.SignalMid < 0 {
-			c.signal()
-			return
-		}
-		id := 10 + i
-		c.request(id, "session/prompt", fmt.Sprintf(`{"sessionId":"s-1","prompt":[{"type":"text","text":"p%d"}]}`, i))
-		if sc.CloseEarly && i == len(sc.Prompts)-1 {
-			_ = c.in.Close()
-			return
-		}
-		frames, cancelled := 0, false
-		step := func() bool {
-			if !cancelled && turn.CancelAfter == frames {
-				cancelled = true
-				c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s-1"}}` + "\n")
-			}
-			if mid && frames >= sc.SignalMid {
-				c.signal()
-				return true
-			}
-			return false
-		}
-		if step() {
-			return
-		}
-		answered := c.waitAnswer(strconv.Itoa(id), func() bool { frames++; return step() })
-		if c.signalled {
-			return
-		}
-		if mid { // answered before that many frames came: now
-			c.signal()
-			return
-		}
-		if !answered {
+	for i := range sc.Prompts {
+		if !c.turn(i) {
 			return
 		}
 	}
@@ -411,6 +377,47 @@ func (c *faultClient) script(stderr *testbin.Stream) {
 		c.send(`{"jsonrpc":"2.0","id":70,"method":"x/cut","par`)
 	}
 	_ = c.in.Close()
+}
+
+// turn plays prompt i: sends it, answers what the agent asks, cancels and
+// signals when the scenario says. It reports whether the script goes on.
+func (c *faultClient) turn(i int) bool {
+	sc, turn := c.sc, c.sc.Prompts[i]
+	mid := sc.Signal != "" && sc.SignalAt == i
+	if mid && sc.SignalMid < 0 {
+		c.signal()
+		return false
+	}
+	id := 10 + i
+	c.request(id, "session/prompt", fmt.Sprintf(`{"sessionId":"s-1","prompt":[{"type":"text","text":"p%d"}]}`, i))
+	if sc.CloseEarly && i == len(sc.Prompts)-1 {
+		_ = c.in.Close()
+		return false
+	}
+	frames, cancelled := 0, false
+	step := func() bool {
+		if !cancelled && turn.CancelAfter == frames {
+			cancelled = true
+			c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s-1"}}` + "\n")
+		}
+		if mid && frames >= sc.SignalMid {
+			c.signal()
+			return true
+		}
+		return false
+	}
+	if step() {
+		return false
+	}
+	answered := c.waitAnswer(strconv.Itoa(id), func() bool { frames++; return step() })
+	if c.signalled {
+		return false
+	}
+	if mid { // answered before that many frames came: now
+		c.signal()
+		return false
+	}
+	return answered
 }
 
 // runFault runs one scenario and checks it.
@@ -517,8 +524,58 @@ var countRe = regexp.MustCompile(`(duplicate_answers_from_agent|stray_answers_fr
 func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, rec string, v *acpschema.Validator, fail func(string, ...any)) {
 	sc := res.sc
 	agent := readAgentLog(logPath)
-	// stdout: the agent's lines unchanged, or valid frames of acp-guard's;
-	// answers only to ids sent, at most once each, no proxy id.
+	answers := checkStdout(c, agent, v, fail)
+	for id := range c.sent {
+		if answers[id] > 0 {
+			res.answered++
+		}
+	}
+	// Every request acp-guard read is answered; the initialize sent before
+	// an early signal too.
+	evs := readTranscript(rec)
+	for _, e := range evs {
+		if e.Dir != replay.DirC2A || !e.Original() || !e.IsJSON() {
+			continue
+		}
+		var m rpcMsg
+		if json.Unmarshal(e.Msg, &m) == nil && m.Method != "" && m.ID != nil && answers[string(m.ID)] != 1 {
+			fail("request %s (%s) was read by acp-guard and answered %d times", m.ID, m.Method, answers[string(m.ID)])
+		}
+	}
+	if sc.Early && answers["1"] != 1 {
+		fail("initialize, sent before the early signal, answered %d times", answers["1"])
+	}
+	res.retries = checkNoRetryAfterOutput(evs, fail)
+	checkAgentAnswers(agent, fail)
+	// The exit, and what is left.
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		fail("acp-guard was killed by %v", ws.Signal())
+	} else if want := sc.expectedExit(); ps.ExitCode() != want {
+		fail("exit code %d, want %d", ps.ExitCode(), want)
+	}
+	if agent.pid > 0 {
+		if err := waitGroupGone(agent.pid); err != nil {
+			fail("agent process group %d: %v", agent.pid, err)
+			_ = syscall.Kill(-agent.pid, syscall.SIGKILL)
+		}
+	}
+	for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
+		if strings.Contains(res.stderr, bad) {
+			fail("acp-guard's stderr holds %q", bad)
+		}
+	}
+	res.dropped = map[string]int{}
+	for _, m := range countRe.FindAllStringSubmatch(res.stderr, -1) {
+		n, _ := strconv.Atoi(m[2])
+		res.dropped[m[1]] += n
+	}
+}
+
+// checkStdout checks every line the client read — the agent's own,
+// unchanged, or a valid frame of acp-guard's — and the answers among them:
+// only to ids the client sent, at most once each, never a proxy id. It
+// returns the answers per id.
+func checkStdout(c *faultClient, agent agentLog, v *acpschema.Validator, fail func(string, ...any)) map[string]int {
 	answers := map[string]int{}
 	for _, raw := range c.lines {
 		line := bytes.TrimRight(raw, "\r\n")
@@ -554,61 +611,24 @@ func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, 
 			fail("request %s (%s) answered %d times", id, c.sent[id], n)
 		}
 	}
-	for id := range c.sent {
-		if answers[id] > 0 {
-			res.answered++
-		}
-	}
-	// Every request acp-guard read is answered; the initialize sent before
-	// an early signal too.
-	evs := readTranscript(rec)
-	for _, e := range evs {
-		if e.Dir != replay.DirC2A || !e.Original() || !e.IsJSON() {
-			continue
-		}
-		var m rpcMsg
-		if json.Unmarshal(e.Msg, &m) == nil && m.Method != "" && m.ID != nil && answers[string(m.ID)] != 1 {
-			fail("request %s (%s) was read by acp-guard and answered %d times", m.ID, m.Method, answers[string(m.ID)])
-		}
-	}
-	if sc.Early && answers["1"] != 1 {
-		fail("initialize, sent before the early signal, answered %d times", answers["1"])
-	}
-	res.retries = checkNoRetryAfterOutput(evs, fail)
-	// The agent: at most one answer per request of its own, none unasked.
+	return answers
+}
+
+// checkAgentAnswers: the agent got at most one answer per request of its
+// own, and none it did not ask for.
+func checkAgentAnswers(agent agentLog, fail func(string, ...any)) {
 	got := map[string]int{}
 	for _, l := range agent.read {
 		var m rpcMsg
-		if json.Unmarshal(l, &m) == nil && m.Method == "" && m.ID != nil {
-			id := string(m.ID)
-			if got[id]++; !agent.asked[id] {
-				fail("the agent got an answer to id %s, which it never sent", id)
-			} else if got[id] == 2 {
-				fail("the agent got answer %s twice", id)
-			}
+		if json.Unmarshal(l, &m) != nil || m.Method != "" || m.ID == nil {
+			continue
 		}
-	}
-	// The exit.
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		fail("acp-guard was killed by %v", ws.Signal())
-	} else if want := sc.expectedExit(); ps.ExitCode() != want {
-		fail("exit code %d, want %d", ps.ExitCode(), want)
-	}
-	if agent.pid > 0 {
-		if err := waitGroupGone(agent.pid); err != nil {
-			fail("agent process group %d: %v", agent.pid, err)
-			_ = syscall.Kill(-agent.pid, syscall.SIGKILL)
+		id := string(m.ID)
+		if got[id]++; !agent.asked[id] {
+			fail("the agent got an answer to id %s, which it never sent", id)
+		} else if got[id] == 2 {
+			fail("the agent got answer %s twice", id)
 		}
-	}
-	for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {
-		if strings.Contains(res.stderr, bad) {
-			fail("acp-guard's stderr holds %q", bad)
-		}
-	}
-	res.dropped = map[string]int{}
-	for _, m := range countRe.FindAllStringSubmatch(res.stderr, -1) {
-		n, _ := strconv.Atoi(m[2])
-		res.dropped[m[1]] += n
 	}
 }
 
