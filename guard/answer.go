@@ -19,6 +19,7 @@ func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte)
 	delete(g.prompts, p.client)
 	p.stall.disarm()
 	g.noteOutcome(p, rep)
+	rep.At = c.Now()
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -36,6 +37,9 @@ type TurnReport struct {
 	Model         string           `json:"model,omitempty"` // the fallback model switched to, if any
 	Suppressed    int              `json:"suppressed"`
 	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (silent.go)
+	// At is when the turn settled: the stamp of the event that answered it
+	// (transport.Ctl.Now). Not part of the report line.
+	At time.Time `json:"-"`
 }
 
 func (g *Guard) report(p *prompt, r TurnReport) {

@@ -189,7 +189,11 @@ func (a *attempts) Append(r policy.Record) error {
 
 // Turn is the guard's Config.OnTurn.
 func (t *Telemetry) Turn(r guard.TurnReport) {
-	t.emit(event{kind: evTurn, at: time.Now(), session: r.SessionID, key: transport.KeyOf(r.RequestID), report: &r})
+	at := r.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.emit(event{kind: evTurn, at: at, session: r.SessionID, key: transport.KeyOf(r.RequestID), report: &r})
 }
 
 func jsonInt(raw []byte) (int64, error) { return strconv.ParseInt(string(raw), 10, 64) }
