@@ -34,10 +34,11 @@ func TestMain(m *testing.M) {
 func runDemoAgent(args []string) int {
 	fs := flag.NewFlagSet("demo-agent", flag.ContinueOnError)
 	scenario := fs.String("scenario", "success", "")
+	name := fs.String("agent-name", "", "")
 	if fs.Parse(args) != nil {
 		return 2
 	}
-	err := demoagent.Run(context.Background(), demoagent.Options{Scenario: *scenario}, os.Stdin, os.Stdout, os.Stderr)
+	err := demoagent.Run(context.Background(), demoagent.Options{Scenario: *scenario, AgentName: *name}, os.Stdin, os.Stdout, os.Stderr)
 	var exit *demoagent.ExitError
 	switch {
 	case errors.As(err, &exit):

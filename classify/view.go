@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
 )
 
 // Input bounds: the engine never scans more than this much text per field,
@@ -161,6 +163,7 @@ func dataText(data json.RawMessage) string {
 }
 
 func decodeJSON(b []byte) (any, bool) {
+	jsonscan.Note(b)
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v any
@@ -257,6 +260,7 @@ func (c *collector) scanText(s string, depth int) {
 		}
 		i += j
 		tries++
+		jsonscan.Note(s[i:])
 		dec := json.NewDecoder(strings.NewReader(s[i:]))
 		dec.UseNumber()
 		var val any

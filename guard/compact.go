@@ -198,6 +198,7 @@ func (g *Guard) compactionUpdate(c transport.Ctl, m *transport.Msg, known bool) 
 // available_commands_update ("" when it offers none).
 func (g *Guard) learnCommands(params []byte) {
 	var n acp.SessionNotification
+	jsonscan.Note(params)
 	if json.Unmarshal(params, &n) != nil || n.Update.AvailableCommandsUpdate == nil {
 		return
 	}

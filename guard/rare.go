@@ -5,6 +5,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -20,6 +21,7 @@ func agentName(result []byte) (string, bool) {
 	var r struct {
 		AgentInfo *acp.Implementation `json:"agentInfo"`
 	}
+	jsonscan.Note(result)
 	if json.Unmarshal(result, &r) != nil || r.AgentInfo == nil || r.AgentInfo.Name == "" {
 		return "", false
 	}
@@ -31,6 +33,7 @@ func requestedModel(params []byte) (string, bool) {
 	var p struct {
 		ModelID *acp.ModelId `json:"modelId"`
 	}
+	jsonscan.Note(params)
 	if json.Unmarshal(params, &p) != nil || p.ModelID == nil {
 		return "", false
 	}
@@ -50,10 +53,12 @@ type rpcErrorObject struct {
 // out and the others kept.
 func decodeRPCError(raw []byte) rpcErrorObject {
 	var e rpcErrorObject
+	jsonscan.Note(raw)
 	err := json.Unmarshal(raw, &e)
 	var probe struct {
 		Code json.RawMessage `json:"code"`
 	}
+	jsonscan.Note(raw)
 	_ = json.Unmarshal(raw, &probe)
 	e.codeOK = probe.Code != nil && (err == nil || !isTypeErrorAt(err, "code"))
 	return e
@@ -77,6 +82,7 @@ type sessionSetup struct {
 // no category, the id "model"), whose values the session can switch to.
 func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
 	var r sessionSetup
+	jsonscan.Note(m.Result)
 	if m.Result == nil || json.Unmarshal(m.Result, &r) != nil {
 		return
 	}
@@ -109,6 +115,7 @@ func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
 // modelOption decodes a config option that selects the model.
 func modelOption(raw json.RawMessage) (acp.SessionConfigOptionSelect, bool) {
 	var sel acp.SessionConfigOptionSelect
+	jsonscan.Note(raw)
 	if json.Unmarshal(raw, &sel) != nil || (sel.Type != "" && sel.Type != "select") {
 		return sel, false
 	}

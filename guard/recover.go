@@ -7,6 +7,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -273,6 +274,7 @@ func notSent(m *transport.Msg) (string, bool) {
 			} `json:"acpGuard"`
 		} `json:"data"`
 	}
+	jsonscan.Note(m.Error)
 	if json.Unmarshal(m.Error, &e) != nil || !e.Data.AcpGuard.NotSent {
 		return "", false
 	}

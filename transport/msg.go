@@ -67,6 +67,7 @@ func (m *Msg) Body() []byte { return trimEOL(m.Line) }
 func ParseMsg(line []byte) Msg {
 	body := trimEOL(line)
 	if m, ok := parseNotificationFast(line, body); ok {
+		jsonscan.Note(body) // the general path's walk is counted by jsonscan
 		return m
 	}
 	m := Msg{Line: line}

@@ -201,6 +201,7 @@ func skipComposite(b []byte, i int) (int, error) {
 // b (up to where it stopped) is not a well-formed object followed by
 // whitespace only.
 func Members(b []byte, fn func(key, val []byte) bool) error {
+	Note(b)
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return ErrSyntax
@@ -419,6 +420,7 @@ type Cursor struct {
 
 // NewCursor starts a walk of the object at the start of b.
 func NewCursor(b []byte) Cursor {
+	Note(b)
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return Cursor{done: true}
