@@ -43,15 +43,15 @@ func (o origin) identity(flag string) observers.Identity {
 	return observers.Identity{Flag: flag, Command: o.name}
 }
 
-// pipeline is one assembled session: the hooks the relay runs (the guard,
-// wrapped by telemetry when it exports), the transcript tap, and what to
-// close when the session is over.
+// pipeline is one assembled session: the guard (the relay's hooks) and
+// the subscribers of its event stream (the decision log, telemetry, the
+// caller's), the transcript tap, and what to close when the session is
+// over.
 type pipeline struct {
 	log     *slog.Logger
 	guard   *guard.Guard
-	memLog  *memoryLog // a recorded session's attempt log, when kept in memory
-	hooks   transport.Hooks
-	tap     *recorderTap         // nil: not recording
+	memLog  *memoryLog   // a recorded session's attempt log, when kept in memory
+	tap     *recorderTap // nil: not recording
 	tel     *telemetry.Telemetry // nil: telemetry off
 	closers []func() error       // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
@@ -99,7 +99,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	id := o.identity(cfg.Adapter)
 	gc := guard.Config{
 		Identity: id, Engine: engine, Policy: set.policy, Fallback: set.fallback,
-		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, Logger: pl.log,
+		Notices: set.notices, StallTimeout: set.stall, Logger: pl.log,
 		CircuitNamespace: set.namespace,
 	}
 	storeKind := ""
@@ -137,17 +137,63 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		gc.OnAttemptLogged = pl.tap.attemptLogged
 	}
 	if !o.recorded {
-		if pl.tel, err = startTelemetry(ctx, &cfg, o, pl.log); err != nil {
-			return nil, fmt.Errorf("telemetry: %w", err)
-		}
+		pl.tel = startTelemetry(ctx, &cfg, o, pl.log)
 	}
-	wireTelemetry(pl.tel, &gc)
+	pl.subscribe(&cfg, &gc)
 	pl.guard = guard.New(gc)
-	pl.hooks = pl.guard
-	if pl.tel != nil {
-		pl.hooks = pl.tel.Hooks(pl.guard)
-	}
 	return pl, nil
+}
+
+// subscribe makes the guard's event stream reach its subscribers: the
+// decision log, telemetry, and the caller's OnTurn and OnEvent. With none,
+// the guard builds no event at all; frames are emitted only when a
+// subscriber takes them (a debug log, Config.EventFrames).
+func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
+	var subs []subscriber
+	if cfg.Logger != nil {
+		subs = append(subs, subscriber{fn: guard.LogEvents(pl.log), frames: pl.log.Enabled(context.Background(), slog.LevelDebug)})
+	}
+	if pl.tel != nil {
+		subs = append(subs, subscriber{fn: pl.tel.Event})
+		gc.TraceContext = true
+	}
+	if cfg.OnTurn != nil {
+		subs = append(subs, subscriber{fn: guard.Turns(cfg.OnTurn)})
+	}
+	if cfg.OnEvent != nil {
+		subs = append(subs, subscriber{fn: cfg.OnEvent, frames: cfg.EventFrames})
+	}
+	gc.Events, gc.Frames = fanout(subs)
+}
+
+// subscriber is one receiver of the event stream; frames: it takes
+// FrameObserved events too.
+type subscriber struct {
+	fn     func(guard.Event)
+	frames bool
+}
+
+// fanout is the one function the guard calls for the subscribers (nil for
+// none), and whether any of them takes frames.
+func fanout(subs []subscriber) (func(guard.Event), bool) {
+	frames := false
+	for _, s := range subs {
+		frames = frames || s.frames
+	}
+	switch {
+	case len(subs) == 0:
+		return nil, false
+	case len(subs) == 1:
+		return subs[0].fn, frames
+	}
+	return func(e guard.Event) {
+		_, frame := e.(guard.FrameObserved)
+		for _, s := range subs {
+			if !frame || s.frames {
+				s.fn(e)
+			}
+		}
+	}, frames
 }
 
 // settle combines the configuration with the recording's meta event (for
@@ -251,17 +297,17 @@ func (r replayed) AttemptLogged(seq int) {
 
 // wrap completes transport options with the pipeline's parts.
 func (pl *pipeline) wrap(o *transport.Options) {
-	o.Hooks, o.Redact, o.Logger = pl.hooks, classify.Redact, pl.log
+	o.Hooks, o.Redact, o.Logger = pl.guard, classify.Redact, pl.log
 	if pl.tap != nil {
 		o.Tap = pl.tap
 		o.Stdin = &eofWatch{r: o.Stdin, done: &pl.tap.clientClosed}
 	}
 }
 
-// finish ends the session's telemetry (within the grace period, at least
-// a second) and closes everything else.
-func (pl *pipeline) finish(res transport.Result, grace time.Duration) {
-	closeTelemetry(pl.tel, grace, res.Counts)
+// finish ends the session's telemetry (within telemetry.MaxFlush) and
+// closes everything else.
+func (pl *pipeline) finish(res transport.Result) {
+	closeTelemetry(pl.tel, res.Counts)
 	pl.close()
 }
 

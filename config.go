@@ -14,6 +14,7 @@ import (
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -76,8 +77,15 @@ type Config struct {
 
 	// OTel exports OpenTelemetry traces and metrics over OTLP (--otel);
 	// the standard OTEL_* variables (read through Getenv) also turn it on
-	// and configure it. Replayed and served sessions never export.
+	// and configure it (docs/TELEMETRY.md). Replayed and served sessions
+	// never export. A telemetry setting that cannot be used is logged and
+	// telemetry stays off: it never stops a session from starting.
 	OTel bool
+	// OTelSessionID is how exported spans name the ACP session
+	// (--otel-session-id): "hash" (a 16-hex-digit SHA-256 prefix),
+	// "raw" (the id itself, to join with the agent's own telemetry) or
+	// "omit". Empty: ACP_GUARD_OTEL_SESSION_ID, else hash.
+	OTelSessionID string
 	// Getenv reads the environment for the OTEL_* variables. Nil:
 	// os.Getenv.
 	Getenv func(string) string
@@ -106,8 +114,20 @@ type Config struct {
 
 	// OnTurn, if set, is called once per client session/prompt as it is
 	// answered, with what the guard decided; it runs on the relay's event
-	// loop and must not block.
+	// loop and must not block. (It is OnEvent's Answered events, reduced
+	// to their reports.)
 	OnTurn func(TurnReport)
+	// OnEvent, if set, receives the session's typed event stream (Event):
+	// every turn started, failure classified, transition, attempt, notice,
+	// answer, silent flag, circuit decision, stall and agent exit, in the
+	// order they happened, each stamped with the event loop's time. It
+	// runs on the relay's event loop, under its lock: it must not block or
+	// do I/O — queue work for another goroutine (as telemetry does).
+	OnEvent func(Event)
+	// EventFrames adds FrameObserved events to OnEvent: one per frame,
+	// saying where it went (direction, kind, method, id, size), never
+	// what it holds.
+	EventFrames bool
 }
 
 // TurnReport is the guard's account of one client session/prompt: its
@@ -175,6 +195,11 @@ func (c *Config) validate() error {
 	}
 	if c.Grace < 0 {
 		return fmt.Errorf("--grace: %s is negative", c.Grace)
+	}
+	switch c.OTelSessionID {
+	case "", telemetry.SessionHash, telemetry.SessionRaw, telemetry.SessionOmit:
+	default:
+		return fmt.Errorf("--otel-session-id: %q is not hash, raw or omit", c.OTelSessionID)
 	}
 	switch spec := strings.TrimSpace(c.Circuits); {
 	case spec == "", spec == "off", spec == "file", spec == storeMemory,

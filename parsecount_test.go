@@ -134,13 +134,17 @@ func TestParsesPerTurn(t *testing.T) {
 	}
 	// The first session loads the catalogue, once per process: not a turn's work.
 	parseSession(t, acpguard.Config{StateDir: t.TempDir()}, demoAgent("success"), true, "")
+	// answers is how many failed answers the agent sends in the turn: each
+	// is parsed once by the relay (transport), once by the guard, and by
+	// the classifier — by nothing else.
 	for _, tt := range []struct {
 		name, scenario, marker string
 		recover                bool
+		answers                int
 	}{
 		{name: "success", scenario: "success"},
-		{name: "failed answer, annotated", scenario: "claude-error", marker: "req_demo_529"},
-		{name: "retry and fallback", scenario: "fail-model", marker: "req_demo_529", recover: true},
+		{name: "failed answer, annotated", scenario: "claude-error", marker: "req_demo_529", answers: 1},
+		{name: "retry and fallback", scenario: "fail-model", marker: "req_demo_529", recover: true, answers: 2},
 	} {
 		for _, otel := range []bool{false, true} {
 			cfg := acpguard.Config{StateDir: t.TempDir(), Circuits: "off"}
@@ -168,6 +172,11 @@ func TestParsesPerTurn(t *testing.T) {
 			sort.Strings(marked)
 			t.Logf("%-26s otel=%-5v parses in the turn: %3d (%s); of the failed answer: %d (%s)",
 				tt.name, otel, with.total-base.total, strings.Join(pkgs, ", "), with.marked, strings.Join(marked, ", "))
+			for pkg, n := range with.markPkg {
+				if pkg != "classify" && n != tt.answers {
+					t.Errorf("%s, otel=%v: %s parsed the failed answers %d times, want %d (once each)", tt.name, otel, pkg, n, tt.answers)
+				}
+			}
 		}
 	}
 }

@@ -99,6 +99,6 @@ func (pl *pipeline) run(ctx context.Context, cfg *Config, o transport.Options, s
 	o.Stdin, o.Stdout, o.Stderr, o.Signals = s.In, s.Out, s.Stderr, s.Signals
 	pl.wrap(&o)
 	res, err := transport.Run(ctx, o)
-	pl.finish(res, o.Grace)
+	pl.finish(res)
 	return res, err
 }

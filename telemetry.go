@@ -4,51 +4,46 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
-	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// startTelemetry returns nil when telemetry is off (or not built in).
-func startTelemetry(ctx context.Context, cfg *Config, o origin, log *slog.Logger) (*telemetry.Telemetry, error) {
+// startTelemetry returns the session's telemetry, nil when it is off. A
+// setting it cannot use (an OTLP protocol it does not speak, a bad
+// timeout, an exporter that cannot be built, a build without telemetry)
+// is logged once and telemetry stays off: it never stops an agent from
+// starting. Off, nothing of the OpenTelemetry SDK is created.
+func startTelemetry(ctx context.Context, cfg *Config, o origin, log *slog.Logger) *telemetry.Telemetry {
 	set, ok, err := telemetry.FromEnv(cfg.getenv, cfg.OTel)
+	if err == nil && ok && cfg.OTelSessionID != "" {
+		set.SessionID = cfg.OTelSessionID
+	}
 	if err != nil || !ok {
-		return nil, err
+		if err != nil {
+			log.Warn("telemetry off: configuration not usable", "err", err)
+		}
+		return nil
 	}
 	set.ServiceVersion = cfg.version()
 	tel, err := telemetry.New(ctx, set, log, o.identity(cfg.Adapter))
-	if errors.Is(err, telemetry.ErrNotBuilt) {
+	switch {
+	case errors.Is(err, telemetry.ErrNotBuilt):
 		log.Warn("telemetry requested but not available", "err", err)
-		return nil, nil
+		return nil
+	case err != nil:
+		log.Warn("telemetry off: exporter not usable", "err", err)
+		return nil
 	}
-	return tel, err
+	return tel
 }
 
-// wireTelemetry plugs tel into the guard's configuration; call it before
-// guard.New, and wrap the hooks with tel.Hooks after.
-func wireTelemetry(tel *telemetry.Telemetry, cfg *guard.Config) {
+// closeTelemetry flushes within the telemetry's flush deadline (at most
+// telemetry.MaxFlush, whatever the collector does). Failures were logged
+// by the telemetry itself, once.
+func closeTelemetry(tel *telemetry.Telemetry, counts transport.Counts) {
 	if tel == nil {
 		return
 	}
-	cfg.Attempts = tel.Attempts(cfg.Attempts) // nil inside: decisions still counted
-	prev := cfg.OnTurn
-	cfg.OnTurn = func(r guard.TurnReport) {
-		if prev != nil {
-			prev(r)
-		}
-		tel.Turn(r)
-	}
-}
-
-// closeTelemetry flushes within the grace period (at least a second).
-// Failures were logged by the telemetry itself, once.
-func closeTelemetry(tel *telemetry.Telemetry, grace time.Duration, counts transport.Counts) {
-	if tel == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(grace, time.Second))
-	defer cancel()
-	_ = tel.Close(ctx, telemetry.Frames{ClientToAgent: int64(counts.ClientFrames), AgentToClient: int64(counts.AgentFrames)})
+	_ = tel.Close(context.Background(), telemetry.Frames{ClientToAgent: int64(counts.ClientFrames), AgentToClient: int64(counts.AgentFrames)})
 }

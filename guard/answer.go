@@ -32,15 +32,15 @@ func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte)
 // client's own attempt (active --pass--> answered, or retrying --pass-->
 // answered for a retry that was cancelled or answered for an old
 // generation).
-func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
+func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool, rep TurnReport) transport.Verdict {
 	g.transit(c, p, step{on: onPass}, nil)
-	return g.answerWith(c, p, m, own, rep)
+	return g.answerWith(c, p, m, r, own, rep)
 }
 
 // answerWith answers the client with the agent's frame m: forwarded as it
 // is for the client's own attempt, or re-addressed to the client's id (and
 // marked with the model that answered) for a retry.
-func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own bool, rep TurnReport) transport.Verdict {
+func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool, rep TurnReport) transport.Verdict {
 	meta := p.note.meta(resultMeta(p))
 	if p.note.silent != nil {
 		rep.Silent = p.note.silent.Kind
@@ -48,20 +48,22 @@ func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, own boo
 	if own && meta == nil {
 		return g.respond(c, p, rep, nil)
 	}
-	line := m.Line
+	var eds []edit
 	if meta != nil && m.Result != nil {
-		line = withResultMeta(line, m.Result, meta)
+		if e, ok := resultMetaEdit(m.Line, r, meta); ok {
+			eds = append(eds, e)
+		}
 	}
-	return g.respond(c, p, rep, g.readdress(line, p))
+	return g.respond(c, p, rep, applyEdits(m.Line, g.readdress(m, p, eds)...))
 }
 
-// readdress replaces the id of a response frame with the client's id.
-func (g *Guard) readdress(line []byte, p *prompt) []byte {
-	mm := transport.ParseMsg(line)
-	if mm.ID == nil || string(mm.ID) == string(p.client.ID) {
-		return line
+// readdress adds to eds the edit that gives a response frame the client's
+// id, when it has another (a retry's answer).
+func (g *Guard) readdress(m *transport.Msg, p *prompt, eds []edit) []edit {
+	if m.ID == nil || string(m.ID) == string(p.client.ID) {
+		return eds
 	}
-	return replaceID(line, mm.ID, p.client.ID)
+	return append(eds, idEdit(m.Line, m.ID, p.client.ID))
 }
 
 // stopWith moves p to action_required on event on and answers the failure
@@ -88,8 +90,12 @@ func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.D
 		return g.respond(c, p, rep, transport.ErrorResponse(p.client.ID, -32603, f.rewrite, map[string]any{"providerError": pe}))
 	}
 	rep.Outcome = OutcomeAnnotated
-	rep.Error = rpcError(f.msg.Error)
-	return g.respond(c, p, rep, g.readdress(annotateError(f.msg.Line, f.msg.Error, pe), p))
+	rep.Error = f.rpc.rpc()
+	var eds []edit
+	if e, ok := annotateEdit(f.msg.Line, f.rpc, pe); ok {
+		eds = append(eds, e)
+	}
+	return g.respond(c, p, rep, applyEdits(f.msg.Line, g.readdress(f.msg, p, eds)...))
 }
 
 // answerCancelled answers p with stopReason "cancelled".

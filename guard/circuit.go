@@ -183,10 +183,12 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 	}
 	key, h, cc := g.circuitKey(a.Model, f.verdict.Scope), g.holder(p), g.cfg.Circuits
 	g.circOps.do(c, func() func() {
-		if _, err := cc.Fail(context.Background(), key, cf, h, now); err != nil {
+		snap, err := cc.Fail(context.Background(), key, cf, h, now)
+		if err != nil {
 			g.log.Debug("circuit fail", "key", key.String(), "err", err)
+			return nil
 		}
-		return nil
+		return g.circuitReported(c, p, "fail", snap)
 	})
 }
 
@@ -234,12 +236,13 @@ func (g *Guard) acquired(c transport.Ctl, p *prompt, epoch uint64, key circuit.K
 	case circuit.Park:
 		g.park(c, p, d)
 	case circuit.Probe:
-		g.log.Info("circuit probe", "session", p.session, "id", string(p.client.ID), "key", key.String())
+		g.circuitDecided(c, p, CircuitProbe, key, d.Until, d.Circuit)
 		g.transit(c, p, step{on: onProbe}, func() {
 			g.dispatchRetry(c, p)
 			g.armRefresh(c, p)
 		})
 	default:
+		g.circuitDecided(c, p, CircuitGo, key, d.Until, d.Circuit)
 		g.transit(c, p, step{on: goEvent(p)}, func() { g.dispatchRetry(c, p) })
 	}
 }
@@ -259,14 +262,14 @@ func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 	if d.Wait == circuit.WaitCooldown && snap.CooldownUntil != nil {
 		wait := max(snap.CooldownUntil.Sub(now), 0)
 		if wait > p.circ.budget+budgetSlack {
-			g.log.Info("circuit open beyond the prompt's schedule", "session", p.session, "id", string(p.client.ID),
-				"key", snap.Key, "wait", wait.String(), "budget", p.circ.budget.String())
+			g.circuitDecided(c, p, CircuitOpen, p.circ.key, *snap.CooldownUntil, snap)
 			g.stopWith(c, p, onCircuitOpen, ReasonCircuitOpen, false)
 			return
 		}
 		p.circ.budget = max(p.circ.budget-min(wait, max(d.Until.Sub(now), 0)), 0)
 	}
 	delay := max(d.Until.Sub(now), minPark)
+	g.circuitDecided(c, p, CircuitPark, p.circ.key, now.Add(delay), snap)
 	g.transit(c, p, step{on: onPark}, func() {
 		epoch := p.epoch
 		p.stop = c.After(delay, func() { g.due(c, p, epoch) })
@@ -348,10 +351,12 @@ func (g *Guard) settleLease(c transport.Ctl, p *prompt, l leaseEffect, s step) {
 	case leaseClose:
 		now, cc := c.Now(), g.cfg.Circuits
 		g.circOps.do(c, func() func() {
-			if _, err := cc.Progress(context.Background(), key, now); err != nil {
+			snap, err := cc.Progress(context.Background(), key, now)
+			if err != nil {
 				g.log.Debug("circuit progress", "key", key.String(), "err", err)
+				return nil
 			}
-			return nil
+			return g.circuitReported(c, p, "progress", snap)
 		})
 	case leaseReported:
 		if opensCircuits(s.f) && g.circuitKey(g.modelOf(p), s.f.verdict.Scope) == key {
@@ -371,4 +376,20 @@ func (g *Guard) release(c transport.Ctl, key circuit.Key, h string) {
 		}
 		return nil
 	})
+}
+
+// circuitDecided emits CircuitDecision.
+func (g *Guard) circuitDecided(c transport.Ctl, p *prompt, decision string, key circuit.Key, until time.Time, snap circuit.Snapshot) {
+	if g.on() {
+		g.emit(CircuitDecision{EventBase: g.base(c, p), Decision: decision, Key: key.String(), Model: g.modelOf(p), Until: until, Circuit: snap})
+	}
+}
+
+// circuitReported is what runs on the event loop once a report to a
+// circuit (Fail, Progress) returned: CircuitChanged, when someone listens.
+func (g *Guard) circuitReported(c transport.Ctl, p *prompt, op string, snap circuit.Snapshot) func() {
+	if !g.on() {
+		return nil
+	}
+	return func() { g.emit(CircuitChanged{EventBase: g.base(c, p), Op: op, Circuit: snap}) }
 }

@@ -54,10 +54,13 @@ func (g *Guard) pickFallback(c transport.Ctl, p *prompt, epoch uint64, cands []s
 			g.switchModel(c, p, m)
 			return
 		}
-		g.log.Info("fallback model skipped: circuit open", "model", m, "until", recs[i].OpenUntil)
 		p.tried = append(p.tried, m)
+		snap := recs[i].SnapshotAt(keys[i], now)
+		if g.on() {
+			g.emit(CircuitDecision{EventBase: g.base(c, p), Decision: CircuitSkipModel, Key: keys[i].String(), Model: m,
+				Until: recs[i].OpenUntil, Circuit: snap})
+		}
 		if p.circ.circuit == nil {
-			snap := recs[i].SnapshotAt(keys[i], now)
 			p.circ.circuit = &snap
 		}
 	}

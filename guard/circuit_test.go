@@ -36,7 +36,7 @@ func newCircuitHarnessWith(t *testing.T, cc *circuit.Circuits, doc policy.Docume
 		Engine:   catalogue.Default(),
 		Policy:   doc,
 		Fallback: fallback,
-		OnTurn:   func(r guard.TurnReport) { h.reports = append(h.reports, r) },
+		Events:   guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) }),
 		Circuits: cc,
 	})
 	h.r = transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, h.v)

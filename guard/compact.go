@@ -122,32 +122,35 @@ func (g *Guard) compact(c transport.Ctl, p *prompt, f *failure) {
 		"attempt": 1, "maxRetries": 1, "delayMs": 0, "deadline": c.Now().UTC().Format("2006-01-02T15:04:05Z07:00"),
 		"code": f.verdict.Code, "class": string(f.verdict.Class), "action": reasonCompact, "rule": f.verdict.Rule,
 		"onExhausted": string(policy.OutcomeStop),
-	})
+	}, NoticeSent{Action: reasonCompact, Deadline: c.Now(), Attempt: 1, MaxRetries: 1, Code: f.verdict.Code, Class: string(f.verdict.Class)})
 	cmd := g.session(p.session).compactCmd
-	params, _ := json.Marshal(acp.PromptRequest{SessionId: acp.SessionId(p.session), Prompt: []acp.ContentBlock{acp.TextBlock("/" + cmd)}})
+	// The prompt's trace context goes on to the agent with the compaction.
+	params, _ := json.Marshal(acp.PromptRequest{SessionId: acp.SessionId(p.session), Prompt: []acp.ContentBlock{acp.TextBlock("/" + cmd)},
+		Meta: traceMeta(p.params)})
 	k := &compaction{p: p, epoch: p.epoch, turn: g.tracker.Start(p.session, c.Now())}
 	p.compaction = k
+	g.attemptSent(c, p, AttemptCompaction, acp.AgentMethodSessionPrompt, g.modelOf(p))
 	c.Call(acp.AgentMethodSessionPrompt, p.session, params, k)
 }
 
 // compacted settles the compaction turn: a clean end_turn with updates and
 // no tool activity re-sends the client's prompt at once; anything else
 // stops with the reason.
-func (g *Guard) compacted(c transport.Ctl, k *compaction, m *transport.Msg) {
-	stopReason, _ := jsonscan.String(jsonscan.Get(m.Result, "stopReason"))
+func (g *Guard) compacted(c transport.Ctl, k *compaction, r *reply) {
+	stopReason := r.stopReason
 	g.tracker.Return(k.turn, stopReason)
 	p := k.p
 	if p.state != stCompacting || p.epoch != k.epoch || g.closed || !g.dispatchable(c, p, k.turn) {
 		return
 	}
 	e := k.turn.Evidence
-	reason, refused := notSent(m) // the relay never sent it (shutting down, agent gone)
+	reason, refused := r.refused() // the relay never sent it (shutting down, agent gone)
 	switch {
 	case refused:
 		if reason == "" {
 			reason = ReasonCompactionFailed
 		}
-	case m.Error != nil || stopReason != string(acp.StopReasonEndTurn) || e.Cancelled || k.turn.Marker != nil:
+	case r.err != nil || stopReason != string(acp.StopReasonEndTurn) || e.Cancelled || k.turn.Marker != nil:
 		reason = ReasonCompactionFailed // an error, in a response or as a control chunk
 	case e.ToolActivity || e.ToolUpdates > 0 || e.Effects > 0 || e.Unparseable > 0:
 		reason = ReasonCompactionFailed // a compaction never acts
@@ -155,7 +158,6 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, m *transport.Msg) {
 		reason = ReasonCompactionEmpty
 	}
 	if reason != "" {
-		g.log.Warn("compaction did not succeed; stopping", "session", p.session, "reason", reason)
 		g.stopWith(c, p, onCompactFail, reason, false)
 		return
 	}

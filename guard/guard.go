@@ -40,8 +40,16 @@ type Config struct {
 	// written (err nil) or could not be — for every record whose result
 	// something waits for, and for every failed write.
 	OnAttemptLogged func(seq int, err error)
-	OnTurn          func(TurnReport)
-	Logger          *slog.Logger
+	// Events receives the event stream (events.go): every event, in order,
+	// on the relay's event loop. It must not block. Nil: none (and no
+	// event is built).
+	Events func(Event)
+	// Frames adds FrameObserved events, one per frame (for debug logs).
+	Frames bool
+	// TraceContext reads each prompt's W3C trace context from its _meta
+	// into TurnStarted (for telemetry).
+	TraceContext bool
+	Logger       *slog.Logger
 	// Circuits are the shared circuits (circuit.go); nil: off.
 	Circuits         *circuit.Circuits
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
@@ -112,14 +120,14 @@ func (g *Guard) Close() error {
 // Adapter returns the adapter currently in effect.
 func (g *Guard) Adapter() string { return g.adapter }
 
-func (g *Guard) setAgentInfo(name string) {
-	g.cfg.Identity.AgentInfo = name
+func (g *Guard) setAgentInfo(c transport.Ctl, info acp.Implementation) {
+	g.cfg.Identity.AgentInfo = info.Name
 	adapter, src := g.cfg.Identity.Resolve()
-	if adapter != g.adapter {
-		g.log.Info("adapter identified", "adapter", adapter, "from", src)
-	}
 	g.adapter = adapter
 	g.tracker.Adapter = adapter
+	if g.on() {
+		g.emit(AgentIdentified{EventBase: EventBase{At: c.Now(), Agent: adapter}, Source: src, Name: info.Name, Version: info.Version})
+	}
 }
 
 // KeepParams keeps session/prompt params so a retry can send them again.
@@ -130,6 +138,9 @@ func (g *Guard) KeepParams(method string) bool {
 // ClientMsg observes client frames: prompts start turns; cancels are
 // recorded and end pending waits.
 func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
+	if g.cfg.Frames && g.on() {
+		defer g.frame(c, transport.C2A, m, req, transport.Forward)
+	}
 	switch m.Kind {
 	case transport.KindRequest:
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
@@ -138,6 +149,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
 			g.prompts[req] = p
+			g.turnStarted(c, p)
 			g.watch(c, p)
 		}
 	case transport.KindNotification:
@@ -152,6 +164,14 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 
 // AgentMsg observes agent frames and settles prompt turns.
 func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
+	v := g.agentMsg(c, m, req)
+	if g.cfg.Frames && g.on() {
+		g.frame(c, transport.A2C, m, req, v)
+	}
+	return v
+}
+
+func (g *Guard) agentMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
 	switch m.Kind {
 	case transport.KindInvalid:
 		g.tracker.Unparseable()
@@ -194,8 +214,8 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 	}
 	switch req.Method {
 	case acp.AgentMethodInitialize:
-		if name, ok := agentName(m.Result); ok {
-			g.setAgentInfo(name)
+		if info, ok := agentInfo(m.Result); ok {
+			g.setAgentInfo(c, info)
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
 		g.learnSession(req, m)
@@ -214,7 +234,8 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 				// recovery's single answer.
 				return transport.Hold
 			}
-			return g.settle(c, p, m, true)
+			r := parseReply(m)
+			return g.settle(c, p, m, &r, true)
 		}
 	}
 	return transport.Forward
@@ -222,19 +243,24 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 
 // ProxyResponse handles answers to the guard's own requests.
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
+	r := parseReply(m)
+	if g.cfg.Frames && g.on() {
+		g.frame(c, transport.A2C, m, req, transport.Drop)
+	}
+	g.attemptDone(c, req, &r)
 	switch tag := req.Tag.(type) {
 	case *prompt:
-		if reason, ok := notSent(m); ok && tag.last != nil && tag.state.retry() {
+		if reason, ok := r.refused(); ok && tag.last != nil && tag.state.retry() {
 			// The retry never reached the agent: the client gets the
 			// failure it was meant to recover from.
 			g.stopWith(c, tag, onStop, reason, false)
 			return
 		}
-		g.settle(c, tag, m, false)
+		g.settle(c, tag, m, &r, false)
 	case *modelSwitch:
-		g.switched(c, tag, m)
+		g.switched(c, tag, &r)
 	case *compaction:
-		g.compacted(c, tag, m)
+		g.compacted(c, tag, &r)
 	}
 }
 
@@ -252,6 +278,9 @@ func (g *Guard) ClientClosed(c transport.Ctl) {
 // AgentExit marks open turns and stops timers; pending prompts are then
 // answered by the relay through ExitData.
 func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
+	if g.on() {
+		g.emit(AgentExited{EventBase: EventBase{At: c.Now(), Agent: g.adapter}, Status: st})
+	}
 	g.tracker.Exit()
 	for _, p := range g.prompts {
 		p.stopTimer()
@@ -283,13 +312,19 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if st.OutputClosed { // still running: no exit code, a lost transport
 		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
 	}
-	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
+	var f *failure
 	if p.state.waiting() && p.last != nil {
 		// The agent died while the guard held the prompt for recovery: the
 		// failure the client is owed is the one recovery was for.
 		f = p.last
 	}
-	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
+	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited}
+	if f == nil {
+		f = &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
+		d.Class = string(f.verdict.Class)
+		g.classified(c, p, f, d)
+	}
+	d.Class = string(f.verdict.Class)
 	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
 		return nil
 	}

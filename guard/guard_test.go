@@ -35,7 +35,7 @@ func newHarness(t *testing.T, adapter string, doc policy.Document, fallback ...s
 		Engine:   catalogue.Default(),
 		Policy:   doc,
 		Fallback: fallback,
-		OnTurn:   func(r guard.TurnReport) { h.reports = append(h.reports, r) },
+		Events:   guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) }),
 	})
 	h.r = transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, h.v)
 	return h

@@ -42,7 +42,7 @@ func TestHintBeyondMaximumReported(t *testing.T) {
 func TestSwitchFailedRecorded(t *testing.T) {
 	h := &harness{t: t, v: transport.NewVirtual(epoch)}
 	g := guard.New(guard.Config{Identity: observers.Identity{Flag: "claude-agent-acp"}, Engine: catalogue.Default(), Policy: policy.Default(),
-		Fallback: []string{"model-b"}, Attempts: h, OnTurn: func(r guard.TurnReport) { h.reports = append(h.reports, r) }})
+		Fallback: []string{"model-b"}, Attempts: h, Events: guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) })})
 	h.r = transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, h.v)
 	h.start()
 	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)

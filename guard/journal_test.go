@@ -118,7 +118,7 @@ func TestStateUnwritableInLine(t *testing.T) {
 			h := &harness{t: t, v: transport.NewVirtual(epoch)}
 			flog := &failingLog{}
 			g := guard.New(guard.Config{Identity: observers.Identity{Flag: "claude-agent-acp"}, Engine: catalogue.Default(), Policy: tc.doc,
-				Fallback: tc.fallback, Attempts: flog, OnTurn: func(r guard.TurnReport) { h.reports = append(h.reports, r) }})
+				Fallback: tc.fallback, Attempts: flog, Events: guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) })})
 			h.r = transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, h.v)
 			h.start()
 			h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)

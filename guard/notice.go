@@ -14,12 +14,22 @@ import (
 
 // notice tells the client, before a delayed retry or wait, what happens next.
 func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
-	g.say(c, p, noticeText(p, f, d), g.noticeMeta(c, p, f, d))
+	deadline := d.Deadline
+	if deadline.IsZero() {
+		deadline = c.Now().Add(d.Delay)
+	}
+	action := "retry"
+	if d.Action == policy.ActionWait {
+		action = "wait_for_reset"
+	}
+	g.say(c, p, noticeText(p, f, d), g.noticeMeta(c, p, f, d), NoticeSent{Action: action, Delay: d.Delay, Deadline: deadline,
+		Attempt: d.Attempt, MaxRetries: p.maxRetries, Code: f.verdict.Code, Class: string(f.verdict.Class)})
 }
 
 // say sends a notice: text for a person, retry (_meta.acpGuard.retry) for
-// machines, on the configured channel.
-func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]any) {
+// machines, on the configured channel; ev is the notice as its event
+// reports it.
+func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]any, ev NoticeSent) {
 	if g.cfg.Notices == NoticesOff {
 		return
 	}
@@ -38,7 +48,10 @@ func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]an
 		return
 	}
 	c.ToClient(append(frame, '\n'))
-	g.log.Info("notice sent", "session", p.session, "id", string(p.client.ID), "action", retry["action"], "text", text)
+	if g.on() {
+		ev.EventBase, ev.Text = g.base(c, p), text
+		g.emit(ev)
+	}
 }
 
 // noticeText is the notice a person reads.

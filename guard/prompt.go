@@ -4,7 +4,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
-	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -55,23 +54,24 @@ func (p *prompt) stopTimer() {
 type failure struct {
 	verdict   classify.Verdict
 	source    classify.Source
-	msg       *transport.Msg // the agent's response (annotated), nil for a rewrite
-	rewrite   string         // the constant diagnostic of a control-chunk projection
+	msg       *transport.Msg  // a copy of the agent's response (annotated), nil for a rewrite
+	rpc       *rpcErrorObject // its error, parsed once (spans in msg)
+	rewrite   string          // the constant diagnostic of a control-chunk projection
 	signature *observers.ControlSignature
 	excerpt   string // the control chunk's suffix (untrusted; sanitized on use)
 	turn      *observers.Turn
 }
 
-// settle handles a session/prompt response for p's current attempt. own
-// is true for the client's own attempt: its frame is the one being
-// handled, forwarded when it passes unchanged.
-func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, own bool) transport.Verdict {
+// settle handles a session/prompt response m, parsed as r, for p's
+// current attempt. own is true for the client's own attempt: its frame is
+// the one being handled, forwarded when it passes unchanged.
+func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool) transport.Verdict {
 	if !p.state.running() {
 		return transport.Drop // the prompt was answered meanwhile (agent exit, late activity)
 	}
 	t := p.turn
 	p.suppressed += t.Evidence.Suppressed
-	stopReason, _ := jsonscan.String(jsonscan.Get(m.Result, "stopReason"))
+	stopReason := r.stopReason
 	current := g.tracker.Current(t)
 	g.tracker.Return(t, stopReason)
 	if p.stall.fired {
@@ -80,21 +80,21 @@ func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, own bool) t
 	switch {
 	case !current && own:
 		// A response for an older generation: forwarded as it is.
-		return g.pass(c, p, m, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
-	case m.Error == nil:
-		return g.settleResult(c, p, m, stopReason, own)
+		return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
+	case r.err == nil:
+		return g.settleResult(c, p, m, r, own)
 	case t.Evidence.Cancelled:
 		// A cancelled turn is never rewritten or recovered.
-		return g.pass(c, p, m, own, TurnReport{Outcome: OutcomePassed, Error: rpcError(m.Error)})
+		return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, Error: r.err.rpc()})
 	}
-	return g.fail(c, p, g.rpcFailure(c, t, m), own)
+	return g.fail(c, p, g.rpcFailure(c, t, m, r.err), own)
 }
 
 // settleResult handles a successful session/prompt result: a pending
 // control-chunk marker turns it into a failure; a retry that produced
 // nothing at all is not a recovery.
-func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopReason string, own bool) transport.Verdict {
-	t := p.turn
+func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool) transport.Verdict {
+	t, stopReason := p.turn, r.stopReason
 	if t.Marker != nil && !t.Evidence.Cancelled && stopReason != string(acp.StopReasonCancelled) {
 		sig := t.Marker
 		v := g.classify(classify.Evidence{
@@ -106,7 +106,7 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 	if p.state == stProbing && stopReason == string(acp.StopReasonCancelled) {
 		// A cancelled probe proves nothing about the provider: it passes,
 		// and its lease is released (probing --pass--> answered).
-		return g.pass(c, p, m, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
+		return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
 	}
 	if p.state.retry() && p.last != nil && emptyTurn(t) && stopReason == string(acp.StopReasonEndTurn) {
 		// Some agents answer a re-sent prompt at once with a stale, empty
@@ -114,31 +114,32 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 		// failure it was meant to recover from instead of an empty success.
 		return g.stopWith(c, p, onStop, ReasonEmptyRetry, own)
 	}
-	p.note = g.annotate(c, p, m, stopReason)
+	p.note = g.annotate(c, p, r)
 	if f := g.emptyFailure(c, p); f != nil {
 		return g.fail(c, p, f, own)
 	}
 	if p.state.retry() {
 		g.transit(c, p, step{on: onSucceed, d: policy.Decision{Action: "none", Reason: "succeeded"}}, nil)
-		return g.answerWith(c, p, m, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
+		return g.answerWith(c, p, m, r, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
 	}
-	return g.pass(c, p, m, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
+	return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
 }
 
-// rpcFailure classifies an agent's JSON-RPC error response.
-func (g *Guard) rpcFailure(c transport.Ctl, t *observers.Turn, m *transport.Msg) *failure {
+// rpcFailure classifies an agent's JSON-RPC error response m, whose
+// error e was parsed where it arrived.
+func (g *Guard) rpcFailure(c transport.Ctl, t *observers.Turn, m *transport.Msg, e *rpcErrorObject) *failure {
 	ev := classify.Evidence{
 		Source: classify.SourceRPCError, Adapter: g.adapter, Phase: "prompt", Generation: t.Generation,
 		Stderr: t.Stderr(), Now: c.Now(),
 	}
-	e := decodeRPCError(m.Error)
 	if e.codeOK {
 		ev.RPCCode = &e.Code
 	}
 	ev.Message, ev.Data = e.Message, e.Data
-	// The relay reuses m and its buffer: keep a copy of the frame.
-	own := transport.ParseMsg(append([]byte(nil), m.Line...))
-	return &failure{verdict: g.classify(ev), source: classify.SourceRPCError, msg: &own, turn: t}
+	// The relay reuses m and its buffer: keep a copy of the frame, and of
+	// its parsed error pointing into it.
+	msg, rpc := cloneMsg(m, e)
+	return &failure{verdict: g.classify(ev), source: classify.SourceRPCError, msg: msg, rpc: rpc, turn: t}
 }
 
 // emptyTurn reports whether a turn showed nothing at all.

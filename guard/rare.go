@@ -16,16 +16,17 @@ import (
 // members the guard uses, so an agent's extension elsewhere in the frame
 // cannot make it lose them.
 
-// agentName returns agentInfo.name of an initialize result.
-func agentName(result []byte) (string, bool) {
+// agentInfo returns agentInfo of an initialize result (ok: it names the
+// agent).
+func agentInfo(result []byte) (acp.Implementation, bool) {
 	var r struct {
 		AgentInfo *acp.Implementation `json:"agentInfo"`
 	}
 	jsonscan.Note(result)
 	if json.Unmarshal(result, &r) != nil || r.AgentInfo == nil || r.AgentInfo.Name == "" {
-		return "", false
+		return acp.Implementation{}, false
 	}
-	return r.AgentInfo.Name, true
+	return *r.AgentInfo, true
 }
 
 // requestedModel returns the modelId of session/set_model params.
@@ -38,35 +39,6 @@ func requestedModel(params []byte) (string, bool) {
 		return "", false
 	}
 	return string(*p.ModelID), true
-}
-
-// rpcErrorObject is a JSON-RPC error object: code and message as the SDK
-// has them, data kept raw for the classifier.
-type rpcErrorObject struct {
-	acp.RequestError
-	Data json.RawMessage `json:"data"`
-	// codeOK is false when the code is missing or not an integer.
-	codeOK bool
-}
-
-// decodeRPCError reads an error object; a member of the wrong type is left
-// out and the others kept.
-func decodeRPCError(raw []byte) rpcErrorObject {
-	var e rpcErrorObject
-	jsonscan.Note(raw)
-	err := json.Unmarshal(raw, &e)
-	var probe struct {
-		Code json.RawMessage `json:"code"`
-	}
-	jsonscan.Note(raw)
-	_ = json.Unmarshal(raw, &probe)
-	e.codeOK = probe.Code != nil && (err == nil || !isTypeErrorAt(err, "code"))
-	return e
-}
-
-func isTypeErrorAt(err error, field string) bool {
-	te, ok := err.(*json.UnmarshalTypeError)
-	return ok && (te.Field == field || te.Field == "RequestError."+field)
 }
 
 // sessionSetup is what the guard learns from session/new, load, resume and

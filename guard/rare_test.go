@@ -8,11 +8,11 @@ import (
 )
 
 func TestRareFramesDecoded(t *testing.T) {
-	if n, ok := agentName([]byte(`{"protocolVersion":1,"agentInfo":{"name":"codex-acp","version":"0.16"},"agentCapabilities":{"x":[1,2]}}`)); !ok || n != "codex-acp" {
-		t.Errorf("agentName: %q %v", n, ok)
+	if n, ok := agentInfo([]byte(`{"protocolVersion":1,"agentInfo":{"name":"codex-acp","version":"0.16"},"agentCapabilities":{"x":[1,2]}}`)); !ok || n.Name != "codex-acp" || n.Version != "0.16" {
+		t.Errorf("agentInfo: %+v %v", n, ok)
 	}
-	if _, ok := agentName([]byte(`{"protocolVersion":1}`)); ok {
-		t.Error("agentName without agentInfo")
+	if _, ok := agentInfo([]byte(`{"protocolVersion":1}`)); ok {
+		t.Error("agentInfo without agentInfo")
 	}
 	if m, ok := requestedModel([]byte(`{"sessionId":"s","modelId":"model-b"}`)); !ok || m != "model-b" {
 		t.Errorf("requestedModel: %q %v", m, ok)
@@ -27,11 +27,22 @@ func TestRareFramesDecoded(t *testing.T) {
 		{`{"code":-32603,"message":"Internal error","data":{"a":1}}`, -32603, true, "Internal error", `{"a":1}`},
 		{`{"code":"E1","message":"odd code","data":"x"}`, 0, false, "odd code", `"x"`},
 		{`{"message":"no code"}`, 0, false, "no code", ``},
+		{`{"code":-32603.0,"message":7,"data":null}`, 0, false, "", `null`},
+		{`{"code":-32000,"message":"esc \u00e9\n"}`, -32000, true, "esc é\n", ``},
 	} {
 		e := decodeRPCError([]byte(tt.raw))
 		if e.Code != tt.code || e.codeOK != tt.codeOK || e.Message != tt.message || string(e.Data) != tt.data {
-			t.Errorf("decodeRPCError(%s): %+v codeOK %v data %s", tt.raw, e.RequestError, e.codeOK, e.Data)
+			t.Errorf("decodeRPCError(%s): code %d codeOK %v message %q data %s", tt.raw, e.Code, e.codeOK, e.Message, e.Data)
 		}
+	}
+	// The relay's refusal of a request of acp-guard's own.
+	refusal := decodeRPCError(transport.ParseMsg(transport.ErrorResponse([]byte(`"acp-guard:1"`), -32603, "agent exited",
+		map[string]any{"acpGuard": map[string]any{"reason": "agent_exited", "notSent": true}})).Error)
+	if !refusal.refused || refusal.notSent != "agent_exited" {
+		t.Errorf("refusal: refused %v reason %q", refusal.refused, refusal.notSent)
+	}
+	if agent := decodeRPCError([]byte(`{"code":1,"message":"m","data":{"notSent":true}}`)); agent.refused {
+		t.Error("an agent's data.notSent is not the relay's refusal")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
-	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -44,9 +43,7 @@ var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 // to action_required with the answer.
 func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport.Verdict {
 	d, next := g.decide(c, p, f)
-	g.log.Info("failure classified", "session", p.session, "id", string(p.client.ID), "attempt", p.attempt,
-		"code", f.verdict.Code, "class", string(f.verdict.Class), "rule", f.verdict.Rule,
-		"replay_safe", f.turn.ReplaySafe(), "action", string(d.Action), "reason", d.Reason)
+	g.classified(c, p, f, d)
 	g.circuitFailed(c, p, f, d)
 	switch d.Action {
 	case policy.ActionSkip:
@@ -149,7 +146,7 @@ func (g *Guard) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool
 func (g *Guard) dispatchRetry(c transport.Ctl, p *prompt) {
 	p.attempt++
 	p.turn = g.tracker.Start(p.session, c.Now())
-	g.log.Info("retry sent", "session", p.session, "id", string(p.client.ID), "attempt", p.attempt, "model", p.model)
+	g.attemptSent(c, p, AttemptRetry, acp.AgentMethodSessionPrompt, g.modelOf(p))
 	c.Call(acp.AgentMethodSessionPrompt, p.session, p.params, p)
 }
 
@@ -198,46 +195,50 @@ func (g *Guard) switchModel(c transport.Ctl, p *prompt, model string) {
 	}
 	p.tried = append(p.tried, model)
 	tag := &modelSwitch{p: p, model: model, epoch: p.epoch}
-	g.log.Info("model switch", "session", p.session, "id", string(p.client.ID), "from", info.currentModel, "to", model)
 	if f := p.last; f != nil {
 		g.say(c, p, fmt.Sprintf("%s — switching to model %s", humanCode(f.verdict.Code), model), map[string]any{
 			"action": "switch", "model": model, "code": f.verdict.Code, "class": string(f.verdict.Class),
 			"attempt": p.attempt, "maxRetries": p.maxRetries,
-		})
+		}, NoticeSent{Action: "switch", Attempt: p.attempt, MaxRetries: p.maxRetries, Code: f.verdict.Code, Class: string(f.verdict.Class), Model: model})
 	}
+	// The prompt's trace context goes on to the agent with the switch.
+	meta := traceMeta(p.params)
 	if contains(info.models, model) {
 		params, _ := json.Marshal(struct {
-			SessionID string `json:"sessionId"`
-			ModelID   string `json:"modelId"`
-		}{p.session, model})
+			SessionID string         `json:"sessionId"`
+			ModelID   string         `json:"modelId"`
+			Meta      map[string]any `json:"_meta,omitempty"`
+		}{p.session, model, meta})
+		g.attemptSent(c, p, AttemptSwitch, acp.AgentMethodSessionSetModel, model)
 		c.Call(acp.AgentMethodSessionSetModel, p.session, params, tag)
 		return
 	}
 	params, _ := json.Marshal(struct {
-		SessionID string `json:"sessionId"`
-		ConfigID  string `json:"configId"`
-		Value     string `json:"value"`
-	}{p.session, info.modelOption, model})
+		SessionID string         `json:"sessionId"`
+		ConfigID  string         `json:"configId"`
+		Value     string         `json:"value"`
+		Meta      map[string]any `json:"_meta,omitempty"`
+	}{p.session, info.modelOption, model, meta})
+	g.attemptSent(c, p, AttemptSwitch, acp.AgentMethodSessionSetConfigOption, model)
 	c.Call(acp.AgentMethodSessionSetConfigOption, p.session, params, tag)
 }
 
 // switched continues after a model switch: a new route cycle on the new
 // candidate, retried at once; a refused switch stops.
-func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
+func (g *Guard) switched(c transport.Ctl, s *modelSwitch, r *reply) {
 	p := s.p
-	if m.Error == nil {
+	if r.err == nil {
 		// The agent's model changed, whatever became of the prompt.
 		g.session(p.session).currentModel = s.model
 	}
 	if p.state != stSwitching || p.epoch != s.epoch || g.closed || !c.Pending(p.client) {
 		return
 	}
-	if m.Error != nil {
+	if r.err != nil {
 		reason := ReasonSwitchFailed
-		if r, ok := notSent(m); ok {
-			reason = r
+		if why, ok := r.refused(); ok {
+			reason = why
 		}
-		g.log.Warn("model switch refused; stopping", "model", s.model, "reason", reason)
 		g.stopWith(c, p, onSwitchFailed, reason, false)
 		return
 	}
@@ -253,32 +254,9 @@ func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 func (g *Guard) Stopping(c transport.Ctl) {
 	for _, p := range g.prompts {
 		if p.state.waiting() {
-			g.log.Info("recovery stopped by a signal", "session", p.session, "id", string(p.client.ID), "state", p.state.String())
 			g.stopWith(c, p, onShutdown, ReasonShuttingDown, false)
 		}
 	}
-}
-
-// notSent reports whether m is the relay's refusal of a request of the
-// proxy's own that never reached the agent (data.acpGuard.notSent), and
-// the refusal's reason (shutting_down, agent_exited).
-func notSent(m *transport.Msg) (string, bool) {
-	if m.Error == nil {
-		return "", false
-	}
-	var e struct {
-		Data struct {
-			AcpGuard struct {
-				Reason  string `json:"reason"`
-				NotSent bool   `json:"notSent"`
-			} `json:"acpGuard"`
-		} `json:"data"`
-	}
-	jsonscan.Note(m.Error)
-	if json.Unmarshal(m.Error, &e) != nil || !e.Data.AcpGuard.NotSent {
-		return "", false
-	}
-	return e.Data.AcpGuard.Reason, true
 }
 
 // cancelWaits answers "cancelled" at once every prompt of the session the

@@ -59,16 +59,10 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 		d := p.decisions[len(p.decisions)-1]
 		r.Decision = &d
 	}
-	if g.cfg.OnTurn != nil {
-		g.cfg.OnTurn(r)
+	if g.on() {
+		g.emit(Answered{
+			EventBase: EventBase{At: r.At, Agent: g.adapter, SessionID: p.session, RequestID: p.client.ID},
+			Report:    r, Duration: r.At.Sub(p.client.At),
+		})
 	}
-	g.log.Info("turn settled", "session", p.session, "id", string(p.client.ID), "outcome", r.Outcome, "attempts", p.attempt+1, "model", p.model)
-}
-
-func rpcError(raw []byte) *RPCError {
-	if raw == nil {
-		return nil
-	}
-	e := decodeRPCError(raw)
-	return &RPCError{Code: e.Code, Message: e.Message}
 }

@@ -52,8 +52,12 @@ func (g *Guard) setupFailure(c transport.Ctl, req *transport.Request, m *transpo
 		ev.RPCCode = &e.Code
 	}
 	ev.Message, ev.Data = e.Message, e.Data
-	pe := g.setupProviderError(c, req, ev, "setup_failed")
-	if !c.Reply(req, annotateError(m.Line, m.Error, pe)) {
+	pe := g.setupProviderError(c, req, ev, &e, "setup_failed")
+	line := m.Line
+	if ed, ok := annotateEdit(m.Line, &e, pe); ok {
+		line = applyEdits(m.Line, ed)
+	}
+	if !c.Reply(req, line) {
 		return transport.Forward, true
 	}
 	return transport.Drop, true
@@ -73,14 +77,21 @@ func (g *Guard) launchFailure(c transport.Ctl, req *transport.Request, st transp
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()
 	}
-	base["providerError"] = g.setupProviderError(c, req, ev, "agent_exited")
+	base["providerError"] = g.setupProviderError(c, req, ev, nil, "agent_exited")
 	return base
 }
 
 // setupProviderError classifies ev into the providerError of a set-up or
 // launch failure: never replay-safe, recovery always stop.
-func (g *Guard) setupProviderError(c transport.Ctl, req *transport.Request, ev classify.Evidence, reason string) ProviderError {
+func (g *Guard) setupProviderError(c transport.Ctl, req *transport.Request, ev classify.Evidence, e *rpcErrorObject, reason string) ProviderError {
 	v := g.classify(ev)
+	if g.on() {
+		g.emit(FailureClassified{
+			EventBase: EventBase{At: c.Now(), Agent: g.adapter, SessionID: req.SessionID, RequestID: req.ID},
+			Phase:     ev.Phase, Verdict: v, Source: string(ev.Source), Error: e.rpc(),
+			Decision: policy.Decision{Action: policy.ActionStop, Reason: reason},
+		})
+	}
 	pe := newProviderError(v, nil, g.adapter, ev.Source, c.Now())
 	pe.Phase = ev.Phase
 	pe.SessionID = req.SessionID

@@ -93,10 +93,10 @@ func visibleOutput(t *observers.Turn) bool {
 }
 
 // silentOf flags a successful result of turn t.
-func (g *Guard) silentOf(p *prompt, t *observers.Turn, result []byte, stopReason string) *Silent {
+func (g *Guard) silentOf(p *prompt, t *observers.Turn, r *reply, stopReason string) *Silent {
 	var ev SilentEvidence
 	if t.Evidence.AssistantOutput {
-		if n, src, ok := outputTokens(result); ok && n == 0 {
+		if n, src, ok := outputTokens(r); ok && n == 0 {
 			ev.Truncated = &TruncatedEvidence{OutputTokens: n, Source: src}
 		}
 	}
@@ -118,17 +118,26 @@ func (g *Guard) silentOf(p *prompt, t *observers.Turn, result []byte, stopReason
 }
 
 // outputTokens reads the output-token count an agent reports in a prompt
-// result.
-func outputTokens(result []byte) (n int64, source string, ok bool) {
-	if v := jsonscan.Get(result, "usage", "outputTokens"); v != nil {
+// result (parsed as r).
+func outputTokens(r *reply) (n int64, source string, ok bool) {
+	if v := getIn(r.usage, "outputTokens"); v != nil {
 		n, ok = jsonInt(v)
 		return n, "usage", ok
 	}
-	if v := jsonscan.Get(result, "_meta", "quota", "token_count", "output_tokens"); v != nil {
+	if v := getIn(r.meta, "quota", "token_count", "output_tokens"); v != nil {
 		n, ok = jsonInt(v)
 		return n, "_meta.quota", ok
 	}
 	return 0, "", false
+}
+
+// getIn is jsonscan.Get of a span that may be absent (nil: nothing to
+// read).
+func getIn(span []byte, path ...string) []byte {
+	if span == nil {
+		return nil
+	}
+	return jsonscan.Get(span, path...)
 }
 
 // jsonInt parses a raw JSON non-negative integer.
@@ -156,9 +165,10 @@ func (a annotation) empty() bool { return a.silent == nil && a.stop == nil }
 
 // annotate flags a successful result and records the flag (log, attempt
 // log); the caller puts it on the frame.
-func (g *Guard) annotate(c transport.Ctl, p *prompt, m *transport.Msg, stopReason string) annotation {
+func (g *Guard) annotate(c transport.Ctl, p *prompt, r *reply) annotation {
 	var a annotation
-	a.silent = g.silentOf(p, p.turn, m.Result, stopReason)
+	stopReason := r.stopReason
+	a.silent = g.silentOf(p, p.turn, r, stopReason)
 	if s, ok := abnormalStops[stopReason]; ok {
 		a.stop = &s
 	}
@@ -172,11 +182,15 @@ func (g *Guard) annotate(c transport.Ctl, p *prompt, m *transport.Msg, stopReaso
 	}
 	if a.silent != nil {
 		rec.Silent = a.silent.Kind
-		g.log.Warn("silent failure", "session", p.session, "id", string(p.client.ID), "kind", a.silent.Kind)
+		if g.on() {
+			g.emit(SilentFlagged{EventBase: g.base(c, p), Silent: *a.silent})
+		}
 	}
 	if a.stop != nil {
 		rec.Code, rec.Class = a.stop.Code, a.stop.Class
-		g.log.Warn("abnormal stop reason", "session", p.session, "id", string(p.client.ID), "stopReason", stopReason, "code", a.stop.Code)
+		if g.on() {
+			g.emit(AbnormalStop{EventBase: g.base(c, p), StopReason: stopReason, Note: *a.stop})
+		}
 	}
 	g.journal.append(c, rec, nil)
 	return a

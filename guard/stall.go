@@ -87,8 +87,9 @@ func (g *Guard) stallCheck(c transport.Ctl, p *prompt) {
 	sid, _ := json.Marshal(p.session)
 	c.ToAgent([]byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":` + string(sid) + "}}\n"))
 	g.tracker.Cancel(p.session) // the turn is cancelled now: never replayed
-	g.log.Warn("agent stalled; session/cancel sent", "session", p.session, "id", string(p.client.ID),
-		"idle", w.idle.String(), "last", w.last)
+	if g.on() {
+		g.emit(Stalled{EventBase: g.base(c, p), Idle: w.idle, LastFrame: w.last})
+	}
 	w.stop = c.After(min(d, maxStallGrace), func() {
 		w.stop = nil
 		if g.prompts[p.client] == p && !g.closed {
@@ -111,6 +112,7 @@ func (g *Guard) stalled(c transport.Ctl, p *prompt) transport.Verdict {
 	}
 	f := &failure{verdict: v, source: classify.SourceExit, rewrite: msg, turn: p.turn}
 	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonStalled, Class: string(v.Class)}
+	g.classified(c, p, f, d)
 	if !g.transit(c, p, step{on: onStall, f: f, d: d}, nil) {
 		return transport.Drop
 	}

@@ -237,8 +237,10 @@ func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
 		g.settleLease(c, p, e.lease, s)
 	}
 	g.enter(p, e, s)
-	g.log.Info("recovery transition", "session", p.session, "id", string(p.client.ID), "from", e.from.String(),
-		"event", s.on.String(), "to", e.to.String(), "reason", s.d.Reason, "delay", s.d.Delay)
+	if g.on() {
+		g.emit(Transition{EventBase: g.base(c, p), From: e.from.String(), On: s.on.String(), To: e.to.String(),
+			Attempt: p.attempt, Decision: s.d, Recorded: e.persist})
+	}
 	if e.persist == "" || !e.schedules {
 		if e.persist != "" {
 			g.journal.append(c, g.record(c, p, s, e.persist), nil)

@@ -3,34 +3,48 @@ package telemetry
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Protocols of the OTLP exporters.
 const (
 	ProtoHTTP = "http/protobuf"
 	ProtoGRPC = "grpc"
+	// ProtoJSON is in the OTLP specification but not in the Go SDK's
+	// exporters: asking for it turns telemetry off with one warning.
+	ProtoJSON = "http/json"
 )
 
 // Session id handling in attributes (ACP_GUARD_OTEL_SESSION_ID).
 const (
 	SessionHash = "hash" // default: the first 16 hex digits of its SHA-256
-	SessionRaw  = "raw"
+	SessionRaw  = "raw"  // the ACP session id as the agent made it: joins with the agent's own telemetry
 	SessionOmit = "omit"
 )
 
+// MaxFlush bounds how long telemetry may delay the end of a session,
+// whatever the collector does: the flush at Close gets at most this long
+// (less if OTEL_EXPORTER_OTLP_TIMEOUT says less).
+const MaxFlush = time.Second
+
 // Settings say which signals to export and how. The exporters read the
-// endpoint, headers, timeout, TLS and compression from OTEL_* themselves.
+// endpoint, headers, TLS and compression from OTEL_* themselves.
 type Settings struct {
 	Traces, Metrics             bool
 	TraceProto, MetricProto     string
 	SessionID                   string // SessionHash, SessionRaw or SessionOmit
 	ServiceVersion, ServiceName string // defaults: the binary's version, "acp-guard"
+	// Flush is the deadline of the flush at Close: MaxFlush, or the
+	// OTLP timeout when it is shorter.
+	Flush time.Duration
 }
 
 // FromEnv decides, from the environment (getenv) and the --otel flag,
 // whether telemetry is on and with which protocols. ok is false when it
-// is off.
+// is off. An error names the variable at fault; the caller logs it and
+// runs without telemetry (telemetry never stops an agent from starting).
 func FromEnv(getenv func(string) string, flag bool) (s Settings, ok bool, err error) {
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return s, false, nil
@@ -55,23 +69,62 @@ func FromEnv(getenv func(string) string, flag bool) (s Settings, ok bool, err er
 	default:
 		return s, false, fmt.Errorf("ACP_GUARD_OTEL_SESSION_ID: %q is not hash, raw or omit", v)
 	}
+	if s.Flush, err = flushDeadline(getenv, s); err != nil {
+		return s, false, err
+	}
 	return s, true, nil
 }
 
 // protocol is the signal's OTLP protocol: OTEL_EXPORTER_OTLP_<SIGNAL>_PROTOCOL,
 // else OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf.
 func protocol(getenv func(string) string, signal string) (string, error) {
-	p := getenv("OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL")
+	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	p := getenv(name)
 	if p == "" {
-		p = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		p = getenv(name)
 	}
 	switch p {
 	case "", ProtoHTTP:
 		return ProtoHTTP, nil
 	case ProtoGRPC:
 		return ProtoGRPC, nil
+	case ProtoJSON:
+		return "", fmt.Errorf("%s: %q is not supported by this build's OTLP exporters (use http/protobuf or grpc)", name, p)
 	}
-	return "", fmt.Errorf("OTEL_EXPORTER_OTLP_%s_PROTOCOL: %q is not supported (http/protobuf or grpc)", signal, p)
+	return "", fmt.Errorf("%s: %q is not an OTLP protocol (http/protobuf or grpc)", name, p)
+}
+
+// flushDeadline is MaxFlush, or the shortest OTLP timeout of the signals
+// exported when it is shorter: OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT, else
+// OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds, as the specification says).
+func flushDeadline(getenv func(string) string, s Settings) (time.Duration, error) {
+	d := MaxFlush
+	for _, sig := range []struct {
+		on   bool
+		name string
+	}{{s.Traces, "TRACES"}, {s.Metrics, "METRICS"}} {
+		if !sig.on {
+			continue
+		}
+		name := "OTEL_EXPORTER_OTLP_" + sig.name + "_TIMEOUT"
+		v := getenv(name)
+		if v == "" {
+			name = "OTEL_EXPORTER_OTLP_TIMEOUT"
+			v = getenv(name)
+		}
+		if v == "" {
+			continue
+		}
+		ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || ms < 0 {
+			return 0, fmt.Errorf("%s: %q is not a number of milliseconds", name, v)
+		}
+		if t := time.Duration(ms) * time.Millisecond; t > 0 && t < d {
+			d = t
+		}
+	}
+	return d, nil
 }
 
 // ErrNotBuilt is New's error in a build without telemetry (-tags nootel).

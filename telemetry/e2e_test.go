@@ -105,7 +105,8 @@ func TestExportRetryAndFallback(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t)
 	out, stderr := session(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.url, "OTEL_METRIC_EXPORT_INTERVAL=600000"},
-		[]string{"--policy", policyFile(t), "--fallback-models", "model-b"},
+		// Without circuits, so that the retry is not the circuit's probe.
+		[]string{"--policy", policyFile(t), "--fallback-models", "model-b", "--circuits", "off"},
 		"--scenario", "fail-model", "--agent-name", "@zed-industries/claude-agent-acp")
 	if !strings.Contains(out, `"stopReason":"end_turn"`) {
 		t.Fatalf("the turn did not recover:\n%s\nstderr:\n%s", out, stderr)
@@ -146,20 +147,35 @@ func TestExportRetryAndFallback(t *testing.T) {
 			}
 		}
 	}
-	if i := byName["acp_guard.switch_model"]; len(i) == 1 && attrMap(spans[i[0]].Attributes)["acp_guard.model"] != "model-b" {
+	if i := byName["acp_guard.switch_model"]; len(i) == 1 && attrMap(spans[i[0]].Attributes)["gen_ai.request.model"] != "model-b" {
 		t.Errorf("switch span: %v", attrMap(spans[i[0]].Attributes))
 	}
-	decisions := 0
+	// The turn's span holds its path through the state machine and its
+	// two classified failures, in order: the events come from the guard's
+	// event loop, not from the attempt log's writer.
+	var path, failures []string
 	for _, e := range turn.Events {
-		if e.Name == "acp_guard.decision" {
-			decisions++
+		a := attrMap(e.Attributes)
+		switch e.Name {
+		case "acp_guard.transition":
+			path = append(path, a["acp_guard.from"]+" -"+a["acp_guard.event"]+"-> "+a["acp_guard.to"])
+		case "acp_guard.failure":
+			failures = append(failures, a["error.type"]+"/"+a["acp_guard.decision.action"])
 		}
 	}
-	// The retry and the skip are decided before the answer; the final
-	// "succeeded" record may be written after it (the guard writes its
-	// attempt log off the relay) and then misses the ended span.
-	if decisions < 2 {
-		t.Errorf("decision events on the turn span: got %d, want at least 2 (retry, skip)", decisions)
+	wantPath := []string{"active -retry-> retry_wait", "retry_wait -due-> retrying", "retrying -skip-> switching",
+		"switching -switched-> retrying", "retrying -succeed-> answered"}
+	if strings.Join(path, ", ") != strings.Join(wantPath, ", ") {
+		t.Errorf("transitions on the turn span:\n got %v\nwant %v", path, wantPath)
+	}
+	if got := strings.Join(failures, ", "); got != "provider_overloaded/retry, provider_overloaded/skip" {
+		t.Errorf("failures on the turn span: %s", got)
+	}
+	for k, want := range map[string]string{"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "anthropic",
+		"gen_ai.request.model": "model-b", "gen_ai.agent.name": adapter} {
+		if a[k] != want {
+			t.Errorf("turn span %s: got %q, want %q", k, a[k], want)
+		}
 	}
 
 	checkMetrics(t, rcv)
@@ -192,18 +208,21 @@ func checkMetrics(t *testing.T, rcv *receiver) {
 		match map[string]string
 		want  float64
 	}{
-		{"acp_guard.provider.failures", map[string]string{"code": "provider_overloaded", "class": "transient", "model": "model-a"}, 2},
-		{"acp_guard.recoveries", map[string]string{"outcome": "retried"}, 1},
-		{"acp_guard.notices", map[string]string{"action": "retry"}, 1},
-		{"acp_guard.model.switches", map[string]string{"model": "model-b", "result": "ok"}, 1},
-		{"acp_guard.turn.duration", map[string]string{"outcome": "retried", "model": "model-b"}, 1},
-		{"acp_guard.wait.duration", map[string]string{"class": "transient"}, 1},
+		{"acp_guard.provider.failures", map[string]string{"error.type": "provider_overloaded", "acp_guard.error.class": "transient",
+			"gen_ai.request.model": "model-a", "gen_ai.provider.name": "anthropic", "acp_guard.phase": "prompt"}, 2},
+		{"acp_guard.recoveries", map[string]string{"acp_guard.outcome": "retried"}, 1},
+		{"acp_guard.notices", map[string]string{"acp_guard.action": "retry"}, 1},
+		{"acp_guard.notices", map[string]string{"acp_guard.action": "switch"}, 1},
+		{"acp_guard.model.switches", map[string]string{"gen_ai.request.model": "model-b", "acp_guard.result": "ok"}, 1},
+		{"acp_guard.turn.duration", map[string]string{"acp_guard.outcome": "retried", "gen_ai.request.model": "model-b",
+			"gen_ai.operation.name": "invoke_agent"}, 1},
+		{"acp_guard.wait.duration", map[string]string{"acp_guard.error.class": "transient", "acp_guard.wait.result": "attempt"}, 1},
 	} {
 		if got := sum(c.name, c.match); got != c.want {
 			t.Errorf("%s%v: got %v, want %v (points: %v)", c.name, c.match, got, c.want, rcv.metric(c.name))
 		}
 	}
-	if c2a, a2c := sum("acp_guard.frames", map[string]string{"direction": "c2a"}), sum("acp_guard.frames", map[string]string{"direction": "a2c"}); c2a < 3 || a2c < 3 {
+	if c2a, a2c := sum("acp_guard.frames", map[string]string{"acp_guard.direction": "c2a"}), sum("acp_guard.frames", map[string]string{"acp_guard.direction": "a2c"}); c2a < 3 || a2c < 3 {
 		t.Errorf("frames: got c2a %v, a2c %v; want at least 3 each", c2a, a2c)
 	}
 }

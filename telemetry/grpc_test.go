@@ -95,7 +95,7 @@ func TestExportGRPCProviderError(t *testing.T) {
 	if s.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("span status: got %v, want error", s.GetStatus())
 	}
-	if got := rcv.metric("acp_guard.provider.failures"); len(got) != 1 || got[0].value != 1 || got[0].attrs["code"] != "agent_transport_lost" || got[0].attrs["adapter"] != "cursor-acp" {
+	if got := rcv.metric("acp_guard.provider.failures"); len(got) != 1 || got[0].value != 1 || got[0].attrs["error.type"] != "agent_transport_lost" || got[0].attrs["acp_guard.adapter"] != "cursor-acp" {
 		t.Errorf("provider failures: got %v, want one agent_transport_lost for cursor-acp", got)
 	}
 }

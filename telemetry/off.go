@@ -5,14 +5,14 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
-	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Telemetry is absent from a build with -tags nootel: New refuses, and the
-// methods of a nil *Telemetry pass everything through.
+// Telemetry is absent from a build with -tags nootel: New refuses, and
+// the methods of a nil *Telemetry do nothing.
 type Telemetry struct{}
 
 // Frames are the relay's totals.
@@ -23,9 +23,9 @@ func New(context.Context, Settings, *slog.Logger, observers.Identity) (*Telemetr
 	return nil, ErrNotBuilt
 }
 
-func (*Telemetry) Hooks(inner transport.Hooks) transport.Hooks      { return inner }
-func (*Telemetry) Attempts(inner guard.AttemptLog) guard.AttemptLog { return inner }
-func (*Telemetry) Turn(guard.TurnReport)                            {}
-func (*Telemetry) Close(context.Context, Frames) error              { return nil }
-func (*Telemetry) Dropped() int64                                   { return 0 }
-func (*Telemetry) Failures() int64                                  { return 0 }
+func (*Telemetry) Event(guard.Event)                   {}
+func (*Telemetry) Close(context.Context, Frames) error { return nil }
+func (*Telemetry) FlushDeadline() time.Duration        { return 0 }
+func (*Telemetry) InstanceID() string                  { return "" }
+func (*Telemetry) Dropped() int64                      { return 0 }
+func (*Telemetry) Failures() int64                     { return 0 }

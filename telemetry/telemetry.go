@@ -4,91 +4,84 @@ package telemetry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
-
-	"github.com/acp-guard/acp-guard/observers"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/observers"
 )
 
 // QueueSize bounds the events waiting for the worker; more are dropped.
 const QueueSize = 4096
 
-// Telemetry is one process's exporter pipeline. Its methods that take
-// events (the hooks, Attempts, Turn) are called from the relay goroutine;
-// Close from the goroutine that ran the relay, after it returned.
+// Telemetry is one session pipeline's exporter: its Event method is a
+// subscriber of the guard's event stream, called on the relay's event
+// loop; Close is called once the relay returned.
 type Telemetry struct {
 	log      *slog.Logger
 	set      Settings
-	queue    chan event
+	instance string // service.instance.id
+	queue    chan guard.Event
 	done     chan struct{} // closed by Close: the worker drains and exits
 	exited   chan struct{} // closed by the worker when it returns
 	closed   atomic.Bool
-	dropped  atomic.Int64
+	dropped  atomic.Int64 // events the full queue refused
 	failures atomic.Int64 // export errors, the first one logged
 
-	tp     *sdktrace.TracerProvider // nil when traces are off
-	mp     *sdkmetric.MeterProvider // nil when metrics are off
+	spanExp   sdktrace.SpanExporter // nil when traces are off
+	metricExp sdkmetric.Exporter    // nil when metrics are off
+
+	// Built by the worker when the agent's identity is known (provide),
+	// read by Close after the worker returned.
+	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
 	tracer trace.Tracer
 	inst   instruments
-	w      *worker // owned by the worker goroutine
+	w      *worker
 }
 
 // Frames are the relay's totals, added to acp_guard.frames at Close.
 type Frames struct{ ClientToAgent, AgentToClient int64 }
 
-// New builds the exporters and starts the worker. adapter is the identity
-// known at start (flag or command); the initialize response may refine it.
+// New builds the exporters and starts the worker. identity is the agent's
+// identity known at start (flag or command); initialize's agentInfo
+// refines it (guard.AgentIdentified) before the first turn, and the
+// resource — service.name, service.version, a service.instance.id unique
+// to this pipeline, the agent — is built then. Nothing is exported, and
+// no goroutine but the worker runs, until that moment.
 func New(ctx context.Context, set Settings, log *slog.Logger, identity observers.Identity) (*Telemetry, error) {
-	t := &Telemetry{log: log, set: set, queue: make(chan event, QueueSize), done: make(chan struct{}), exited: make(chan struct{})}
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(t.exportError))
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", orDefault(set.ServiceName, "acp-guard")), attribute.String("service.version", set.ServiceVersion)),
-		resource.WithFromEnv(), // OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME win
-		resource.WithTelemetrySDK())
-	if err != nil && res == nil {
-		return nil, err
+	t := &Telemetry{log: log, set: set, queue: make(chan guard.Event, QueueSize),
+		done: make(chan struct{}), exited: make(chan struct{}), instance: newInstanceID()}
+	if t.set.Flush <= 0 || t.set.Flush > MaxFlush {
+		t.set.Flush = MaxFlush
 	}
-	t.tracer = tracenoop.NewTracerProvider().Tracer("")
-	var meter metric.Meter = metricnoop.NewMeterProvider().Meter("")
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(t.exportError))
+	var err error
 	if set.Traces {
-		exp, err := traceExporter(ctx, set.TraceProto)
-		if err != nil {
+		if t.spanExp, err = traceExporter(ctx, set.TraceProto); err != nil {
 			return nil, err
 		}
-		// The batch processor never blocks End: a full queue drops spans.
-		t.tp = sdktrace.NewTracerProvider(sdktrace.WithResource(res),
-			sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(2048)))
-		t.tracer = t.tp.Tracer(scope)
 	}
 	if set.Metrics {
-		exp, err := metricExporter(ctx, set.MetricProto)
-		if err != nil {
+		if t.metricExp, err = metricExporter(ctx, set.MetricProto); err != nil {
 			return nil, err
 		}
-		// The interval comes from OTEL_METRIC_EXPORT_INTERVAL (default 60s);
-		// Close exports whatever is left.
-		t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
-		meter = t.mp.Meter(scope)
-	}
-	if t.inst, err = newInstruments(meter); err != nil {
-		return nil, err
 	}
 	t.w = newWorker(t, identity)
 	// The worker exits when Close closes done (after draining the queue).
@@ -98,11 +91,15 @@ func New(ctx context.Context, set Settings, log *slog.Logger, identity observers
 
 const scope = "github.com/acp-guard/acp-guard/telemetry"
 
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
+// newInstanceID is a random UUID (version 4): service.instance.id, unique
+// per pipeline, so that the series of concurrent acp-guard processes
+// never overwrite each other.
+func newInstanceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 func traceExporter(ctx context.Context, proto string) (sdktrace.SpanExporter, error) {
@@ -127,10 +124,12 @@ func (t *Telemetry) exportError(err error) {
 	}
 }
 
-// emit queues e for the worker without ever waiting.
-func (t *Telemetry) emit(e event) {
+// Event is the telemetry's subscriber of the guard's event stream: it
+// queues e for the worker and returns, never waiting; a full queue drops
+// the event and counts it. Events after Close are ignored (the session is
+// over; nothing is lost that was not already flushed).
+func (t *Telemetry) Event(e guard.Event) {
 	if t.closed.Load() {
-		t.dropped.Add(1)
 		return
 	}
 	select {
@@ -163,13 +162,18 @@ var errFlush = errors.New("telemetry: not flushed before the deadline")
 
 // Close stops taking events, lets the worker finish the queue, ends the
 // spans of turns still open, adds the relay totals and flushes the
-// exporters before ctx ends. Export errors and a flush cut short by ctx
-// are logged like any export error (the first one only); the error
-// returned says only that ctx ended first.
+// exporters — within Settings.Flush (at most MaxFlush) of its call, or
+// before ctx ends if that is sooner, whatever the collector does. Export
+// errors and a flush cut short are logged like any export error (the
+// first one only); the error returned says only that the deadline came
+// first.
 func (t *Telemetry) Close(ctx context.Context, f Frames) error {
 	if t.closed.Swap(true) {
 		return nil
 	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, t.set.Flush)
+	defer cancel()
 	close(t.done)
 	select {
 	case <-t.exited:
@@ -177,10 +181,10 @@ func (t *Telemetry) Close(ctx context.Context, f Frames) error {
 		t.exportError(errFlush)
 		return errFlush
 	}
-	now := time.Now()
-	t.w.endOpen(now)
-	t.inst.frames.Add(ctx, f.ClientToAgent, metric.WithAttributes(attribute.String("direction", "c2a")))
-	t.inst.frames.Add(ctx, f.AgentToClient, metric.WithAttributes(attribute.String("direction", "a2c")))
+	t.w.provide() // a session without a turn still reports its frames
+	t.w.endOpen(time.Now())
+	t.inst.frames.Add(ctx, f.ClientToAgent, metric.WithAttributes(attribute.String("acp_guard.direction", "c2a")))
+	t.inst.frames.Add(ctx, f.AgentToClient, metric.WithAttributes(attribute.String("acp_guard.direction", "a2c")))
 	if n := t.dropped.Load(); n > 0 {
 		t.inst.dropped.Add(ctx, n)
 		t.log.Warn("telemetry events dropped (queue full)", "dropped", n)
@@ -189,7 +193,7 @@ func (t *Telemetry) Close(ctx context.Context, f Frames) error {
 	var errs [2]error
 	if t.tp != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[0] = t.tp.Shutdown(ctx) }() // ends when the flush does or ctx ends
+		go func() { defer wg.Done(); errs[0] = t.tp.Shutdown(ctx) }() // returns when the flush does or ctx ends
 	}
 	if t.mp != nil {
 		wg.Add(1)
@@ -201,12 +205,19 @@ func (t *Telemetry) Close(ctx context.Context, f Frames) error {
 			t.exportError(err) // logged only if it is the first failure
 		}
 	}
+	t.log.Debug("telemetry flushed", "deadline_ms", t.set.Flush.Milliseconds(), "took_ms", time.Since(start).Milliseconds())
 	if ctx.Err() != nil {
 		t.exportError(errFlush)
 		return errFlush
 	}
 	return nil
 }
+
+// FlushDeadline is how long Close may take at most.
+func (t *Telemetry) FlushDeadline() time.Duration { return t.set.Flush }
+
+// InstanceID is the service.instance.id this pipeline exports under.
+func (t *Telemetry) InstanceID() string { return t.instance }
 
 // Failures is how many export errors the SDK reported.
 func (t *Telemetry) Failures() int64 { return t.failures.Load() }

@@ -4,10 +4,10 @@ package telemetry
 
 import (
 	"testing"
+	"time"
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/transport"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -20,15 +20,23 @@ func TestFromEnv(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "nothing set", env: nil, on: false},
-		{name: "flag", flag: true, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
-		{name: "endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
-		{name: "traces only", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}, on: true, want: Settings{Traces: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
-		{name: "metrics only, grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoGRPC, SessionID: SessionHash}},
-		{name: "per-signal protocol wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoHTTP, SessionID: SessionHash}},
-		{name: "exporter none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_TRACES_EXPORTER": "none"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash}},
+		{name: "flag", flag: true, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "traces only", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}, on: true, want: Settings{Traces: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "metrics only, grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoGRPC, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "per-signal protocol wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "exporter none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_TRACES_EXPORTER": "none"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
 		{name: "sdk disabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_SDK_DISABLED": "true"}, flag: true, on: false},
-		{name: "raw session ids", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "ACP_GUARD_OTEL_SESSION_ID": "raw"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionRaw}},
-		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: true},
+		{name: "raw session ids", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "ACP_GUARD_OTEL_SESSION_ID": "raw"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionRaw, Flush: MaxFlush}},
+		{name: "http/json", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: true},
+		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "thrift"}, wantErr: true},
+		{name: "short timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "250"}, on: true,
+			want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: 250 * time.Millisecond}},
+		{name: "long timeout: still a second", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "10000"}, on: true,
+			want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "per-signal timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "900", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "100"}, on: true,
+			want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: 100 * time.Millisecond}},
+		{name: "bad timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "1s"}, wantErr: true},
 		{name: "bad session mode", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "ACP_GUARD_OTEL_SESSION_ID": "plain"}, wantErr: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,40 +53,20 @@ func TestFromEnv(t *testing.T) {
 
 // The relay goroutine never waits for the telemetry: with the worker
 // stuck, every event past the queue's capacity is dropped and counted.
+// After Close nothing is counted: the session is over (a crash's last
+// events are not "dropped").
 func TestEmitNeverBlocks(t *testing.T) {
-	tel := &Telemetry{queue: make(chan event, 8)} // no worker reads it
+	tel := &Telemetry{queue: make(chan guard.Event, 8)} // no worker reads it
 	for i := 0; i < 1000; i++ {
-		tel.Turn(guard.TurnReport{Outcome: guard.OutcomePassed})
+		tel.Event(guard.Answered{Report: guard.TurnReport{Outcome: guard.OutcomePassed}})
 	}
 	if got := tel.Dropped(); got != 1000-8 {
 		t.Errorf("dropped: got %d, want %d", got, 1000-8)
 	}
 	tel.closed.Store(true)
-	tel.Turn(guard.TurnReport{})
-	if got := tel.Dropped(); got != 1000-8+1 {
-		t.Errorf("after close: got %d dropped, want %d", got, 1000-8+1)
-	}
-}
-
-type stopRecorder struct {
-	transport.Hooks
-	stopped int
-}
-
-func (s *stopRecorder) Stopping(transport.Ctl) { s.stopped++ }
-
-// The wrapper passes the relay's optional StopHook through: without it a
-// stop signal would never reach the guard while telemetry is on.
-func TestHooksPassStopping(t *testing.T) {
-	inner := &stopRecorder{}
-	wrapped := (&Telemetry{queue: make(chan event, 8)}).Hooks(inner)
-	s, ok := wrapped.(transport.StopHook)
-	if !ok {
-		t.Fatal("the telemetry hooks do not implement transport.StopHook")
-	}
-	s.Stopping(nil)
-	if inner.stopped != 1 {
-		t.Errorf("inner Stopping called %d times, want 1", inner.stopped)
+	tel.Event(guard.Answered{})
+	if got := tel.Dropped(); got != 1000-8 {
+		t.Errorf("after close: got %d dropped, want %d", got, 1000-8)
 	}
 }
 

@@ -12,102 +12,123 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
-	"github.com/acp-guard/acp-guard/policy"
-	"github.com/acp-guard/acp-guard/transport"
 )
 
 // worker turns events into spans and metric points. Only the worker
 // goroutine (Telemetry.run) touches it, and Close after that goroutine
 // returned.
 type worker struct {
-	t        *Telemetry
-	identity observers.Identity
-	models   map[string]string // session → current model
-	hashes   map[string]string // session → its hashed id (computed once)
-	turns    map[transport.IDKey]*turn
-	bySess   map[string]*turn // session → its turn in flight (one per session)
-	proxies  map[transport.IDKey]*proxyReq
-	// counted holds the failed attempts already counted, per client
-	// request, so that a later decision about the same failure (or a
-	// record arriving after its turn's report) is not counted twice.
-	// Entries go with the turn's report plus a grace of countedKeep turns.
-	counted map[transport.IDKey]map[int]bool
-	order   []transport.IDKey
+	t            *Telemetry
+	identity     observers.Identity
+	agent        string // the adapter the latest event named
+	agentName    string // initialize's agentInfo
+	agentVersion string
+	provided     bool
+	hashes       map[string]string // session → its hashed id (computed once)
+	turns        map[string]*turn  // client request id → its turn in flight
 }
-
-// countedKeep is how many settled turns keep their counted attempts.
-const countedKeep = 64
 
 // turn is one client prompt in flight.
 type turn struct {
-	key      transport.IDKey
-	session  string
-	start    time.Time
-	ctx      context.Context // holds the turn span
-	span     trace.Span
-	model    string
-	lastDone time.Time // when the latest attempt was answered: a wait starts there
-	waitMs   int64     // the delay the guard announced for the next attempt
-	waiting  bool      // the guard scheduled a delayed retry or a reset wait
-	class    string
-}
-
-type proxyReq struct {
-	span   trace.Span
-	method string
-	model  string
-	tn     *turn
+	session string
+	start   time.Time
+	ctx     context.Context // holds the turn span
+	span    trace.Span
+	model   string
+	child   trace.Span // the request of acp-guard's own in flight (retry, switch, compaction)
+	// A wait: from the decision to hold the turn (a delayed retry, a
+	// reset wait) to the next attempt, through any parking on a circuit.
+	waiting    bool
+	waitFrom   time.Time
+	waitClass  string
+	waitAction string
+	announced  int64 // the delay the notice announced (ms)
 }
 
 func newWorker(t *Telemetry, id observers.Identity) *worker {
-	return &worker{t: t, identity: id, models: map[string]string{}, hashes: map[string]string{}, turns: map[transport.IDKey]*turn{},
-		bySess: map[string]*turn{}, proxies: map[transport.IDKey]*proxyReq{}, counted: map[transport.IDKey]map[int]bool{}}
+	w := &worker{t: t, identity: id, hashes: map[string]string{}, turns: map[string]*turn{}}
+	w.agent, _ = id.Resolve()
+	return w
 }
 
-func (w *worker) adapter() string {
-	a, _ := w.identity.Resolve()
-	return a
-}
+func (w *worker) adapter() string { return w.agent }
 
-func (w *worker) handle(e event) {
-	switch e.kind {
-	case evAdapter:
-		w.identity.AgentInfo = e.value
-	case evModel:
-		w.models[e.session] = e.value
-	case evPrompt:
-		w.prompt(e)
-	case evAnswer:
-		if tn := w.turns[e.key]; tn != nil {
-			tn.lastDone = e.at
-		}
-	case evCall:
-		w.call(e)
-	case evProxyDone:
-		w.proxyDone(e)
-	case evNotice:
+func (w *worker) handle(e guard.Event) {
+	if a := e.Base().Agent; a != "" {
+		w.agent = a
+	}
+	switch e := e.(type) {
+	case guard.AgentIdentified:
+		w.agentName, w.agentVersion = e.Name, e.Version
+	case guard.TurnStarted:
+		w.started(e)
+	case guard.FailureClassified:
+		w.failure(e)
+	case guard.Transition:
+		w.transition(e)
+	case guard.AttemptSent:
+		w.sent(e)
+	case guard.AttemptDone:
+		w.done(e)
+	case guard.NoticeSent:
 		w.notice(e)
-	case evAttempt:
-		w.attempt(e)
-	case evTurn:
-		w.report(e)
+	case guard.CircuitDecision:
+		w.provide()
+		w.t.inst.circuits.Add(context.Background(), 1, metric.WithAttributes(attribute.String("acp_guard.circuit.decision", e.Decision)))
+		w.spanEvent(e.EventBase, "acp_guard.circuit", attribute.String("acp_guard.circuit.decision", e.Decision),
+			attribute.String("acp_guard.circuit.key", e.Key), attribute.String("acp_guard.circuit.state", e.Circuit.State))
+	case guard.Stalled:
+		w.spanEvent(e.EventBase, "acp_guard.stall", attribute.Int64("acp_guard.stall.idle_ms", e.Idle.Milliseconds()))
+	case guard.Answered:
+		w.answered(e)
 	}
 }
 
-func (w *worker) prompt(e event) {
-	tn := &turn{key: e.key, session: e.session, start: e.at, model: w.models[e.session]}
-	attrs := []attribute.KeyValue{attribute.String("acp_guard.adapter", w.adapter())}
-	if sid, ok := w.sessionAttr(e.session); ok {
+// turnOf is the turn an event is about, nil if none is open.
+func (w *worker) turnOf(b guard.EventBase) *turn {
+	if b.RequestID == nil {
+		return nil
+	}
+	return w.turns[string(b.RequestID)]
+}
+
+func (w *worker) spanEvent(b guard.EventBase, name string, attrs ...attribute.KeyValue) {
+	if tn := w.turnOf(b); tn != nil {
+		tn.span.AddEvent(name, trace.WithTimestamp(b.At), trace.WithAttributes(attrs...))
+	}
+}
+
+// started opens the turn's span: a child of the client's span when the
+// prompt carried a W3C trace context in its _meta.
+func (w *worker) started(e guard.TurnStarted) {
+	w.provide()
+	tn := &turn{session: e.SessionID, start: e.At, model: e.Model}
+	parent := context.Background()
+	if e.Trace.Traceparent != "" {
+		parent = propagation.TraceContext{}.Extract(parent, propagation.MapCarrier{
+			"traceparent": e.Trace.Traceparent, "tracestate": e.Trace.Tracestate})
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.provider.name", providerName(w.adapter())),
+		attribute.String("gen_ai.agent.name", w.adapter()),
+		attribute.String("acp_guard.adapter", w.adapter()),
+		attribute.String("acp_guard.request_id", requestID(e.RequestID)),
+	}
+	if e.Model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", e.Model))
+	}
+	if sid, ok := w.sessionAttr(e.SessionID); ok {
 		attrs = append(attrs, sid)
 	}
-	tn.ctx, tn.span = w.t.tracer.Start(context.Background(), "acp.session/prompt",
-		trace.WithTimestamp(e.at), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	w.turns[e.key] = tn
-	w.bySess[e.session] = tn
+	tn.ctx, tn.span = w.t.tracer.Start(parent, "acp.session/prompt",
+		trace.WithTimestamp(e.At), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	w.turns[string(e.RequestID)] = tn
 }
 
 // sessionAttr is the session id attribute as configured.
@@ -127,133 +148,139 @@ func (w *worker) sessionAttr(id string) (attribute.KeyValue, bool) {
 	return attribute.String("acp.session.id_hash", h), true
 }
 
-// call starts a child span for the proxy's own request: a retry
-// (session/prompt) or a model switch. A retry after a failed attempt
-// closes the wait between them.
-func (w *worker) call(e event) {
-	tn := w.bySess[e.session]
+// failure counts one classified failure — each failed attempt is
+// classified exactly once — and notes it on the turn's span.
+func (w *worker) failure(e guard.FailureClassified) {
+	w.provide()
+	v := e.Verdict
+	model := e.Model
+	if tn := w.turnOf(e.EventBase); tn != nil && model == "" {
+		model = tn.model
+	}
+	w.t.inst.failures.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("error.type", v.Code), attribute.String("acp_guard.error.class", string(v.Class)),
+		attribute.String("acp_guard.phase", e.Phase), attribute.String("acp_guard.adapter", w.adapter()),
+		attribute.String("gen_ai.provider.name", providerName(w.adapter())), attribute.String("gen_ai.request.model", model)))
+	attrs := []attribute.KeyValue{
+		attribute.Int("acp_guard.attempt", e.Attempt), attribute.String("error.type", v.Code),
+		attribute.String("acp_guard.error.class", string(v.Class)), attribute.String("acp_guard.error.rule", v.Rule),
+		attribute.Bool("acp_guard.replay_safe", e.ReplaySafe),
+		attribute.String("acp_guard.decision.action", string(e.Decision.Action)),
+		attribute.String("acp_guard.decision.reason", e.Decision.Reason),
+		attribute.Int64("acp_guard.decision.delay_ms", e.Decision.Delay.Milliseconds()),
+	}
+	if e.Error != nil {
+		attrs = append(attrs, attribute.Int("rpc.jsonrpc.error_code", e.Error.Code))
+	}
+	w.spanEvent(e.EventBase, "acp_guard.failure", attrs...)
+}
+
+// transition notes the move on the turn's span and times the waits.
+func (w *worker) transition(e guard.Transition) {
+	tn := w.turnOf(e.EventBase)
 	if tn == nil {
 		return
 	}
-	name := "acp_guard.retry"
-	attrs := []attribute.KeyValue{attribute.String("rpc.method", e.method)}
-	switch e.method {
-	case "session/prompt":
-		if tn.waiting && !tn.lastDone.IsZero() {
-			w.wait(tn, tn.lastDone, e.at)
+	tn.span.AddEvent("acp_guard.transition", trace.WithTimestamp(e.At), trace.WithAttributes(
+		attribute.String("acp_guard.from", e.From), attribute.String("acp_guard.event", e.On),
+		attribute.String("acp_guard.to", e.To), attribute.String("acp_guard.decision.reason", e.Decision.Reason)))
+	switch e.To {
+	case "waiting_for_reset", "retry_wait":
+		if !tn.waiting {
+			tn.waiting, tn.waitFrom = true, e.At
+			tn.waitClass, tn.waitAction = e.Decision.Class, string(e.Decision.Action)
 		}
-		tn.waiting = false
-	case "session/set_model", "session/set_config_option":
-		name = "acp_guard.switch_model"
-		attrs = append(attrs, attribute.String("acp_guard.model", e.value))
+	case "parked":
+	case "retrying", "probing":
+		w.endWait(tn, e.At, "attempt")
+	default:
+		w.endWait(tn, e.At, "stopped")
 	}
-	_, span := w.t.tracer.Start(tn.ctx, name, trace.WithTimestamp(e.at), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	w.proxies[e.key] = &proxyReq{span: span, method: e.method, model: e.value, tn: tn}
 }
 
-// wait records the time between a failed attempt and the next one.
-func (w *worker) wait(tn *turn, from, to time.Time) {
-	_, span := w.t.tracer.Start(tn.ctx, "acp_guard.wait", trace.WithTimestamp(from),
-		trace.WithAttributes(attribute.Int64("acp_guard.wait.announced_ms", tn.waitMs)))
-	span.End(trace.WithTimestamp(to))
-	w.t.inst.waits.Record(context.Background(), to.Sub(from).Seconds(), metric.WithAttributes(attribute.String("class", tn.class)))
-	tn.waitMs = 0
-}
-
-func (w *worker) proxyDone(e event) {
-	p := w.proxies[e.key]
-	if p == nil {
+// endWait records a wait that ended: with the next attempt, or without.
+func (w *worker) endWait(tn *turn, at time.Time, result string) {
+	if !tn.waiting {
 		return
 	}
-	delete(w.proxies, e.key)
-	if !e.ok {
-		p.span.SetStatus(codes.Error, "agent error")
-		p.span.SetAttributes(attribute.Int64("rpc.jsonrpc.error_code", e.rpcCode))
+	tn.waiting = false
+	_, span := w.t.tracer.Start(tn.ctx, "acp_guard.wait", trace.WithTimestamp(tn.waitFrom),
+		trace.WithAttributes(attribute.Int64("acp_guard.wait.announced_ms", tn.announced), attribute.String("acp_guard.wait.result", result)))
+	span.End(trace.WithTimestamp(at))
+	w.t.inst.waits.Record(context.Background(), at.Sub(tn.waitFrom).Seconds(), metric.WithAttributes(
+		attribute.String("acp_guard.error.class", tn.waitClass), attribute.String("acp_guard.decision.action", tn.waitAction),
+		attribute.String("acp_guard.wait.result", result)))
+	tn.announced = 0
+}
+
+var childNames = map[string]string{guard.AttemptRetry: "acp_guard.retry", guard.AttemptSwitch: "acp_guard.switch_model", guard.AttemptCompaction: "acp_guard.compaction"}
+
+// sent starts a child span for acp-guard's own request.
+func (w *worker) sent(e guard.AttemptSent) {
+	tn := w.turnOf(e.EventBase)
+	if tn == nil {
+		return
 	}
-	p.span.End(trace.WithTimestamp(e.at))
-	switch p.method {
-	case "session/prompt":
-		p.tn.lastDone = e.at
-	case "session/set_model", "session/set_config_option":
+	attrs := []attribute.KeyValue{attribute.String("rpc.method", e.Method), attribute.Int("acp_guard.attempt", e.Attempt)}
+	if e.Model != "" {
+		attrs = append(attrs, attribute.String("gen_ai.request.model", e.Model))
+	}
+	_, tn.child = w.t.tracer.Start(tn.ctx, childNames[e.Kind], trace.WithTimestamp(e.At),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// done ends the child span; a model switch is counted.
+func (w *worker) done(e guard.AttemptDone) {
+	tn := w.turnOf(e.EventBase)
+	if tn == nil || tn.child == nil {
+		return
+	}
+	if !e.OK {
+		tn.child.SetStatus(codes.Error, "agent error")
+		if e.Error != nil {
+			tn.child.SetAttributes(attribute.Int("rpc.jsonrpc.error_code", e.Error.Code))
+		}
+		if e.NotSent != "" {
+			tn.child.SetAttributes(attribute.String("acp_guard.not_sent", e.NotSent))
+		}
+	}
+	tn.child.End(trace.WithTimestamp(e.At))
+	tn.child = nil
+	if e.Kind == guard.AttemptSwitch {
 		result := "ok"
-		if e.ok {
-			p.tn.model = p.model
+		if e.OK {
+			tn.model = e.Model
 		} else {
 			result = "refused"
 		}
-		w.t.inst.switches.Add(context.Background(), 1, metric.WithAttributes(attribute.String("model", p.model), attribute.String("result", result)))
+		w.t.inst.switches.Add(context.Background(), 1, metric.WithAttributes(
+			attribute.String("gen_ai.request.model", e.Model), attribute.String("acp_guard.result", result)))
 	}
 }
 
-func (w *worker) notice(e event) {
-	w.t.inst.notices.Add(context.Background(), 1, metric.WithAttributes(attribute.String("action", e.value)))
-	if tn := w.bySess[e.session]; tn != nil {
-		tn.waitMs = e.delayMs
-		tn.span.AddEvent("acp_guard.notice", trace.WithTimestamp(e.at), trace.WithAttributes(
-			attribute.String("acp_guard.action", e.value), attribute.Int64("acp_guard.delay_ms", e.delayMs)))
+func (w *worker) notice(e guard.NoticeSent) {
+	w.provide()
+	w.t.inst.notices.Add(context.Background(), 1, metric.WithAttributes(attribute.String("acp_guard.action", e.Action)))
+	if tn := w.turnOf(e.EventBase); tn != nil {
+		tn.announced = e.Delay.Milliseconds()
+		tn.span.AddEvent("acp_guard.notice", trace.WithTimestamp(e.At), trace.WithAttributes(
+			attribute.String("acp_guard.action", e.Action), attribute.Int64("acp_guard.delay_ms", e.Delay.Milliseconds())))
 	}
 }
 
-// attempt is one decision of the guard: an event on the turn span and,
-// once per failed attempt, a provider failure.
-func (w *worker) attempt(e event) {
-	r := e.rec
-	tn := w.turns[e.key]
-	model := w.models[e.session]
-	if tn != nil {
-		model = tn.model
-		tn.class = r.Class
-		tn.waiting = r.Outcome == policy.AttemptScheduled
-		tn.span.AddEvent("acp_guard.decision", trace.WithTimestamp(r.Time), trace.WithAttributes(
-			attribute.Int("acp_guard.attempt", r.Attempt), attribute.String("acp_guard.outcome", string(r.Outcome)),
-			attribute.String("acp_guard.error.code", r.Code), attribute.String("acp_guard.error.class", r.Class),
-			attribute.String("acp_guard.error.rule", r.Rule), attribute.String("acp_guard.decision.action", string(r.Decision.Action)),
-			attribute.String("acp_guard.decision.reason", r.Decision.Reason), attribute.Int64("acp_guard.decision.delay_ms", r.Decision.DelayMs)))
-	}
-	if r.Code == "" || r.Outcome == policy.AttemptSucceeded || r.Outcome == policy.AttemptCancelled {
-		return
-	}
-	if !w.countOnce(e.key, r.Attempt) {
-		return // a later decision about a failure already counted
-	}
-	w.failure(r.Code, r.Class, model)
-}
-
-// countOnce reports whether attempt of the request key is counted now for
-// the first time.
-func (w *worker) countOnce(key transport.IDKey, attempt int) bool {
-	m := w.counted[key]
-	if m == nil {
-		m = map[int]bool{}
-		w.counted[key] = m
-		w.order = append(w.order, key)
-		if len(w.order) > countedKeep+len(w.turns) {
-			delete(w.counted, w.order[0])
-			w.order = w.order[1:]
-		}
-	}
-	if m[attempt] {
-		return false
-	}
-	m[attempt] = true
-	return true
-}
-
-func (w *worker) failure(code, class, model string) {
-	w.t.inst.failures.Add(context.Background(), 1, metric.WithAttributes(attribute.String("code", code),
-		attribute.String("class", class), attribute.String("adapter", w.adapter()), attribute.String("model", model)))
-}
-
-// report ends the turn's span with what the guard decided.
-func (w *worker) report(e event) {
-	r := e.report
-	tn := w.turns[e.key]
+// answered ends the turn's span with what the guard decided, and counts
+// the turn.
+func (w *worker) answered(e guard.Answered) {
+	w.provide()
+	r := &e.Report
+	tn := w.turns[string(e.RequestID)]
 	if tn == nil {
 		return
 	}
-	delete(w.turns, e.key)
-	if w.bySess[tn.session] == tn {
-		delete(w.bySess, tn.session)
+	delete(w.turns, string(e.RequestID))
+	w.endWait(tn, e.At, "stopped")
+	if tn.child != nil {
+		tn.child.End(trace.WithTimestamp(e.At))
 	}
 	if pe := r.ProviderError; pe != nil && pe.Model != "" {
 		tn.model = pe.Model
@@ -261,32 +288,35 @@ func (w *worker) report(e event) {
 	if r.Model != "" {
 		tn.model = r.Model
 	}
+	ctx := context.Background()
 	if r.Silent != "" {
-		w.t.inst.silent.Add(context.Background(), 1, metric.WithAttributes(attribute.String("kind", r.Silent), attribute.String("adapter", w.adapter())))
+		w.t.inst.silent.Add(ctx, 1, metric.WithAttributes(attribute.String("acp_guard.silent.kind", r.Silent), attribute.String("acp_guard.adapter", w.adapter())))
 	}
 	if pe := r.ProviderError; pe != nil && pe.Circuit != nil {
-		w.t.inst.circuits.Add(context.Background(), 1, metric.WithAttributes(attribute.String("state", pe.Circuit.State)))
+		w.t.inst.circuitStops.Add(ctx, 1, metric.WithAttributes(attribute.String("acp_guard.circuit.state", pe.Circuit.State)))
 	}
-	attrs := turnAttrs(r, tn.model)
-	tn.span.SetAttributes(attrs...)
+	tn.span.SetAttributes(turnAttrs(r, tn.model)...)
 	if r.Outcome != guard.OutcomePassed && r.Outcome != guard.OutcomeRetried {
 		tn.span.SetStatus(codes.Error, r.Outcome)
 	}
-	if pe := r.ProviderError; pe != nil && w.countOnce(e.key, max(r.Attempts, 1)-1) {
-		// No attempt record counted the final failure (there is no
-		// attempt log, or its record comes later and is then skipped).
-		w.failure(pe.Code, pe.Class, tn.model)
-	}
-	if r.Attempts > 1 || (r.Decision != nil && r.Decision.Action != policy.ActionStop && r.Decision.Action != "none") {
+	if r.Attempts > 1 || (r.Decision != nil && r.Decision.Action != "stop" && r.Decision.Action != "none") {
 		action := ""
 		if r.Decision != nil {
 			action = string(r.Decision.Action)
 		}
-		w.t.inst.recoveries.Add(context.Background(), 1, metric.WithAttributes(attribute.String("outcome", r.Outcome), attribute.String("action", action)))
+		w.t.inst.recoveries.Add(ctx, 1, metric.WithAttributes(attribute.String("acp_guard.outcome", r.Outcome),
+			attribute.String("acp_guard.decision.action", action), attribute.String("acp_guard.adapter", w.adapter())))
 	}
-	w.t.inst.turns.Record(context.Background(), e.at.Sub(tn.start).Seconds(), metric.WithAttributes(
-		attribute.String("outcome", r.Outcome), attribute.String("adapter", w.adapter()), attribute.String("model", tn.model)))
-	tn.span.End(trace.WithTimestamp(e.at))
+	attrs := []attribute.KeyValue{
+		attribute.String("acp_guard.outcome", r.Outcome), attribute.String("acp_guard.adapter", w.adapter()),
+		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.provider.name", providerName(w.adapter())),
+		attribute.String("gen_ai.request.model", tn.model),
+	}
+	if pe := r.ProviderError; pe != nil {
+		attrs = append(attrs, attribute.String("error.type", pe.Code))
+	}
+	w.t.inst.turns.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attrs...))
+	tn.span.End(trace.WithTimestamp(e.At))
 }
 
 // turnAttrs are a finished turn's span attributes: no text but the
@@ -297,10 +327,9 @@ func turnAttrs(r *guard.TurnReport, model string) []attribute.KeyValue {
 		attribute.Int("acp_guard.attempts", max(r.Attempts, 1)),
 		attribute.Int64("acp_guard.generation", r.Generation),
 		attribute.Int("acp_guard.suppressed", r.Suppressed),
-		attribute.String("acp_guard.request_id", requestID(r.RequestID)),
 	}
 	if model != "" {
-		attrs = append(attrs, attribute.String("acp_guard.model", model))
+		attrs = append(attrs, attribute.String("acp_guard.model", model), attribute.String("gen_ai.request.model", model))
 	}
 	if r.StopReason != "" {
 		attrs = append(attrs, attribute.String("acp.stop_reason", r.StopReason))
@@ -319,6 +348,7 @@ func turnAttrs(r *guard.TurnReport, model string) []attribute.KeyValue {
 	}
 	if pe := r.ProviderError; pe != nil {
 		attrs = append(attrs,
+			attribute.String("error.type", pe.Code),
 			attribute.String("acp_guard.error.code", pe.Code), attribute.String("acp_guard.error.class", pe.Class),
 			attribute.String("acp_guard.error.rule", pe.Rule), attribute.String("acp_guard.error.confidence", pe.Confidence),
 			attribute.String("acp_guard.error.source", pe.Source), attribute.Bool("acp_guard.replay_safe", pe.ReplaySafe),
@@ -335,14 +365,15 @@ func requestID(raw []byte) string {
 	return string(raw)
 }
 
-// endOpen ends the spans of turns that never got a report (the process is
-// exiting).
+// endOpen ends the spans of turns that never got an answer (the process
+// is exiting).
 func (w *worker) endOpen(now time.Time) {
-	for _, p := range w.proxies {
-		p.span.End(trace.WithTimestamp(now))
-	}
 	for _, tn := range w.turns {
+		if tn.child != nil {
+			tn.child.End(trace.WithTimestamp(now))
+		}
 		tn.span.SetAttributes(attribute.String("acp_guard.outcome", "unfinished"))
 		tn.span.End(trace.WithTimestamp(now))
 	}
+	w.turns = map[string]*turn{}
 }

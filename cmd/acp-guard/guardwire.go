@@ -47,7 +47,7 @@ func (o *runOptions) config(log *slog.Logger) acpguard.Config {
 		Notices: g.notices, StallTimeout: g.stall, StateDir: g.stateDir,
 		Circuits: o.circuits.store, CircuitNamespace: o.circuits.namespace,
 		Record: g.record, RecordRaw: g.recordRaw, RecordOverwrite: g.recordOver,
-		OTel: o.telemetry.on, Logger: log, MaxLine: o.maxLine, Grace: o.grace, StderrPTY: o.stderrPTY,
+		OTel: o.telemetry.on, OTelSessionID: o.telemetry.sessionID, Logger: log, MaxLine: o.maxLine, Grace: o.grace, StderrPTY: o.stderrPTY,
 		Version: versionString(),
 		// Orphans of the agent are reaped here, not left as zombies
 		// (acp-guard may be PID 1 of a container).

@@ -4,9 +4,11 @@ import "github.com/spf13/pflag"
 
 // telemetryOptions configure OpenTelemetry export (see package telemetry).
 type telemetryOptions struct {
-	on bool
+	on        bool
+	sessionID string
 }
 
 func bindTelemetryFlags(fs *pflag.FlagSet, o *telemetryOptions) {
 	fs.BoolVar(&o.on, "otel", false, "export OpenTelemetry traces and metrics over OTLP (also on when OTEL_EXPORTER_OTLP_ENDPOINT or a signal's endpoint is set; default endpoint localhost:4318)")
+	fs.StringVar(&o.sessionID, "otel-session-id", "", "how exported spans name the ACP session: hash, raw (joins with the agent's own telemetry) or omit (default: $ACP_GUARD_OTEL_SESSION_ID, else hash)")
 }
