@@ -2,7 +2,10 @@ package classify
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
 )
 
 // ControlChunk is the control-chunk test of a prefix rule, handed to the
@@ -78,4 +81,323 @@ func (r *compiledRule) matchChunk(text string) bool {
 		}
 	}
 	return true
+}
+
+// Text-reported failures. Some agents report a provider failure only as
+// assistant text and end the turn end_turn; others print their own retry
+// notes as text. These are the shapes of both, one definition for every
+// adapter (the observers find them, the guard projects them); what a
+// report or a note *means* is the engine's business (ClassifyText).
+
+// Bounds of the text shapes.
+const (
+	// MaxReportBytes bounds an error report: the whole visible text of a
+	// turn, trimmed. Longer text is never one error line.
+	MaxReportBytes = 4096
+	// MaxReportLines bounds the lines of an error report (a pretty-printed
+	// JSON body included).
+	MaxReportLines = 40
+	// MaxNoteBytes bounds a retry note (one line).
+	MaxNoteBytes = 512
+)
+
+// ErrorLine is an error report an agent printed as assistant text: one head
+// ("Error:", "error:", "API Error:", "Error code:", a JS or Python error
+// name such as "RateLimitError:"), optionally after a marker symbol (✕ ✖ ✗
+// ❌ ⛔ ⚠) and an opening bracket ("[API Error: …]"), then the error itself
+// (Body), on one line, optionally followed by continuation lines that are
+// indented or belong to a body ({…} JSON or Python repr, <html>, quoted).
+type ErrorLine struct {
+	Head string // the head as written, e.g. "Error:", "API Error:", "RateLimitError:"
+	Body string // the error after the head, trimmed (a closing bracket of "[…]" removed)
+	// Status is an HTTP status in 400–599 the report names: leading the
+	// body ("Error: 400 This model's…"), or after HTTP, status, status
+	// code, error code, "Last error:" or a JSON "code"/"status" member; 0
+	// when none.
+	Status int
+	// ErrorBody: the report carries a provider error body: a JSON or
+	// Python-repr object with an "error" member, or a "type" naming an
+	// error ("error", "rate_limit_error", …).
+	ErrorBody bool
+}
+
+// Shape reports whether the report carries a provider error shape (an HTTP
+// status or an error body): then even text the catalogue does not
+// recognise is a failure report, not prose.
+func (r ErrorLine) Shape() bool { return r.Status != 0 || r.ErrorBody }
+
+var (
+	reportStatusRe = regexp.MustCompile(`(?i)(?:^\(?|\bHTTP(?:/[0-9.]+)?\s*|\bstatus(?:\s+code)?\s*[:=]?\s*|\berror\s+code\s*[:=]?\s*|\blast\s+error\s*:\s*|["'](?:code|status)["']\s*:\s*)([45][0-9]{2})\b`)
+	reportBodyRe   = regexp.MustCompile(`(?i)["']error["']\s*:\s*[{"']|["']type["']\s*:\s*["'][a-z_]*error["']`)
+	// firstPersonRe marks prose: an agent's own error line does not say
+	// "I" (provider messages say "you" and "we", so those do not count).
+	firstPersonRe = regexp.MustCompile(`(?i)\b(?:I|I'm|I've|I'll|I'd|let me|let's)\b`)
+)
+
+// ParseErrorLine reports whether text (a whole turn's visible text, or one
+// chunk) is one error report, and parses it. It is the false-positive
+// guard of the projection: the head must start the text; the text is at
+// most MaxReportBytes and MaxReportLines; every line after the first is
+// indented or part of a body; there is no Markdown code fence; and the
+// first line is not first-person prose ("Error: I could not find …").
+// Whether the report is a provider failure is decided by the caller: the
+// engine recognises it, or it carries a provider error shape.
+func ParseErrorLine(text string) (ErrorLine, bool) {
+	t := strings.TrimFunc(text, unicode.IsSpace)
+	if t == "" || len(t) > MaxReportBytes || strings.Contains(t, "```") {
+		return ErrorLine{}, false
+	}
+	head, rest, bracketed, ok := parseHead(t)
+	if !ok {
+		return ErrorLine{}, false
+	}
+	body := strings.TrimFunc(t[rest:], unicode.IsSpace)
+	if bracketed {
+		body = strings.TrimFunc(strings.TrimSuffix(body, "]"), unicode.IsSpace)
+	}
+	if body == "" {
+		return ErrorLine{}, false
+	}
+	lines := strings.Split(t, "\n")
+	if len(lines) > MaxReportLines || firstPersonRe.MatchString(lines[0]) {
+		return ErrorLine{}, false
+	}
+	for _, l := range lines[1:] {
+		l = strings.TrimRight(l, " \t\r")
+		if l != "" && !strings.ContainsRune(" \t{}[]<>\"'", rune(l[0])) {
+			return ErrorLine{}, false // a new paragraph of prose
+		}
+	}
+	r := ErrorLine{Head: head, Body: body, ErrorBody: reportBodyRe.MatchString(body)}
+	if m := reportStatusRe.FindStringSubmatch(body); m != nil {
+		r.Status, _ = strconv.Atoi(m[1])
+	}
+	return r, true
+}
+
+// reportMarkers are symbols agents print before an error line.
+var reportMarkers = []string{"✕", "✖", "✗", "❌", "⛔", "⚠"}
+
+// skipLead skips a marker symbol (and its variation selector), an opening
+// bracket and spaces at the start of t.
+func skipLead(t string) (i int, bracketed bool) {
+	for _, m := range reportMarkers {
+		if strings.HasPrefix(t, m) {
+			i = len(m)
+			i += len(t[i:]) - len(strings.TrimPrefix(t[i:], "\uFE0F"))
+			break
+		}
+	}
+	i += len(t[i:]) - len(strings.TrimLeft(t[i:], " \t"))
+	if i < len(t) && t[i] == '[' {
+		bracketed = true
+		i++
+		i += len(t[i:]) - len(strings.TrimLeft(t[i:], " \t"))
+	}
+	return i, bracketed
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// word returns the identifier at t[i:] and the offset after it.
+func word(t string, i int) (string, int) {
+	j := i
+	for j < len(t) && isIdentByte(t[j]) {
+		j++
+	}
+	return t[i:j], j
+}
+
+func skipSpaces(t string, i int) int {
+	for i < len(t) && (t[i] == ' ' || t[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// parseHead finds the head of an error report at the start of t (trimmed):
+// "Error:", "API Error:", "Error code:", or an identifier ending in
+// "Error" or "Exception" followed by a colon. rest is where the body
+// starts.
+func parseHead(t string) (head string, rest int, bracketed, ok bool) {
+	start, bracketed := skipLead(t)
+	w, i := word(t, start)
+	colon := func(j int) (int, bool) {
+		j = skipSpaces(t, j)
+		if j < len(t) && t[j] == ':' {
+			return j + 1, true
+		}
+		return 0, false
+	}
+	switch lw := strings.ToLower(w); {
+	case lw == "error":
+		if j, ok := colon(i); ok {
+			return t[start:j], j, bracketed, true
+		}
+		if w2, j := word(t, skipSpaces(t, i)); strings.EqualFold(w2, "code") {
+			if j, ok := colon(j); ok {
+				return t[start:j], j, bracketed, true
+			}
+		}
+	case lw == "api":
+		if w2, j := word(t, skipSpaces(t, i)); strings.EqualFold(w2, "error") {
+			if j, ok := colon(j); ok {
+				return t[start:j], j, bracketed, true
+			}
+		}
+	case len(w) > len("Error") && (strings.HasSuffix(w, "Error") || strings.HasSuffix(w, "Exception")) && !(w[0] >= '0' && w[0] <= '9'):
+		if i < len(t) && t[i] == ':' {
+			return t[start : i+1], i + 1, bracketed, true
+		}
+	}
+	return "", 0, false, false
+}
+
+// ErrorLinePending reports whether text (the start of a turn's visible text,
+// trimmed or not) may still become an error report once more text
+// arrives: it is short and nothing in it rules a head out yet. Streaming
+// observers keep accumulating while it holds.
+func ErrorLinePending(text string) bool {
+	t := strings.TrimLeftFunc(text, unicode.IsSpace)
+	if _, _, _, ok := parseHead(t); ok {
+		return false // decided: a head
+	}
+	if len(t) > 96 {
+		return false
+	}
+	i, _ := skipLead(t)
+	if i == 0 && t != "" && t[0] >= 0x80 {
+		// Possibly the first bytes of a marker symbol split across chunks.
+		for _, m := range reportMarkers {
+			if strings.HasPrefix(m, t) {
+				return true
+			}
+		}
+		return false
+	}
+	s := t[i:]
+	for j := 0; j < len(s); j++ {
+		if !isIdentByte(s[j]) && s[j] != ' ' && s[j] != '\t' {
+			return false
+		}
+	}
+	words := strings.Fields(s)
+	switch len(words) {
+	case 0:
+		return true
+	case 1:
+		w := strings.ToLower(words[0])
+		if s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
+			return w == "error" || w == "api" // "API Error:", "Error code:", "Error :"
+		}
+		return true // any identifier may still become "…Error:"
+	case 2:
+		a, b := strings.ToLower(words[0]), strings.ToLower(words[1])
+		return (a == "api" && strings.HasPrefix("error", b)) || (a == "error" && strings.HasPrefix("code", b))
+	}
+	return false
+}
+
+// Note is an agent's own retry note: a one-line status message saying
+// that the agent retries by itself ("Retrying (attempt 1/2, waiting
+// 2s)...", "API Error (Connection error.) · Retrying in 1 seconds…
+// (attempt 1/10)", "Info: Request failed due to a transient API error.
+// Retrying...", "Attempt 1 failed with status 502. Retrying with
+// backoff..."). It is a diagnostic, not output.
+type Note struct {
+	Text string // the note, trimmed
+}
+
+var (
+	noteVerbRe     = regexp.MustCompile(`(?i)\bre-?try(?:ing)?\b`)
+	noteAttemptRe  = regexp.MustCompile(`(?i)\b(?:attempt|try|retry)\s*#?\s*\d+(?:\s*(?:/|of)\s*\d+)?\b|\(\s*\d+\s*/\s*\d+\s*\)`)
+	noteDelayRe    = regexp.MustCompile(`(?i)\b(?:in|after|waiting|wait|backoff|sleeping|delay)\s*:?\s*\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
+	noteHeadRe     = regexp.MustCompile(`(?i)^(?:\[[^\]\n]{1,24}\]\s*)?(?:info|warning|warn|notice|note)\s*:`)
+	noteEllipsisRe = regexp.MustCompile(`(?i)\bre-?try(?:ing)?\b[^.…\n]{0,48}(?:\.\.\.|…)`)
+	noteSymbols    = []string{"⚠", "↻", "⟳", "🔄", "⏳"}
+)
+
+// ParseNote reports whether text (one chunk, or one stderr line) is a
+// retry note. The false-positive guards: one line of at most MaxNoteBytes;
+// a retry verb ("retry", "retrying", "re-trying"); no first-person prose
+// and no code fence; and the shape of a status line — an attempt counter
+// ("attempt 2/5", "(3/10)", "attempt #2"), a delay ("in 2s", "waiting
+// 500ms", "after 30 seconds"), a note head ("Info:", "Warning:",
+// "[retry] Note:", a symbol such as ⚠ or ↻), or an ellipsis closing the
+// retry phrase ("Retrying...", "retrying with backoff…"). A sentence that
+// merely talks about retrying ("Retry the request with a smaller batch.")
+// is not a note.
+func ParseNote(text string) (Note, bool) {
+	t := strings.TrimFunc(text, unicode.IsSpace)
+	if t == "" || len(t) > MaxNoteBytes || strings.ContainsAny(t, "\n\r") || strings.Contains(t, "```") {
+		return Note{}, false
+	}
+	if !noteVerbRe.MatchString(t) || firstPersonRe.MatchString(t) {
+		return Note{}, false
+	}
+	shaped := noteAttemptRe.MatchString(t) || noteDelayRe.MatchString(t) || noteHeadRe.MatchString(t) || noteEllipsisRe.MatchString(t)
+	for _, s := range noteSymbols {
+		shaped = shaped || strings.HasPrefix(t, s)
+	}
+	if !shaped {
+		return Note{}, false
+	}
+	return Note{Text: t}, true
+}
+
+// MayBeNote is ParseNote's cheap prefilter over raw bytes (a JSON string
+// as the agent wrote it, or a stderr line): short enough, and containing
+// "etry" in any case. False means ParseNote would say no.
+func MayBeNote(raw []byte) bool {
+	if len(raw) > 6*MaxNoteBytes+2 { // escapes may inflate a note
+		return false
+	}
+	for i := 0; i+4 <= len(raw); i++ {
+		if raw[i]|0x20 == 'e' && raw[i+1]|0x20 == 't' && raw[i+2]|0x20 == 'r' && raw[i+3]|0x20 == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
+var statedRetriesRe = regexp.MustCompile(`(?i)\bretried\s+(\d{1,3})\s+times?\b|\bafter\s+(\d{1,3})\s+(?:retries|retry\s+attempts)\b|\bafter\s+(\d{1,3})\s+attempts\b`)
+
+// StatedRetries returns how many times an agent says, in an error report,
+// that it retried ("retried 5 times", "after 3 retries"; "after 4
+// attempts" is 3 retries), or 0.
+func StatedRetries(text string) int {
+	m := statedRetriesRe.FindStringSubmatch(text)
+	if m == nil {
+		return 0
+	}
+	for i, s := range m[1:] {
+		if s == "" {
+			continue
+		}
+		n, _ := strconv.Atoi(s)
+		if i == 2 {
+			n-- // attempts include the first
+		}
+		return max(n, 0)
+	}
+	return 0
+}
+
+// ClassifyText classifies text an agent printed for the user — an error
+// report or a retry note in its assistant text — for any adapter: the
+// adapter's own message-chunk signatures first (they refine), then, when
+// none of them speaks, the same text as the agent's own error report
+// (SourceRPCError: the structured and provider-agnostic layers). ev.Source
+// is ignored; ev.Message holds the text. An observed engine sees each
+// envelope it classified.
+func (e *Engine) ClassifyText(ev Evidence) Verdict {
+	ev.Source = SourceMessageChunk
+	v := e.Classify(ev)
+	if v.Code != CodeUnclassified || v.Reason == ReasonStale {
+		return v
+	}
+	ev.Source = SourceRPCError
+	return e.Classify(ev)
 }
