@@ -144,7 +144,7 @@ var (
 // engine recognises it, or it carries a provider error shape.
 func ParseErrorLine(text string) (ErrorLine, bool) {
 	t := strings.TrimFunc(text, unicode.IsSpace)
-	if t == "" || len(t) > MaxReportBytes || strings.Contains(t, "```") {
+	if t == "" || len(t) > MaxReportBytes || firstPersonRe.MatchString(strings.SplitN(t, "\n", 2)[0]) {
 		return ErrorLine{}, false
 	}
 	head, rest, bracketed, ok := parseHead(t)
@@ -158,15 +158,8 @@ func ParseErrorLine(text string) (ErrorLine, bool) {
 	if body == "" {
 		return ErrorLine{}, false
 	}
-	lines := strings.Split(t, "\n")
-	if len(lines) > MaxReportLines || firstPersonRe.MatchString(lines[0]) {
+	if ErrorLineBroken(t) {
 		return ErrorLine{}, false
-	}
-	for _, l := range lines[1:] {
-		l = strings.TrimRight(l, " \t\r")
-		if l != "" && !strings.ContainsRune(" \t{}[]<>\"'", rune(l[0])) {
-			return ErrorLine{}, false // a new paragraph of prose
-		}
 	}
 	r := ErrorLine{Head: head, Body: body, ErrorBody: reportBodyRe.MatchString(body)}
 	if m := reportStatusRe.FindStringSubmatch(body); m != nil {
@@ -400,4 +393,48 @@ func (e *Engine) ClassifyText(ev Evidence) Verdict {
 	}
 	ev.Source = SourceRPCError
 	return e.Classify(ev)
+}
+
+// StartsErrorLine reports whether text starts with an error line's head
+// (after leading space, a marker symbol and an opening bracket).
+func StartsErrorLine(text string) bool {
+	_, _, _, ok := parseHead(strings.TrimLeftFunc(text, unicode.IsSpace))
+	return ok
+}
+
+// ErrorLineBroken reports whether text (the start of a turn's visible
+// text) can no longer be one error line however it continues: a code
+// fence, more than MaxReportLines lines, a line after the first that is
+// neither indented nor part of a body (a new paragraph of prose), or a
+// first line that is first-person prose.
+func ErrorLineBroken(text string) bool {
+	t := strings.TrimLeftFunc(text, unicode.IsSpace)
+	if strings.Contains(t, "```") {
+		return true
+	}
+	lines := strings.Split(t, "\n")
+	if len(lines) > MaxReportLines || (len(lines) > 1 && firstPersonRe.MatchString(lines[0])) {
+		return true
+	}
+	for _, l := range lines[1:] {
+		l = strings.TrimRight(l, " \t\r")
+		if l != "" && !strings.ContainsRune(" \t{}[]<>\"'", rune(l[0])) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReportedFailure is the one test that makes text an agent printed a
+// text-reported provider failure: one error line (ParseErrorLine) that the
+// engine recognises (ClassifyText gives a verdict that is not
+// unclassified) or that carries a provider error shape (an HTTP status, an
+// error body). ev.Message holds the text; the verdict is the one to report.
+func (e *Engine) ReportedFailure(ev Evidence) (ErrorLine, Verdict, bool) {
+	l, ok := ParseErrorLine(ev.Message)
+	if !ok {
+		return l, Verdict{}, false
+	}
+	v := e.ClassifyText(ev)
+	return l, v, v.Code != CodeUnclassified || l.Shape()
 }
