@@ -248,16 +248,20 @@ func parseHead(t string) (head string, rest int, bracketed, ok bool) {
 	return "", 0, false, false
 }
 
-// ErrorLinePending reports whether text (the start of a turn's visible text,
-// trimmed or not) may still become an error report once more text
-// arrives: it is short and nothing in it rules a head out yet. Streaming
-// observers keep accumulating while it holds.
+// ErrorLinePending reports whether text (the start of a turn's visible
+// text, trimmed or not) may still become an error line once more text
+// arrives: what follows a marker symbol or bracket is, case-insensitively,
+// a beginning of "Error", "Error code" or "API Error". A head named after
+// an error type ("RateLimitError:") is recognised only when the text that
+// arrives first already holds it: agents print their error lines whole,
+// and waiting on every word that might grow into one would keep a healthy
+// answer's first chunk from counting as output.
 func ErrorLinePending(text string) bool {
 	t := strings.TrimLeftFunc(text, unicode.IsSpace)
 	if _, _, _, ok := parseHead(t); ok {
 		return false // decided: a head
 	}
-	if len(t) > 96 {
+	if len(t) > 32 {
 		return false
 	}
 	i, _ := skipLead(t)
@@ -270,25 +274,15 @@ func ErrorLinePending(text string) bool {
 		}
 		return false
 	}
-	s := t[i:]
-	for j := 0; j < len(s); j++ {
-		if !isIdentByte(s[j]) && s[j] != ' ' && s[j] != '\t' {
-			return false
-		}
+	s := strings.ToLower(strings.Join(strings.Fields(t[i:]), " "))
+	if s != "" && (strings.HasSuffix(t, " ") || strings.HasSuffix(t, "\t")) {
+		// A whole word: what is written so far must be whole words of a head.
+		return s == "error" || s == "api" || s == "api error" || s == "error code"
 	}
-	words := strings.Fields(s)
-	switch len(words) {
-	case 0:
-		return true
-	case 1:
-		w := strings.ToLower(words[0])
-		if s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
-			return w == "error" || w == "api" // "API Error:", "Error code:", "Error :"
+	for _, head := range []string{"error code", "api error"} {
+		if strings.HasPrefix(head, s) {
+			return true
 		}
-		return true // any identifier may still become "…Error:"
-	case 2:
-		a, b := strings.ToLower(words[0]), strings.ToLower(words[1])
-		return (a == "api" && strings.HasPrefix("error", b)) || (a == "error" && strings.HasPrefix("code", b))
 	}
 	return false
 }

@@ -67,9 +67,10 @@ func TestErrorLinePending(t *testing.T) {
 		want bool
 	}{
 		{"", true}, {"Err", true}, {"Error", true}, {"Error ", true}, {"API ", true}, {"API Err", true},
-		{"Error co", true}, {"[", true}, {"✕ ", true}, {"\xe2\x9c", true}, {"RateLimit", true},
-		{"Hello", true}, // an identifier may still become "HelloError:"
-		{"Hello ", false}, {"Hello!", false}, {"Sure, here", false}, {"The answer", false},
+		{"Error co", true}, {"[", true}, {"✕ ", true}, {"\xe2\x9c", true}, {"[API", true}, {"ERR", true},
+		{"RateLimit", false}, // an error type's name counts only when it arrives whole
+		{"Hello", false}, {"Hello ", false}, {"Hello!", false}, {"Sure, here", false}, {"The answer", false},
+		{"Errors", false}, {"Error handling", false}, {"A", true}, {"AP", true}, {"API Error ", true},
 		{"Error: 429", false}, // decided (a head)
 		{strings.Repeat("a", 100), false},
 	} {

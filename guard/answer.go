@@ -20,6 +20,7 @@ func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte)
 	g.circuitAnswered(c, p, rep)
 	p.stall.disarm()
 	g.noteOutcome(p, rep)
+	g.noteAnswered(p)
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward
@@ -111,7 +112,7 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 			pe.SafeExcerpt = classify.Sanitize(f.excerpt)
 		}
 	}
-	pe.Model = p.model
+	pe.Model = g.modelOf(p)
 	if p.stall.fired {
 		pe.Evidence.StalledMs, pe.Evidence.LastFrame = p.stall.idle.Milliseconds(), p.stall.last
 	}

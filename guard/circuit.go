@@ -139,8 +139,8 @@ func (g *Guard) cooldownUntil(p *prompt, f *failure, d policy.Decision, now time
 	}
 	delay := d.Delay
 	if d.Action != policy.ActionRetry && d.Action != policy.ActionWait {
-		cp := g.classPolicy(class)
-		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[string(class)])
+		cp, key := g.policyFor(f.verdict)
+		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[key])
 	}
 	return now.Add(max(delay, time.Second)), true
 }
@@ -258,11 +258,10 @@ func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	if p.last == nil {
 		return 0
 	}
-	class := string(p.last.verdict.Class)
-	cp := g.classPolicy(p.last.verdict.Class)
+	cp, key := g.policyFor(p.last.verdict)
 	var sum time.Duration
 	if cp.Retry.Enabled {
-		for k := p.route.Retries[class]; k < cp.Retry.MaxRetries; k++ {
+		for k := p.route.Retries[key]; k < cp.Retry.MaxRetries; k++ {
 			sum += policy.RetryDelay(cp.Retry.InitialIntervalSeconds, k)
 		}
 	}

@@ -43,4 +43,5 @@ func (g *Guard) Flush(c transport.Ctl) {
 		}
 		g.respond(c, p, rep, nil)
 	}
+	g.closeAllLate()
 }

@@ -42,6 +42,14 @@ type Config struct {
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
 	// StallTimeout arms the stall watchdog (0: off; stall.go).
 	StallTimeout time.Duration
+	// JitterSeed seeds the full jitter of retry delays (policy.NewJitter):
+	// the live proxy picks one per process and records it in the
+	// transcript's meta event, a replay reuses it, so both draw the same
+	// delays. 0: no jitter (each retry waits its whole backoff).
+	JitterSeed uint64
+	// OnLate receives the late output of an answered prompt when its
+	// window closes (late.go); nil: none.
+	OnLate func(LateOutput)
 }
 
 // Guard implements transport.Hooks.
@@ -58,6 +66,7 @@ type Guard struct {
 	circOps  circuitOps // the circuit store's worker (circuitops.go)
 	probes   int        // prompts holding a probe lease
 	circID   uint64     // this Guard among the process's (lease holder ids)
+	jitter   policy.Jitter
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -66,8 +75,9 @@ type sessionInfo struct {
 	modelOption  string   // id of a model config option (session/set_config_option)
 	optionValues []string
 	currentModel string
-	lastFailed   bool   // the session's latest prompt was answered with a failure
-	compactCmd   string // the compaction command the agent advertised last ("" : none; compact.go)
+	lastFailed   bool          // the session's latest prompt was answered with a failure
+	compactCmd   string        // the compaction command the agent advertised last ("" : none; compact.go)
+	answered     *answeredTurn // the latest answered prompt, until the next one starts (lateoutput.go)
 }
 
 var _ transport.Hooks = (*Guard)(nil)
@@ -89,6 +99,9 @@ func New(cfg Config) *Guard {
 		log:      cfg.Logger,
 		sessions: make(map[string]*sessionInfo),
 		prompts:  make(map[*transport.Request]*prompt),
+	}
+	if cfg.JitterSeed != 0 {
+		g.jitter = policy.NewJitter(cfg.JitterSeed)
 	}
 	g.adapter, _ = cfg.Identity.Resolve()
 	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))
@@ -129,6 +142,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 	case transport.KindRequest:
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
 			g.supersede(c, req.SessionID)
+			g.closeLate(req.SessionID)
 			t := g.tracker.Start(req.SessionID, c.Now())
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
@@ -194,6 +208,8 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
 		g.learnSession(req, m)
+	case acp.AgentMethodSessionSetConfigOption:
+		g.learnConfigResult(req, m)
 	case acp.AgentMethodSessionSetModel:
 		if m.Error == nil {
 			if model, ok := requestedModel(req.Params); ok {
@@ -248,6 +264,7 @@ func (g *Guard) ClientClosed(c transport.Ctl) {
 // answered by the relay through ExitData.
 func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 	g.tracker.Exit()
+	g.closeAllLate()
 	for _, p := range g.prompts {
 		p.stopTimer()
 	}
