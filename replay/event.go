@@ -51,6 +51,9 @@ type Event struct {
 	// only, optional.
 	Policy   json.RawMessage
 	Fallback []string
+	// JitterSeed seeds the full jitter of the proxy's retry delays (meta
+	// only, optional): a replay draws the same delays with it.
+	JitterSeed uint64
 
 	// Line is the 1-based line number the Reader read the event from; 0 for
 	// events that were not read. It is not part of the format.
@@ -152,6 +155,10 @@ func (e Event) appendJSON(dst []byte) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if e.JitterSeed != 0 {
+		dst = append(dst, `,"jitter_seed":`...)
+		dst = strconv.AppendUint(dst, e.JitterSeed, 10)
+	}
 	if e.Suppressed {
 		dst = append(dst, `,"suppressed":true`...)
 	}
@@ -188,6 +195,7 @@ type wireEvent struct {
 	Catalogue    string          `json:"catalogue"`
 	Policy       json.RawMessage `json:"policy"`
 	Fallback     []string        `json:"fallback"`
+	JitterSeed   uint64          `json:"jitter_seed"`
 }
 
 // UnmarshalJSON decodes and validates one transcript line. Msg keeps the
@@ -204,7 +212,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed,
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
-		Policy: w.Policy, Fallback: w.Fallback,
+		Policy: w.Policy, Fallback: w.Fallback, JitterSeed: w.JitterSeed,
 	}
 	if w.TMs != nil {
 		ev.TMs = *w.TMs

@@ -41,6 +41,9 @@ type PlayOptions struct {
 	// OnTurn, if set, is called as each turn settles (before it is added
 	// to Result.Turns), on Play's goroutine.
 	OnTurn func(guard.TurnReport)
+	// JitterSeed seeds the retry jitter; 0: the transcript's meta
+	// jitter_seed (what the recorded proxy drew), else none.
+	JitterSeed uint64
 }
 
 // Result is what playing a transcript produced.
@@ -151,12 +154,34 @@ func newPlayer(events []Event, opts PlayOptions) *player {
 			}
 			p.res.Turns = append(p.res.Turns, r)
 		},
-		Logger: opts.Logger,
+		OnLate:     p.late,
+		JitterSeed: jitterSeed(events, opts.JitterSeed),
+		Logger:     opts.Logger,
 	})
 	p.relay = transport.NewRelay(transport.Config{
 		MaxLine: opts.MaxLine, Logger: opts.Logger, Hooks: p.guard, Redact: classify.Redact,
 	}, p.v)
 	return p
+}
+
+// jitterSeed is the seed a replay draws retry jitter with: the option, else
+// the transcript's meta event's, else none.
+func jitterSeed(events []Event, opt uint64) uint64 {
+	if opt != 0 || len(events) == 0 || events[0].Dir != DirMeta {
+		return opt
+	}
+	return events[0].JitterSeed
+}
+
+// late puts an answered prompt's late output on its turn line.
+func (p *player) late(l guard.LateOutput) {
+	for i := len(p.res.Turns) - 1; i >= 0; i-- {
+		r := &p.res.Turns[i]
+		if r.SessionID == l.SessionID && string(r.RequestID) == string(l.RequestID) {
+			r.LateOutput += l.Chunks
+			return
+		}
+	}
 }
 
 // identity resolves the adapter sources of a transcript. A meta adapter

@@ -86,6 +86,8 @@ type MetaInfo struct {
 	Catalogue string          // the catalogue version
 	Policy    json.RawMessage // the effective policy document, compact JSON; nil: none
 	Fallback  []string        // --fallback-models
+	// JitterSeed is the seed of the proxy's retry jitter (0: none).
+	JitterSeed uint64
 }
 
 // Meta records the meta event; call it first.
@@ -104,7 +106,7 @@ func (r *Recorder) Meta(m MetaInfo) {
 			pol = b.Bytes()
 		}
 	}
-	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback})
+	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback, JitterSeed: m.JitterSeed})
 }
 
 // Frame records one frame that crossed the proxy in direction dir (DirC2A or

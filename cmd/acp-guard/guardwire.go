@@ -35,6 +35,7 @@ type guardOptions struct {
 	recordRaw  bool
 	recordOver bool
 	stall      time.Duration
+	jitterSeed uint64
 }
 
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
@@ -47,6 +48,8 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringVar(&o.record, "record", "", "record the session as a JSONL transcript to this new file (0600; its directory must exist; an existing file or a symbolic link is refused); {pid}, {time} and {session} in the name give one file per run")
 	fs.BoolVar(&o.recordOver, "record-overwrite", false, "let --record replace an existing file")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
+	fs.Uint64Var(&o.jitterSeed, "jitter-seed", 0, "seed of the full jitter on retry delays (default: random per process; it is recorded in --record's meta event)")
+	_ = fs.MarkHidden("jitter-seed") // for tests and replays: normal runs draw a random seed
 	fs.DurationVar(&o.stall, "stall-timeout", 0, "answer a prompt agent_stalled after the agent sent nothing for this long (session/cancel first); default: the policy's stall_timeout_seconds, else off")
 }
 
@@ -113,6 +116,12 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		Fallback: o.guard.fallback,
 		Notices:  o.guard.notices,
 		Logger:   log,
+		// Retry delays are drawn with full jitter (seed 004), from a seed
+		// per process unless one is given; the recording keeps it.
+		JitterSeed: o.guard.jitterSeed,
+	}
+	if cfg.JitterSeed == 0 {
+		cfg.JitterSeed = policy.RandomSeed()
 	}
 	switch {
 	case o.guard.stall < 0:
@@ -151,7 +160,7 @@ func newGuard(o *runOptions, log *slog.Logger) (*guardWiring, error) {
 		adapter, _ := cfg.Identity.Resolve()
 		pol, _ := json.Marshal(doc)
 		rec.Meta(replay.MetaInfo{Argv: o.argv, Adapter: adapter, Version: versionString(), Catalogue: engine.Version(),
-			Policy: pol, Fallback: o.guard.fallback})
+			Policy: pol, Fallback: o.guard.fallback, JitterSeed: cfg.JitterSeed})
 		gw.clientClosed = new(atomic.Bool)
 		gw.tap = &recorderTap{rec: rec, start: start, name: name, clientClosed: gw.clientClosed}
 		gw.closers = append(gw.closers, func() error {

@@ -44,7 +44,7 @@ func TestPolicyCheck(t *testing.T) {
 	}{
 		{"valid document prints its schedule", "", []string{"policy", "check", good}, 0,
 			"transient: retry after up to 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\nhard: stop immediately\nfallback models: model-b\n" +
-			"always: no retry before a provider's retry-after or reset; auth and credential failures never retried\n" +
+				"always: no retry before a provider's retry-after or reset; auth and credential failures never retried\n" +
 				"\nnormalized document:\n" + string(mustNormalized(t, good)), ""},
 		{"invalid document: field-addressed errors, exit 1", "", []string{"policy", "check", bad}, 1, "",
 			bad + ": transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)\n"},
