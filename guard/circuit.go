@@ -253,7 +253,9 @@ func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 }
 
 // remainingSchedule is how long p's own retry schedule would still have
-// run: the delays of the retries its class has left.
+// run: the delays of the retries its class has left, the due retry's
+// counted whole (its full-jitter draw may have been shorter than the
+// circuit's one-second least cooldown).
 func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	if p.last == nil {
 		return 0
@@ -261,7 +263,11 @@ func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	cp, key := g.policyFor(p.last.verdict)
 	var sum time.Duration
 	if cp.Retry.Enabled {
-		for k := p.route.Retries[key]; k < cp.Retry.MaxRetries; k++ {
+		first := p.route.Retries[key]
+		if p.state == stRetryWait && first > 0 {
+			first--
+		}
+		for k := first; k < cp.Retry.MaxRetries; k++ {
 			sum += policy.RetryDelay(cp.Retry.InitialIntervalSeconds, k)
 		}
 	}
