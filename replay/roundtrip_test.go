@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +214,12 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("offline turns = %+v, want one %q", res.Turns, tt.outcome)
 			}
 
-			// Served behind acp-guard: the client sees the original frames.
+			// Served behind acp-guard: the client sees the original frames
+			// (the proxy drawing its retry jitter from the recorded seed).
+			if len(events) == 0 || events[0].JitterSeed == 0 {
+				t.Fatalf("the recording's meta event has no jitter seed")
+			}
+			flags = append(flags, "--jitter-seed", strconv.FormatUint(events[0].JitterSeed, 10))
 			served := drive(t, flags, "replay", "--serve", "--no-delay", rec)
 			equalFrames(t, "served client frames", normalize(served), normalize(live))
 		})
