@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -336,17 +337,13 @@ func ParseNote(text string) (Note, bool) {
 
 // MayBeNote is ParseNote's cheap prefilter over raw bytes (a JSON string
 // as the agent wrote it, or a stderr line): short enough, and containing
-// "etry" in any case. False means ParseNote would say no.
+// "etry" or "ETRY" (Retrying, retry, RETRYING). False means ParseNote
+// would say no (a note in mixed case inside the word is not one).
 func MayBeNote(raw []byte) bool {
 	if len(raw) > 6*MaxNoteBytes+2 { // escapes may inflate a note
 		return false
 	}
-	for i := 0; i+4 <= len(raw); i++ {
-		if raw[i]|0x20 == 'e' && raw[i+1]|0x20 == 't' && raw[i+2]|0x20 == 'r' && raw[i+3]|0x20 == 'y' {
-			return true
-		}
-	}
-	return false
+	return bytes.Contains(raw, []byte("etry")) || bytes.Contains(raw, []byte("ETRY"))
 }
 
 var statedRetriesRe = regexp.MustCompile(`(?i)\bretried\s+(\d{1,3})\s+times?\b|\bafter\s+(\d{1,3})\s+(?:retries|retry\s+attempts)\b|\bafter\s+(\d{1,3})\s+attempts\b`)

@@ -145,14 +145,17 @@ func TestAgentRetries(t *testing.T) {
 	if turn.AgentRetries() != 5 {
 		t.Errorf("agent retries %d, want 5 (stated)", turn.AgentRetries())
 	}
-	// Restatements count as retries; notes are not part of them.
+	// Notes before any output are counted; after output they are not
+	// looked for (they change nothing the guard decides), and the
+	// restatements of the answer count the retries.
 	tr = NewTracker(AdapterCopilot, bound(t))
 	turn = tr.Start(s, time.Time{})
+	observe(t, tr, chunk(s, "agent_message_chunk", "Info: Request failed due to a transient API error. Retrying..."))
 	for range 3 {
 		observe(t, tr, chunk(s, "agent_message_chunk", "Hello from the fake provider."))
 		observe(t, tr, chunk(s, "agent_message_chunk", "Info: Response was interrupted due to a server error. Retrying..."))
 	}
-	if turn.Evidence.Diagnostics != 3 || turn.AgentRetries() != 3 {
-		t.Errorf("notes %d, agent retries %d; want 3 and 3", turn.Evidence.Diagnostics, turn.AgentRetries())
+	if turn.Evidence.Diagnostics != 1 || turn.AgentRetries() != 2 {
+		t.Errorf("notes %d, agent retries %d; want 1 and 2", turn.Evidence.Diagnostics, turn.AgentRetries())
 	}
 }

@@ -222,8 +222,8 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 }
 
 // chunkText decodes a visible message chunk's text when something may
-// need it — a signature's prefix, a retry note, the turn's candidate
-// error line — and only then: most chunks of a healthy answer are never
+// need it — a signature's prefix, a retry note before any output, the
+// turn's candidate error line — and only then: most chunks of a healthy answer are never
 // decoded (the candidate error line closes at the answer's first word).
 // complete is false when the text was cut (the window, or a chunk too
 // long to be part of an error line).
@@ -236,7 +236,10 @@ func (tr *Tracker) chunkText(t *Turn, raw []byte) (string, bool) {
 		}
 	}
 	open := !t.text.closed
-	if !need && !open && !classify.MayBeNote(raw) {
+	// Retry notes matter while the turn has shown no output (the gate, a
+	// turn of nothing but notes); after output a note changes nothing the
+	// guard decides, so healthy answers pay nothing for them.
+	if !need && !open && (t.Evidence.AssistantOutput || !classify.MayBeNote(raw)) {
 		return "", false
 	}
 	v := jsonscan.Value(raw)
