@@ -112,9 +112,10 @@ type ErrorLine struct {
 	Head string // the head as written, e.g. "Error:", "API Error:", "RateLimitError:"
 	Body string // the error after the head, trimmed (a closing bracket of "[…]" removed)
 	// Status is an HTTP status in 400–599 the report names: leading the
-	// body ("Error: 400 This model's…"), or after HTTP, status, status
-	// code, error code, "Last error:" or a JSON "code"/"status" member; 0
-	// when none.
+	// body and not followed by a lower-case word ("Error: 400 This
+	// model's…", "API Error: 529 {…}"; not "Error: 404 means…"), or after
+	// HTTP, status, status code, error code, "Last error:" or a JSON
+	// "code"/"status" member; 0 when none.
 	Status int
 	// ErrorBody: the report carries a provider error body: a JSON or
 	// Python-repr object with an "error" member, or a "type" naming an
@@ -128,7 +129,12 @@ type ErrorLine struct {
 func (r ErrorLine) Shape() bool { return r.Status != 0 || r.ErrorBody }
 
 var (
-	reportStatusRe = regexp.MustCompile(`(?i)(?:^\(?|\bHTTP(?:/[0-9.]+)?\s*|\bstatus(?:\s+code)?\s*[:=]?\s*|\berror\s+code\s*[:=]?\s*|\blast\s+error\s*:\s*|["'](?:code|status)["']\s*:\s*)([45][0-9]{2})\b`)
+	// reportStatusRe finds the HTTP status of an error line: after HTTP,
+	// status, error code, "Last error:" or a JSON "code"/"status" member;
+	// or leading the body when what follows is not a lower-case word
+	// ("400 This model's…", "429 Too Many Requests", "529 {…}", but not
+	// "404 means the route is wrong").
+	reportStatusRe = regexp.MustCompile(`(?i:\bHTTP(?:/[0-9.]+)?\s*|\bstatus(?:\s+code)?\s*[:=]?\s*|\berror\s+code\s*[:=]?\s*|\blast\s+error\s*:\s*|["'](?:code|status)["']\s*:\s*)\(?([45][0-9]{2})\b|^\(?([45][0-9]{2})(?:$|[\s)]+(?:$|[^a-z\s])|[^\w\s.])`)
 	reportBodyRe   = regexp.MustCompile(`(?i)["']error["']\s*:\s*[{"']|["']type["']\s*:\s*["'][a-z_]*error["']`)
 	// firstPersonRe marks prose: an agent's own error line does not say
 	// "I" (provider messages say "you" and "we", so those do not count).
@@ -164,7 +170,7 @@ func ParseErrorLine(text string) (ErrorLine, bool) {
 	}
 	r := ErrorLine{Head: head, Body: body, ErrorBody: reportBodyRe.MatchString(body)}
 	if m := reportStatusRe.FindStringSubmatch(body); m != nil {
-		r.Status, _ = strconv.Atoi(m[1])
+		r.Status, _ = strconv.Atoi(m[1] + m[2])
 	}
 	return r, true
 }

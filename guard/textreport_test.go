@@ -116,6 +116,8 @@ func TestErrorLineFalsePositivesPass(t *testing.T) {
 		{"prose answer", "brand-new-agent", []string{msgChunk("Error: I could not find the file you mentioned. Could you check the path?")}},
 		{"prose without a pronoun the catalogue does not know", "brand-new-agent", []string{msgChunk("Error: the config file is missing a closing brace on line 12.")}},
 		{"quoted compiler output", "claude-agent-acp", []string{msgChunk("error: could not compile `foo` due to 2 previous errors")}},
+		{"a number that is not a status", "brand-new-agent", []string{msgChunk("Error: 404 means the route is wrong.")}},
+		{"a count that is not a status", "gemini-cli", []string{msgChunk("Error: 500 lines were too many for one file.")}},
 		{"compiler output with a location", "codex-acp", []string{msgChunk("error[E0308]: mismatched types\n --> src/main.rs:2:5")}},
 		{"an explanation with code", "brand-new-agent", []string{msgChunk("Error: 404 means the route is wrong.\n\nFix it like this:\n```go\nhttp.Handle(\"/v1\", h)\n```")}},
 		{"text before the error line", "brand-new-agent", []string{msgChunk("Here is what happened."), msgChunk("Error: 503 Service Unavailable")}},
