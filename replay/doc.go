@@ -37,6 +37,10 @@
 //	            proxy ran under (a JSON object; omitted parts filled in).
 //	            The offline player decides with it unless --policy is given.
 //	fallback    meta only, optional: the --fallback-models list.
+//	jitter_seed meta only, optional: the seed of the proxy's full jitter
+//	            on retry delays (an integer below 2^53); the offline player
+//	            draws with it (PlayOptions.JitterSeed overrides it), and a
+//	            transcript without it is replayed without jitter.
 //	via         frames only: "guard" marks a frame the proxy emitted itself
 //	            or rewrote (a rewritten session/prompt response, a retry
 //	            notice, the proxy's own requests to the agent). A frame
@@ -143,6 +147,9 @@
 //
 // Result.Turns holds one guard.TurnReport per client prompt, in the order
 // the turns settled; it is exactly what `acp-guard replay --json` prints.
+// A turn's late output (text for its session after its answer and before
+// the session's next prompt, guard.LateOutput) is added to its line as
+// "lateOutput" when the window closes.
 // Result.Client and Result.Agent hold the frames the proxy would have
 // written. Result.Errors lists, each naming its line:
 //
