@@ -100,6 +100,10 @@ func TestParseNote(t *testing.T) {
 		{"Info: The conversation exceeded the model's context limit. Compacting history and retrying...", true},
 		{"Attempt 1 failed with status 502. Retrying with backoff... _ApiError: {\"error\":{\"code\":502}}", true},
 		{"Request failed. Retrying in 2000ms... (3 attempts left)", true},
+		// Stderr notes of the captured agents (testdata/transcripts/real).
+		{"2026-11-29T17:18:30.925275Z  WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 188ms)...", true},
+		{"Attempt 2 failed with status 429. Retrying with backoff... _ApiError: {\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\"}}", true},
+		{"Resource has been exhausted (e.g. check quota). Suggested retry after 3s.. Retrying after 5677ms...", true},
 		{"Rate limited, will retry after 30s", true},
 		{"⚠ Provider overloaded, retrying", true},
 		{"[warn] Note: retrying request", true},
