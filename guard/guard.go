@@ -278,6 +278,7 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if !ok {
 		return g.launchFailure(c, req, st, base)
 	}
+	g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
 	ev := classify.Evidence{
 		Source:     classify.SourceExit,
 		Adapter:    g.adapter,
