@@ -435,3 +435,14 @@ func (e *Engine) ReportedFailure(ev Evidence) (ErrorLine, Verdict, bool) {
 	v := e.ClassifyText(ev)
 	return l, v, v.Code != CodeUnclassified || l.Shape()
 }
+
+// Quiet returns an engine that classifies like e without calling its
+// Observed callback: for classifications that are not a failure's verdict
+// (an agent's retry note weighed against the error that follows, a chunk
+// tested as it streams), so that what an observer sees is the evidence of
+// the failures only.
+func (e *Engine) Quiet() *Engine {
+	c := *e
+	c.observe = nil
+	return &c
+}

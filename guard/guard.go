@@ -67,6 +67,7 @@ type Guard struct {
 	probes   int        // prompts holding a probe lease
 	circID   uint64     // this Guard among the process's (lease holder ids)
 	jitter   policy.Jitter
+	quiet    *classify.Engine // cfg.Engine without its Observed callback (textreport.go)
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -102,6 +103,9 @@ func New(cfg Config) *Guard {
 	}
 	if cfg.JitterSeed != 0 {
 		g.jitter = policy.NewJitter(cfg.JitterSeed)
+	}
+	if cfg.Engine != nil {
+		g.quiet = cfg.Engine.Quiet()
 	}
 	g.adapter, _ = cfg.Identity.Resolve()
 	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))

@@ -140,7 +140,7 @@ func (g *Guard) markerFailure(c transport.Ctl, t *observers.Turn) *failure {
 	}
 	f := &failure{source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, excerpt: t.MarkerSuffix, turn: t}
 	if sig.ClassifyText {
-		f.verdict = g.classifyText(ev)
+		f.verdict = g.classifyText(ev, false)
 		t.StatedRetries = classify.StatedRetries(t.MarkerText)
 	} else {
 		f.verdict = g.classify(ev)

@@ -38,20 +38,25 @@ const (
 )
 
 // classifyText classifies text the agent printed (an error line, a note).
-func (g *Guard) classifyText(ev classify.Evidence) classify.Verdict {
-	if g.cfg.Engine == nil {
+// quiet: not a failure's verdict (an Observed engine is not told).
+func (g *Guard) classifyText(ev classify.Evidence, quiet bool) classify.Verdict {
+	switch {
+	case g.cfg.Engine == nil:
 		return g.classify(ev)
+	case quiet:
+		return g.quiet.ClassifyText(ev)
 	}
 	return g.cfg.Engine.ClassifyText(ev)
 }
 
 // acceptErrorLine is the test that makes text a text-reported failure
 // (classify.Engine.ReportedFailure): one error line that the engine
-// recognises or that carries a provider error shape. The verdict is the
-// one to report.
+// recognises or that carries a provider error shape. It is quiet: the
+// caller classifies an accepted line again, observed, when it becomes the
+// turn's failure.
 func (g *Guard) acceptErrorLine(ev classify.Evidence) (classify.ErrorLine, classify.Verdict, bool) {
 	if g.cfg.Engine != nil {
-		return g.cfg.Engine.ReportedFailure(ev)
+		return g.quiet.ReportedFailure(ev)
 	}
 	l, ok := classify.ParseErrorLine(ev.Message)
 	return l, g.classify(ev), ok && l.Shape()
@@ -61,7 +66,10 @@ func (g *Guard) acceptErrorLine(ev classify.Evidence) (classify.ErrorLine, class
 // accepted error line (no turn context: timing is settled at prompt
 // return).
 func (g *Guard) chunkAccept(adapter, text string) bool {
-	_, _, ok := g.acceptErrorLine(classify.Evidence{Adapter: adapter, Message: text, Phase: "prompt"})
+	if g.cfg.Engine == nil {
+		return false
+	}
+	_, _, ok := g.quiet.ReportedFailure(classify.Evidence{Adapter: adapter, Message: text, Phase: "prompt"})
 	return ok
 }
 
@@ -94,6 +102,9 @@ func (g *Guard) settleErrorLine(c transport.Ctl, t *observers.Turn, stopReason s
 		return nil
 	}
 	t.StatedRetries = classify.StatedRetries(text)
+	if g.cfg.Engine != nil {
+		v = g.classifyText(ev, false) // the failure's verdict, seen by an Observed engine
+	}
 	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: errorLineDiagnostic, excerpt: l.Body, turn: t}
 }
 
@@ -105,22 +116,22 @@ func (g *Guard) notesFailure(c transport.Ctl, t *observers.Turn, stopReason stri
 		stopReason != string(acp.StopReasonEndTurn) {
 		return nil
 	}
-	v := g.noteVerdict(t, c.Now())
+	v := g.noteVerdict(t, c.Now(), false)
 	if v.Code == classify.CodeUnclassified {
 		return nil
 	}
 	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: notesDiagnostic, excerpt: note, turn: t, notesOnly: true}
 }
 
-// noteVerdict classifies the turn's latest retry note. Timing in a note is
-// the agent's own schedule ("retrying in 2s"), not a provider hint: it is
-// dropped.
-func (g *Guard) noteVerdict(t *observers.Turn, now time.Time) classify.Verdict {
+// noteVerdict classifies the turn's latest retry note (quiet: only to
+// weigh it against a failure). Timing in a note is the agent's own
+// schedule ("retrying in 2s"), not a provider hint: it is dropped.
+func (g *Guard) noteVerdict(t *observers.Turn, now time.Time, quiet bool) classify.Verdict {
 	note := t.LastNote()
 	if note == "" {
 		return classify.Verdict{Code: classify.CodeUnclassified, Class: classify.ClassUnclassified}
 	}
-	v := g.classifyText(classify.Evidence{Adapter: g.adapter, Message: note, Phase: "prompt", Generation: t.Generation, Now: now})
+	v := g.classifyText(classify.Evidence{Adapter: g.adapter, Message: note, Phase: "prompt", Generation: t.Generation, Now: now}, quiet)
 	v.RetryAfter, v.ResetAt = nil, nil
 	return v
 }
@@ -129,7 +140,7 @@ func (g *Guard) noteVerdict(t *observers.Turn, now time.Time) classify.Verdict {
 // there is none, or the engine does not recognise it): what the failure
 // that follows must match for the note to count (seed 004).
 func (g *Guard) noteClass(t *observers.Turn, now time.Time) string {
-	v := g.noteVerdict(t, now)
+	v := g.noteVerdict(t, now, true)
 	if v.Class == classify.ClassUnclassified || v.Class == "" {
 		return ""
 	}
