@@ -23,6 +23,7 @@ func TestErrorLineCandidate(t *testing.T) {
 	}{
 		{"one chunk", "some-new-agent", [][]byte{msg("Error: 429 Too Many Requests")}, "Error: 429 Too Many Requests", false, 0},
 		{"streamed across chunks", "some-new-agent", [][]byte{msg("Err"), msg("or: 503 "), msg("Service Unavailable")}, "Error: 503 Service Unavailable", false, 0},
+		{"a long body in a chunk of its own", "some-new-agent", [][]byte{msg("Error: 500\n"), msg("{\"error\": {\"message\": \"" + strings.Repeat("x", 1500) + "\"}}")}, "Error: 500\n{\"error\": {\"message\": \"" + strings.Repeat("x", 1500) + "\"}}", false, 0},
 		{"indented continuation", AdapterClaude, [][]byte{msg("API Error: 401 invalid x-api-key\n"), msg("  Fix your key")}, "API Error: 401 invalid x-api-key\n  Fix your key", false, 0},
 		{"notes before the line stay out of it", AdapterQwen, [][]byte{msg("Retrying (attempt 1/2, waiting 2s)..."), msg("Retrying (attempt 2/2, waiting 4s)..."), msg("[API Error: Connection error.]")}, "[API Error: Connection error.]", false, 2},
 		{"notes only", AdapterClaude, [][]byte{msg("API Error (Connection error.) · Retrying in 1 seconds… (attempt 1/10)")}, "", false, 1},

@@ -244,7 +244,9 @@ func (tr *Tracker) chunkText(t *Turn, raw []byte) (string, bool) {
 	}
 	v := jsonscan.Value(raw)
 	text, complete, _ := jsonscan.StringPrefix(v, WindowBytes)
-	if !complete && open && len(raw) <= 6*classify.MaxReportBytes {
+	// A long chunk is decoded whole only when it may belong to an error
+	// line: the turn's text already starts one, or this window does.
+	if !complete && open && len(raw) <= 6*classify.MaxReportBytes && (t.text.head || classify.StartsErrorLine(text)) {
 		if s, ok := jsonscan.String(v); ok {
 			return s, true
 		}
