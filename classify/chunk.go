@@ -175,16 +175,27 @@ func ParseErrorLine(text string) (ErrorLine, bool) {
 	return r, true
 }
 
-// reportMarkers are symbols agents print before an error line.
+// reportMarkers are symbols agents print before an error line. The
+// first two (gemini-cli's and qwen-code's ✕) are heads by themselves; the
+// others, common in prose and checklists, only before a word head.
 var reportMarkers = []string{"✕", "✖", "✗", "❌", "⛔", "⚠"}
 
+const headMarkers = 2
+
 // skipLead skips a marker symbol (and its variation selector), an opening
-// bracket and spaces at the start of t.
+// bracket and spaces at the start of t; head reports a marker that is a
+// head by itself.
 func skipLead(t string) (i int, bracketed bool) {
-	for _, m := range reportMarkers {
+	i, bracketed, _ = skipLeadMarker(t)
+	return i, bracketed
+}
+
+func skipLeadMarker(t string) (i int, bracketed, head bool) {
+	for k, m := range reportMarkers {
 		if strings.HasPrefix(t, m) {
 			i = len(m)
 			i += len(t[i:]) - len(strings.TrimPrefix(t[i:], "\uFE0F"))
+			head = k < headMarkers
 			break
 		}
 	}
@@ -194,7 +205,7 @@ func skipLead(t string) (i int, bracketed bool) {
 		i++
 		i += len(t[i:]) - len(strings.TrimLeft(t[i:], " \t"))
 	}
-	return i, bracketed
+	return i, bracketed, head
 }
 
 func isIdentByte(c byte) bool {
@@ -219,10 +230,23 @@ func skipSpaces(t string, i int) int {
 
 // parseHead finds the head of an error report at the start of t (trimmed):
 // "Error:", "API Error:", "Error code:", or an identifier ending in
-// "Error" or "Exception" followed by a colon. rest is where the body
-// starts.
+// "Error" or "Exception" followed by a colon — or a head marker (✕ ✖)
+// followed by text. rest is where the body starts.
 func parseHead(t string) (head string, rest int, bracketed, ok bool) {
-	start, bracketed := skipLead(t)
+	start, bracketed, marker := skipLeadMarker(t)
+	if h, r, b, ok := wordHead(t, start, bracketed); ok {
+		return h, r, b, true
+	}
+	if marker && start < len(t) {
+		// "✕ Request failed with status 429": the marker is the head.
+		return strings.TrimRight(t[:start], " \t["), start, bracketed, true
+	}
+	return "", 0, false, false
+}
+
+// wordHead finds a word head ("Error:", "API Error:", "Error code:",
+// "RateLimitError:") at t[start:].
+func wordHead(t string, start int, bracketed bool) (head string, rest int, _ bool, ok bool) {
 	w, i := word(t, start)
 	colon := func(j int) (int, bool) {
 		j = skipSpaces(t, j)
