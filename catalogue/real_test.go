@@ -39,12 +39,18 @@ var realExpect = map[string]string{
 	"stall":                  classify.CodeAgentTransportLost,
 	"stream_error":           classify.CodeAgentTransportLost,
 	"text_then_error":        classify.CodeAgentTransportLost,
-	"unauthorized_401":       classify.CodeAuthRequired,
-	"api_key_invalid_400":    classify.CodeAuthRequired,
-	"offline_dns":            classify.CodeNetworkUnavailable,
-	"no_api_key":             classify.CodeMissingCredentials,
-	"claude/no_api_key":      classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
-	"overloaded_529":         classify.CodeProviderOverloaded,
+	// codex-acp reports the provider's in-stream error event as "stream
+	// disconnected before completion: An error occurred while processing
+	// your request." — OpenAI's server_error text: the provider failed, the
+	// stream did not drop.
+	"codex/stream_error":    classify.CodeProviderUnavailable,
+	"codex/text_then_error": classify.CodeProviderUnavailable,
+	"unauthorized_401":      classify.CodeAuthRequired,
+	"api_key_invalid_400":   classify.CodeAuthRequired,
+	"offline_dns":           classify.CodeNetworkUnavailable,
+	"no_api_key":            classify.CodeMissingCredentials,
+	"claude/no_api_key":     classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
+	"overloaded_529":        classify.CodeProviderOverloaded,
 }
 
 // realPasses are the captures of failure scenarios in which the agent did

@@ -338,9 +338,10 @@ var (
 )
 
 // ParseNote reports whether text (one chunk, or one stderr line) is a
-// retry note. The false-positive guards: one line of at most MaxNoteBytes;
-// a retry verb ("retry", "retrying", "re-trying"); no first-person prose
-// and no code fence; and the shape of a status line — an attempt counter
+// retry note: a line IsRetryNote accepts, with these false-positive
+// guards: one line of at most MaxNoteBytes; a retry verb ("retry",
+// "retrying", "re-trying"); no first-person prose and no code fence; and
+// the shape of a status line — an attempt counter
 // ("attempt 2/5", "(3/10)", "attempt #2"), a delay ("in 2s", "waiting
 // 500ms", "after 30 seconds"), a note head ("Info:", "Warning:",
 // "[retry] Note:", a symbol such as ⚠ or ↻), or an ellipsis closing the
@@ -352,7 +353,10 @@ func ParseNote(text string) (Note, bool) {
 	if t == "" || len(t) > MaxNoteBytes || strings.ContainsAny(t, "\n\r") || strings.Contains(t, "```") {
 		return Note{}, false
 	}
-	if !noteVerbRe.MatchString(t) || firstPersonRe.MatchString(t) {
+	// IsRetryNote is the engine's one test of "says it retries" (it keeps
+	// such stderr lines from refining a verdict); a note in assistant text
+	// must also say "retry" itself and not be prose.
+	if !IsRetryNote(t) || !noteVerbRe.MatchString(t) || firstPersonRe.MatchString(t) {
 		return Note{}, false
 	}
 	shaped := noteAttemptRe.MatchString(t) || noteDelayRe.MatchString(t) || noteHeadRe.MatchString(t) || noteEllipsisRe.MatchString(t)
@@ -449,15 +453,26 @@ func ErrorLineBroken(text string) bool {
 // ReportedFailure is the one test that makes text an agent printed a
 // text-reported provider failure: one error line (ParseErrorLine) that the
 // engine recognises (ClassifyText gives a verdict that is not
-// unclassified) or that carries a provider error shape (an HTTP status, an
-// error body). ev.Message holds the text; the verdict is the one to report.
+// unclassified, and not one of the status tier alone on a number the
+// line's grammar does not take for a status) or that carries a provider
+// error shape (an HTTP status, an error body). ev.Message holds the text;
+// the verdict is the one to report.
 func (e *Engine) ReportedFailure(ev Evidence) (ErrorLine, Verdict, bool) {
 	l, ok := ParseErrorLine(ev.Message)
 	if !ok {
 		return l, Verdict{}, false
 	}
 	v := e.ClassifyText(ev)
-	return l, v, v.Code != CodeUnclassified || l.Shape()
+	if v.Code == CodeUnclassified {
+		return l, v, l.Shape()
+	}
+	if r, ok := e.Rule(v.Rule); ok && r.Tier == TierStatus && l.Status == 0 {
+		// Only the status layer spoke, on a number the error line's own
+		// grammar does not read as a status ("Error: 500 lines were too
+		// many."): in assistant text that is prose.
+		return l, v, false
+	}
+	return l, v, true
 }
 
 // Quiet returns an engine that classifies like e without calling its

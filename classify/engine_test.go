@@ -176,7 +176,7 @@ func TestCompileRejects(t *testing.T) {
 		want   string
 	}{
 		{"bad id", func(r *Rule) { r.ID = "Nope" }, "vendor.signature.vN"},
-		{"tier", func(r *Rule) { r.Tier = 4 }, "tier 4"},
+		{"tier", func(r *Rule) { r.Tier = 5 }, "tier 5"},
 		{"adapter", func(r *Rule) { r.Adapter = "aider" }, `adapter "aider"`},
 		{"no sources", func(r *Rule) { r.Sources = nil }, "sources"},
 		{"source", func(r *Rule) { r.Sources = []Source{"mail"} }, `unknown source "mail"`},

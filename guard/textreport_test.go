@@ -63,10 +63,11 @@ func TestErrorLineProjectedForAnyAdapter(t *testing.T) {
 		name, adapter, text string
 		code, rule          string
 	}{
-		{"unknown agent, status and phrase", "brand-new-agent", "Error: 429 Too Many Requests", "rate_limited", "text.status_429.v1"},
+		{"unknown agent, status and phrase", "brand-new-agent", "Error: 429 Too Many Requests", "rate_limited", ""},
 		{"unknown agent, bracketed with a marker", "brand-new-agent", "✕ [API Error: 429 Resource has been exhausted (e.g. check quota).]", "rate_limited", ""},
-		{"Copilot's context overflow (passed through before)", "copilot-cli", "Error: 400 This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "context_overflow", "openai.context_text.v1"},
-		{"a status the catalogue does not know: unclassified, still a failure", "qwen-code", "Error: 499 Client Closed Request", "unclassified", ""},
+		{"Copilot's context overflow (passed through before)", "copilot-cli", "Error: 400 This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.", "context_overflow", ""},
+		{"Copilot's own error, refined by its rule", "copilot-cli", "Error: Authentication failed with provider at http://127.0.0.1:8787/v1 (HTTP 401).\n  Check your COPILOT_PROVIDER_API_KEY.", "auth_required", "copilot.error_auth.v1"},
+		{"an error body the catalogue does not know: unclassified, still a failure", "qwen-code", `error: {"error":{"message":"frobnicator misaligned"}}`, "unclassified", ""},
 		{"an error body", "kilo", `error: {"error":{"message":"upstream failed","type":"server_error"}}`, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
