@@ -258,7 +258,7 @@ func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEm
 			}
 		}
 		t.Marker = nil // the agent resumed its own attempt
-		if !t.takeErrorLine(text, complete) {
+		if t.text.closed || !t.takeErrorLine(text, complete) {
 			t.Evidence.AssistantOutput = true
 		}
 	case UpdateThought:
