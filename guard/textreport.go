@@ -27,9 +27,13 @@ import (
 //     error followed the notes, and the agent may still be retrying:
 //     replaying the prompt could overlap its answer) — and is otherwise
 //     flagged silent empty (evidence.empty.retryNotes).
-//   - A note counts for recovery only when it matches the error that
-//     follows (seed 004): a classified note whose class differs from the
-//     failure's stops recovery (diagnostic_mismatch).
+//   - A note in assistant text (an ACP diagnostic: the client saw it)
+//     counts for recovery only when it matches the error that follows
+//     (seed 004, spec 000 "Matching ACP diagnostic and error projection"):
+//     a classified note whose class differs from the failure's stops
+//     recovery (diagnostic_mismatch). Retry notes on stderr are counted
+//     among the agent's retries but never weighed: the client never saw
+//     them.
 
 // Messages of the JSON-RPC errors text-reported failures become.
 const (

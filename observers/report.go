@@ -91,6 +91,6 @@ func (t *Turn) SettleErrorLine(report bool) {
 	t.closeErrorLine()
 }
 
-// LastNote returns the turn's latest retry note (assistant text or
-// stderr), "" when there was none.
+// LastNote returns the turn's latest retry note in assistant text (an ACP
+// diagnostic the client saw), "" when there was none.
 func (t *Turn) LastNote() string { return t.lastNote }

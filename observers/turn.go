@@ -57,7 +57,7 @@ type Turn struct {
 	stderr     []string
 	repeat     repeatState
 	text       errorLineState // report.go
-	lastNote   string         // the latest retry note (text or stderr), trimmed
+	lastNote   string         // the latest retry note in assistant text (an ACP diagnostic), trimmed
 	// Frames counts the agent's frames for the turn (updates, requests)
 	// and last is what came last: the stall watchdog's evidence.
 	Frames      uint32
@@ -334,10 +334,12 @@ func (tr *Tracker) Unparseable() {
 }
 
 // Stderr records a stderr line in every open turn (bounded); a retry
-// note on stderr is counted as one (classify.ParseNote on the line's
-// first MaxNoteBytes, escape sequences removed).
+// note on stderr is counted as one of the agent's retries
+// (classify.ParseNote on the line's first MaxNoteBytes, escape sequences
+// removed). A stderr note is not an ACP diagnostic: the client never saw
+// it, so it is never weighed against the failure (LastNote).
 func (tr *Tracker) Stderr(line string) {
-	note := ""
+	note := false
 	head := line
 	if len(head) > 4*classify.MaxNoteBytes {
 		head = head[:4*classify.MaxNoteBytes]
@@ -347,14 +349,11 @@ func (tr *Tracker) Stderr(line string) {
 		if len(head) > classify.MaxNoteBytes {
 			head = strings.ToValidUTF8(head[:classify.MaxNoteBytes], "")
 		}
-		if n, ok := classify.ParseNote(head); ok {
-			note = n.Text
-		}
+		_, note = classify.ParseNote(head)
 	}
 	tr.each(func(t *Turn) {
-		if note != "" {
+		if note {
 			t.Evidence.StderrNotes++
-			t.lastNote = note
 		}
 		if len(t.stderr) == maxTurnStderr {
 			copy(t.stderr, t.stderr[1:])
