@@ -326,6 +326,9 @@ func ErrorLinePending(text string) bool {
 // backoff..."). It is a diagnostic, not output.
 type Note struct {
 	Text string // the note, trimmed
+	// End: the note closes the agent's retry loop ("Retry finished,
+	// resuming."): a diagnostic, but not a retry.
+	End bool
 }
 
 var (
@@ -335,6 +338,9 @@ var (
 	noteHeadRe     = regexp.MustCompile(`(?i)^(?:\[[^\]\n]{1,24}\]\s*)?(?:info|warning|warn|notice|note)\s*:`)
 	noteEllipsisRe = regexp.MustCompile(`(?i)\bre-?try(?:ing)?\b[^.…\n]{0,48}(?:\.\.\.|…)`)
 	noteSymbols    = []string{"⚠", "↻", "⟳", "🔄", "⏳"}
+	// noteEndRe is the note that closes an agent's retry loop: "Retry
+	// finished, resuming." (pi), "Retry failed: 429".
+	noteEndRe = regexp.MustCompile(`(?i)^(?:retry|retries|retrying)\s+(?:is\s+|was\s+|has\s+|have\s+)?(?:finished|done|complete|completed|exhausted|failed|succeeded|aborted|stopped|over)(?:$|[,.:;!])`)
 )
 
 // ParseNote reports whether text (one chunk, or one stderr line) is a
@@ -345,9 +351,11 @@ var (
 // ("attempt 2/5", "(3/10)", "attempt #2"), a delay ("in 2s", "waiting
 // 500ms", "after 30 seconds"), a note head ("Info:", "Warning:",
 // "[retry] Note:", a symbol such as ⚠ or ↻), or an ellipsis closing the
-// retry phrase ("Retrying...", "retrying with backoff…"). A sentence that
-// merely talks about retrying ("Retry the request with a smaller batch.")
-// is not a note.
+// retry phrase ("Retrying...", "retrying with backoff…") — or the note
+// that closes a retry loop ("Retry finished, resuming.", "Retry failed:
+// 429"). A sentence that merely talks about retrying ("Retry the
+// request with a smaller batch.", "Retry failed requests by hand.") is not
+// a note.
 func ParseNote(text string) (Note, bool) {
 	t := strings.TrimFunc(text, unicode.IsSpace)
 	if t == "" || len(t) > MaxNoteBytes || strings.ContainsAny(t, "\n\r") || strings.Contains(t, "```") {
@@ -356,17 +364,18 @@ func ParseNote(text string) (Note, bool) {
 	// IsRetryNote is the engine's one test of "says it retries" (it keeps
 	// such stderr lines from refining a verdict); a note in assistant text
 	// must also say "retry" itself and not be prose.
-	if !IsRetryNote(t) || !noteVerbRe.MatchString(t) || firstPersonRe.MatchString(t) {
+	end := noteEndRe.MatchString(t)
+	if !(IsRetryNote(t) || end) || !noteVerbRe.MatchString(t) || firstPersonRe.MatchString(t) {
 		return Note{}, false
 	}
-	shaped := noteAttemptRe.MatchString(t) || noteDelayRe.MatchString(t) || noteHeadRe.MatchString(t) || noteEllipsisRe.MatchString(t)
+	shaped := end || noteAttemptRe.MatchString(t) || noteDelayRe.MatchString(t) || noteHeadRe.MatchString(t) || noteEllipsisRe.MatchString(t)
 	for _, s := range noteSymbols {
 		shaped = shaped || strings.HasPrefix(t, s)
 	}
 	if !shaped {
 		return Note{}, false
 	}
-	return Note{Text: t}, true
+	return Note{Text: t, End: end}, true
 }
 
 // MayBeNote is ParseNote's cheap prefilter over raw bytes (a JSON string

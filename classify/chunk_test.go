@@ -103,6 +103,10 @@ func TestParseNote(t *testing.T) {
 		{"Info: The conversation exceeded the model's context limit. Compacting history and retrying...", true},
 		{"Attempt 1 failed with status 502. Retrying with backoff... _ApiError: {\"error\":{\"code\":502}}", true},
 		{"Request failed. Retrying in 2000ms... (3 attempts left)", true},
+		{"Retry finished, resuming.", true}, // pi, after its notes
+		{"Retrying exhausted, giving up.", true},
+		{"Retry failed: 429 Too Many Requests", true},
+		{"Retry failed requests by hand.", false},
 		// Stderr notes of the captured agents (testdata/transcripts/real).
 		{"2026-11-29T17:18:30.925275Z  WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 188ms)...", true},
 		{"Attempt 2 failed with status 429. Retrying with backoff... _ApiError: {\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\"}}", true},

@@ -294,6 +294,7 @@ func TestNormalizeAdapter(t *testing.T) {
 	for in, want := range map[string]string{
 		"cursor-agent": "cursor-acp", "cursor_acp": "cursor-acp", "@zed-industries/claude-agent-acp": "claude-agent-acp",
 		"claude-code-acp": "claude-agent-acp", "gemini": "gemini-cli", " Codex-ACP ": "codex-acp", "other": "other",
+		"@earendil-works/pi-coding-agent": "pi-acp", "pi": "pi-acp", "Cline": "cline",
 	} {
 		if got := NormalizeAdapter(in); got != want {
 			t.Errorf("NormalizeAdapter(%q): got %q, want %q", in, got, want)

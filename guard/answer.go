@@ -17,7 +17,6 @@ import (
 // response) — or the relay's exit answer, for ExitData.
 func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
 	delete(g.prompts, p.client)
-	g.circuitAnswered(c, p, rep)
 	p.stall.disarm()
 	g.noteOutcome(p, rep)
 	g.noteAnswered(p)

@@ -239,7 +239,7 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
 	switch tag := req.Tag.(type) {
 	case *prompt:
-		if reason, ok := notSent(m); ok && tag.last != nil && tag.state == stRetrying {
+		if reason, ok := notSent(m); ok && tag.last != nil && tag.state.retry() {
 			// The retry never reached the agent: the client gets the
 			// failure it was meant to recover from.
 			g.stopWith(c, tag, onStop, reason, false)

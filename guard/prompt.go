@@ -70,7 +70,7 @@ type failure struct {
 // is true for the client's own attempt: its frame is the one being
 // handled, forwarded when it passes unchanged.
 func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, own bool) transport.Verdict {
-	if p.state != stActive && p.state != stRetrying {
+	if !p.state.running() {
 		return transport.Drop // the prompt was answered meanwhile (agent exit, late activity)
 	}
 	t := p.turn
@@ -113,7 +113,12 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 	if line != nil {
 		return g.fail(c, p, line, own)
 	}
-	if p.state == stRetrying && p.last != nil && emptyTurn(t) && stopReason == string(acp.StopReasonEndTurn) {
+	if p.state == stProbing && stopReason == string(acp.StopReasonCancelled) {
+		// A cancelled probe proves nothing about the provider: it passes,
+		// and its lease is released (probing --pass--> answered).
+		return g.pass(c, p, m, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
+	}
+	if p.state.retry() && p.last != nil && emptyTurn(t) && stopReason == string(acp.StopReasonEndTurn) {
 		// Some agents answer a re-sent prompt at once with a stale, empty
 		// end_turn (claude-agent-acp 0.23.1 after an error). Report the
 		// failure it was meant to recover from instead of an empty success.
@@ -123,7 +128,7 @@ func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, stopR
 	if f := g.emptyFailure(c, p); f != nil {
 		return g.fail(c, p, f, own)
 	}
-	if p.state == stRetrying {
+	if p.state.retry() {
 		g.transit(c, p, step{on: onSucceed, d: policy.Decision{Action: "none", Reason: "succeeded"}}, nil)
 		return g.answerWith(c, p, m, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
 	}

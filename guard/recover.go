@@ -253,7 +253,7 @@ func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 	}
 	p.model = s.model
 	p.route = policy.Route{}
-	g.transit(c, p, step{on: onSwitched}, func() { g.dispatchRetry(c, p) })
+	g.dispatchDue(c, p) // asks the new model's circuit first, when there is one
 }
 
 // Stopping answers every prompt the guard holds (a wait, a model switch,

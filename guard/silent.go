@@ -238,5 +238,8 @@ func (g *Guard) emptyFailure(c transport.Ctl, p *prompt) *failure {
 	if g.cfg.Engine != nil {
 		v.CatalogueVersion = g.cfg.Engine.Version()
 	}
-	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: emptyDiagnostic, turn: p.turn}
+	// A turn of nothing but the agent's retry notes is never replayed: the
+	// agent may still be retrying (textreport.go).
+	notes := p.turn.Evidence.Diagnostics > 0
+	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: emptyDiagnostic, turn: p.turn, notesOnly: notes}
 }

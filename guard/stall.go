@@ -73,7 +73,7 @@ func (g *Guard) stallCheck(c transport.Ctl, p *prompt) {
 		return
 	}
 	d, now := g.cfg.StallTimeout, c.Now()
-	running := p.state == stActive || p.state == stRetrying
+	running := p.state.running()
 	if !running || w.turn != p.turn || p.turn.Frames != w.seen {
 		w.turn, w.seen, w.since = p.turn, p.turn.Frames, now
 		w.stop = c.After(d, func() { g.stallCheck(c, p) })

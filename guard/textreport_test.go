@@ -319,3 +319,23 @@ func TestAgentRetriesReported(t *testing.T) {
 		t.Errorf("report agentRetries %d, want 5", r.AgentRetries)
 	}
 }
+
+// With empty_turn "error", a turn of nothing but unnamed notes is an
+// empty_response failure that is not replayed (the agent may still be
+// retrying); an empty turn without notes is.
+func TestNotesOnlyEmptyTurnError(t *testing.T) {
+	doc := mustPolicy(t, `{"empty_turn":"error","transient":{"retry":{"max_retries":2,"initial_interval_seconds":1}}}`)
+	h, _ := textHarness(t, "pi-acp", doc)
+	h.start()
+	answer, _ := lastAnswer(t, h, msgChunk("Retrying (attempt 1/3, waiting 2s)..."), msgChunk("Retry finished, resuming."), endTurn)
+	_, _, pe, _ := providerError(t, answer)
+	if pe["code"] != "empty_response" || pe["recovery"].(map[string]any)["reason"] != policy.ReasonDiagnosticOnly || pe["agentRetries"] != 1.0 {
+		t.Errorf("providerError %v: want empty_response, diagnostic_only, agentRetries 1", pe)
+	}
+	h, _ = textHarness(t, "pi-acp", doc)
+	h.start()
+	h.agent("%s", endTurn)
+	if got := h.clientFrames(); len(got) != 1 || !strings.Contains(got[0], `"retry"`) {
+		t.Errorf("an empty turn without notes: client got %q, want a retry notice", got)
+	}
+}

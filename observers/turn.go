@@ -58,6 +58,7 @@ type Turn struct {
 	repeat     repeatState
 	text       errorLineState // report.go
 	lastNote   string         // the latest retry note in assistant text (an ACP diagnostic), trimmed
+	endNotes   int            // notes that close a retry loop ("Retry finished, resuming.")
 	// Frames counts the agent's frames for the turn (updates, requests)
 	// and last is what came last: the stall watchdog's evidence.
 	Frames      uint32
@@ -90,7 +91,7 @@ func (t *Turn) Stderr() []string { return append([]string(nil), t.stderr...) }
 // stderr, the restatements of its opening text (an answer re-streamed
 // from the start), and the retries it stated in its error.
 func (t *Turn) AgentRetries() int {
-	return max(t.Evidence.Diagnostics, t.Evidence.StderrNotes, int(t.repeat.times), t.StatedRetries)
+	return max(t.Evidence.Diagnostics-t.endNotes, t.Evidence.StderrNotes, int(t.repeat.times), t.StatedRetries)
 }
 
 // ReplaySafe is the effect-safety gate on the evidence alone: no assistant
@@ -253,7 +254,11 @@ func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEm
 				// The agent's own retry note: a diagnostic, forwarded;
 				// neither output nor a clearing event.
 				t.Evidence.Diagnostics++
-				t.lastNote = n.Text
+				if n.End {
+					t.endNotes++ // closes the loop: not a retry
+				} else {
+					t.lastNote = n.Text
+				}
 				return false
 			}
 		}
@@ -349,7 +354,8 @@ func (tr *Tracker) Stderr(line string) {
 		if len(head) > classify.MaxNoteBytes {
 			head = strings.ToValidUTF8(head[:classify.MaxNoteBytes], "")
 		}
-		_, note = classify.ParseNote(head)
+		n, ok := classify.ParseNote(head)
+		note = ok && !n.End
 	}
 	tr.each(func(t *Turn) {
 		if note {

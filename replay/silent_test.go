@@ -27,6 +27,15 @@ var silentCaptures = map[string][]string{
 	"gemini/empty_stream":           {"empty"},
 	"gemini/empty_answer":           {"empty"},
 	"kilo/offline_dns":              {"empty"}, // provider unreachable, reported as an empty end_turn
+	// pi-acp drops pi's error message: a failure pi does not retry
+	// (400, 401, 403, 404) is an empty end_turn. (Retried failures end with
+	// retry notes as text, which still count as output: not flagged.)
+	"pi/billing":             {"empty"},
+	"pi/context_overflow":    {"empty"},
+	"pi/empty_answer":        {"empty"},
+	"pi/forbidden_403":       {"empty"},
+	"pi/model_not_found_404": {"empty"},
+	"pi/unauthorized_401":    {"empty"},
 	// truncated: text streamed, zero output tokens reported.
 	"claude/drop_after_text":              {"truncated"},
 	"claude/text_then_error":              {"truncated"},
