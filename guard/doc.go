@@ -21,7 +21,9 @@
 // store calls (each bounded by a timeout that follows the store's measured
 // latency, circuit.Config.OpTimeout at least) run there in order and
 // their results are posted back, fenced by the prompt's epoch. Offline
-// (transport.Virtual) records are written in line.
+// (transport.Virtual) records are written in line, or, for a
+// DeferredAttemptLog (a replay), completed where the recording says the
+// live proxy learned their results (journal.go).
 // The stall watchdog (stall.go) is a timer per prompt on the relay's
 // event loop, owned by the prompt and disarmed when it is answered.
 //
@@ -127,9 +129,9 @@
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.
 //
-//	cmd/acp-guard → replay → guard → transport
-//	                               → observers
-//	                               → classify ← catalogue
-//	                               → policy
-//	                               → circuit
+//	cmd/acp-guard → acpguard → guard → transport
+//	                                 → observers
+//	                                 → classify ← catalogue
+//	                                 → policy
+//	                                 → circuit
 package guard

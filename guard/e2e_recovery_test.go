@@ -80,11 +80,13 @@ func TestE2ERetryThenSucceed(t *testing.T) {
 				t.Fatalf("retry notices: got %d, want %d", len(notices), wantN)
 			}
 			// Full jitter, seeded: the delays are the seed's draws from
-			// [0, 1 s], [0, 2 s], … in order.
+			// [0, 1 s], [0, 2 s], … in order, never under the shared
+			// circuits' least cooldown (1 s; the proxy keeps circuits in
+			// its state directory).
 			jitter := policy.NewJitter(42)
 			for i, n := range notices {
 				rm := n.Meta.AcpGuard.Retry
-				delay := jitter(time.Duration(1000<<i) * time.Millisecond).Milliseconds()
+				delay := max(jitter(time.Duration(1000<<i)*time.Millisecond), time.Second).Milliseconds()
 				want := e2eRetry{Attempt: i + 1, MaxRetries: 3, DelayMs: delay, Code: "provider_overloaded", Class: "transient", Action: "retry", Deadline: rm.Deadline}
 				if n.SessionUpdate != tt.kind || *rm != want || !strings.HasSuffix(rm.Deadline, "Z") || n.Content.Text == "" {
 					t.Errorf("notice %d: got %s %q %+v, want %s with %+v", i, n.SessionUpdate, n.Content.Text, *rm, tt.kind, want)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acp-guard/acp-guard/replay"
+	acpguard "github.com/acp-guard/acp-guard"
 )
 
 // Text-reported failures and retry notes through the built binary, from a
@@ -134,7 +134,10 @@ func TestE2ELateOutput(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "late output") {
 		t.Errorf("no late output in the log:\n%s", p.stderr.String())
 	}
-	res := replay.Play(transcript(t, rec), replay.PlayOptions{})
+	res, err := acpguard.Replay(transcript(t, rec), acpguard.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(res.Turns) != 2 {
 		t.Fatalf("replayed %d turns, want 2", len(res.Turns))
 	}

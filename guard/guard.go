@@ -35,8 +35,13 @@ type Config struct {
 	Notices    string   // off | thought | message (default thought)
 	Signatures []observers.ControlSignature
 	Attempts   AttemptLog // nil: none
-	OnTurn     func(TurnReport)
-	Logger     *slog.Logger
+	// OnAttemptLogged, if set, is told on the event loop, where the guard
+	// learns it, that attempt record seq (from 1, in append order) was
+	// written (err nil) or could not be — for every record whose result
+	// something waits for, and for every failed write.
+	OnAttemptLogged func(seq int, err error)
+	OnTurn          func(TurnReport)
+	Logger          *slog.Logger
 	// Circuits are the shared circuits (circuit.go); nil: off.
 	Circuits         *circuit.Circuits
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
@@ -95,7 +100,7 @@ func New(cfg Config) *Guard {
 		cfg.Signatures = observers.DefaultSignatures
 	}
 	g := &Guard{
-		journal:  journal{log: cfg.Attempts},
+		journal:  journal{log: cfg.Attempts, onLogged: cfg.OnAttemptLogged},
 		cfg:      cfg,
 		log:      cfg.Logger,
 		sessions: make(map[string]*sessionInfo),

@@ -6,6 +6,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
@@ -78,6 +79,12 @@ func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision,
 		Class: string(f.verdict.Class), Code: f.verdict.Code, Safe: safe,
 		RetryAfter: f.verdict.RetryAfter, ResetAt: f.verdict.ResetAt, Now: c.Now(),
 		DiagnosticOnly: f.notesOnly, Jitter: g.jitter,
+	}
+	if g.circuitsOn() {
+		// A jittered retry is never due before the circuit its failure
+		// opens can let it through (its least cooldown): it would park,
+		// and a replay could not tell when the parked retry went out.
+		pf.MinDelay = circuit.MinCooldown
 	}
 	if !f.notesOnly {
 		pf.Diagnostic = g.noteClass(f.turn, c.Now())

@@ -89,7 +89,7 @@ func (d Document) PolicyFor(class, code string) (cp ClassPolicy, key string, ok 
 //     past is ignored; a hint beyond the maximum is not shortened);
 //  4. while the budget remains, a retry after a full-jitter draw from
 //     [0, initial·2ⁿ] seconds (n = retries used; f.Jitter, else the whole
-//     backoff), each capped at [MaxDelay] — never earlier than a validated
+//     backoff; never under f.MinDelay when the backoff is not), each capped at [MaxDelay] — never earlier than a validated
 //     hint, wait_for_reset or not: the delay is raised to the hint, and a
 //     hint beyond the longest delay the policy allows (its last backoff,
 //     or max_wait_seconds when waiting is enabled) ends the retries
@@ -161,7 +161,7 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 	}
 	delay, reason := RetryDelay(cp.Retry.InitialIntervalSeconds, used), ReasonRetry
 	if f.Jitter != nil {
-		delay = f.Jitter(delay)
+		delay = max(f.Jitter(delay), min(f.MinDelay, delay))
 	}
 	if hint := hintOf(f); hint > delay {
 		// Never earlier than the provider asked; when that is longer than

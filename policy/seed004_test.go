@@ -88,6 +88,16 @@ func TestFullJitter(t *testing.T) {
 			t.Errorf("retry %d: jittered delay %v under the 5s hint", n+1, d)
 		}
 	}
+	// A floor (the circuits' least cooldown) bounds the draw from below.
+	j := policy.NewJitter(7)
+	var r policy.Route
+	for n := range 10 {
+		d, next := policy.Evaluate(doc, policy.Failure{Class: "transient", Code: "provider_unavailable", Safe: true, Now: start, Jitter: j, MinDelay: 3 * time.Second}, r)
+		r = next
+		if d.Delay < 3*time.Second || d.Delay > policy.RetryDelay(8, n) {
+			t.Errorf("retry %d: delay %v outside [3s, %v]", n+1, d.Delay, policy.RetryDelay(8, n))
+		}
+	}
 }
 
 // Auth and credential failures are never retried or waited for, whatever

@@ -104,6 +104,10 @@ type Failure struct {
 	DiagnosticOnly bool
 	// Jitter draws each retry delay (full jitter); nil: the full backoff.
 	Jitter Jitter
+	// MinDelay is a floor for a jittered retry delay: with shared
+	// circuits, the shortest cooldown the failure opens, so a retry is not
+	// sent before a circuit it opened could let it through. Zero: none.
+	MinDelay time.Duration
 }
 
 // Jitter draws a delay uniformly from [0, max] (full jitter), in whole

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -77,7 +78,10 @@ func TestSilentRealCaptures(t *testing.T) {
 			}
 			defer f.Close()
 			events, _ := replay.ReadAll(f)
-			res := replay.Play(events, replay.PlayOptions{})
+			res, err := acpguard.Replay(events, acpguard.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			want, listed := silentCaptures[name]
 			if listed {
 				seen++
@@ -117,7 +121,7 @@ func TestSilentRealCaptures(t *testing.T) {
 
 // checkSilentFrames checks each flagged result on the wire: the kind in
 // _meta.acpGuard.silent, and every other byte as the agent wrote it.
-func checkSilentFrames(t *testing.T, events []replay.Event, res replay.Result, want []string) {
+func checkSilentFrames(t *testing.T, events []replay.Event, res acpguard.ReplayResult, want []string) {
 	t.Helper()
 	var flagged [][]byte
 	for _, fr := range res.Client {

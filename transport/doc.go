@@ -59,6 +59,12 @@
 //     when the client has read nothing for the grace period (the
 //     goroutine is then abandoned, blocked on a client that never reads).
 //
+// With Options.Agent (AgentPipes: an agent the caller runs) nothing is
+// started: the readers read the caller's pipes, the waiter calls
+// AgentPipes.Wait (without one, it waits for the stdout reader's EOF),
+// signals and the grace escalation go through AgentPipes.Signal, and no
+// orphan reaper runs.
+//
 // The goroutine that handled an event writes what it produced outside the
 // lock (writer.drain); one drainer per writer at a time, so order holds.
 //

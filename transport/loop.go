@@ -27,6 +27,11 @@ type Options struct {
 	Stdout io.Writer // us → client (protocol only)
 	Stderr io.Writer // agent stderr is copied here line by line
 
+	// Agent, if set, is an agent the caller runs: Run relays over its pipes
+	// and starts nothing (Argv, Env, Dir, StderrPTY and Subreaper are
+	// ignored).
+	Agent *AgentPipes
+
 	Signals <-chan os.Signal // forwarded to the agent's process group
 	Logger  *slog.Logger
 	Hooks   Hooks
@@ -104,20 +109,23 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := o.Logger
+	if o.Agent != nil {
+		o.Subreaper = false
+	}
 	if o.Subreaper {
 		if err := becomeSubreaper(); err != nil {
 			log.Warn("cannot become a child subreaper; orphans of the agent go to init", "err", err)
 			o.Subreaper = false
 		}
 	}
-	ch, err := startChild(o.Argv, o.Env, o.Dir, o.StderrPTY)
+	ch, err := startAgent(o)
 	if err != nil {
 		return answerUnstarted(o, err), err
 	}
-	if o.Started != nil {
+	if o.Started != nil && ch.pgid > 0 {
 		o.Started(ch.pgid)
 	}
-	log.Info("agent started", "pid", ch.pgid, "argv0", o.Argv[0])
+	log.Info("agent started", "pid", ch.pgid, "argv0", agentName(o))
 
 	l := &loop{
 		o:           o,
@@ -184,8 +192,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if l.forceFinish {
 		log.Warn("agent output still open after exit (a grandchild?); killing its process group")
 	}
-	// Whatever the agent left in its process group goes with it.
-	_ = ch.signalGroup(syscall.SIGKILL)
+	// Whatever the agent left in its process group goes with it (an agent
+	// the caller runs is the caller's).
+	if ch.ext == nil {
+		_ = ch.signalGroup(syscall.SIGKILL)
+	}
 	for _, stop := range l.timers {
 		stop()
 	}
@@ -493,7 +504,9 @@ func answerUnstarted(o Options, startErr error) Result {
 		st.Code = se.ExitCode
 	}
 	out := &syncOutput{w: o.Stdout}
-	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap}, out)
+	// The hooks see the launch failure like any agent exit (a set-up
+	// request gets its ProviderError, phase launch).
+	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap, Hooks: o.Hooks}, out)
 	r.AgentExited(st)
 	lines := make(chan *batch, 16)
 	go func() { // not waited for: it may block on a stdin that stays open

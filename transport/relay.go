@@ -596,9 +596,19 @@ func (r *Relay) Stopping() {
 		return
 	}
 	r.stopping = true
+	if t, ok := r.cfg.Tap.(StopTap); ok {
+		t.Stopping()
+	}
 	if h, ok := r.hooks.(StopHook); ok {
 		h.Stopping(r)
 	}
+}
+
+// StopTap is an optional extension of Tap: Stopping is told, once and
+// before the hooks, when the relay starts stopping (Relay.Stopping), so a
+// transcript can replay the stop at the same point.
+type StopTap interface {
+	Stopping()
 }
 
 // StopHook is an optional extension of Hooks: Stopping runs once, under

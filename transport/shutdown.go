@@ -115,7 +115,7 @@ func (l *loop) signalled(sig syscall.Signal, why string) {
 // answer nothing. Its pending requests are answered, its stdin closed, and
 // it is terminated after the grace period.
 func (l *loop) checkOutputClosed() {
-	if l.exitSeen || l.outLost || processExited(l.ch.pgid) {
+	if l.exitSeen || l.outLost || l.ch.exited() {
 		return
 	}
 	l.outLost = true
