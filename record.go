@@ -2,12 +2,14 @@ package acpguard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/acp-guard/acp-guard/classify"
@@ -121,4 +123,14 @@ func (w *eofWatch) Read(p []byte) (int, error) {
 		w.done.Store(true)
 	}
 	return n, err
+}
+
+// SyscallConn is the client input's, when it has one: the transport asks
+// how many bytes already wait on it, so a stop before the agent started
+// answers exactly the requests the client had sent.
+func (w *eofWatch) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := w.r.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }

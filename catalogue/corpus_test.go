@@ -126,8 +126,22 @@ func corpusFamily(p string) string {
 	return p
 }
 
-func TestPublicCorpus(t *testing.T) {
-	entries := readCorpus(t, corpusFile)
+func TestPublicCorpus(t *testing.T) { testCorpus(t, corpusFile, corpusMinAccuracy) }
+
+// TestHoldoutCorpus: testdata/corpus/holdout.jsonl (HOLDOUT.md) was
+// collected by someone else from sources public.jsonl does not use, and
+// measured before any rule was written for it (66–73 % by shape at first
+// contact); since then its misses taught the phrase table too, so it
+// guards against losing what it taught, at a lower bar.
+func TestHoldoutCorpus(t *testing.T) {
+	testCorpus(t, "../testdata/corpus/holdout.jsonl", corpusMinHoldout)
+}
+
+// corpusMinHoldout is the share of holdout entries every shape must get right.
+const corpusMinHoldout = 0.9
+
+func testCorpus(t *testing.T, file string, minAccuracy float64) {
+	entries := readCorpus(t, file)
 	e := Default()
 	shapes := map[string]*tally{}
 	families := map[string]*tally{}
@@ -153,7 +167,7 @@ func TestPublicCorpus(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("public corpus: %d entries, by shape:\n%s", len(entries), table(shapes))
+	t.Logf("%s: %d entries, by shape:\n%s", file, len(entries), table(shapes))
 	t.Logf("by provider family:\n%s", table(families))
 	t.Logf("by code:\n%s", table(codes))
 	if os.Getenv("CORPUS_MISSES") != "" {
@@ -161,8 +175,8 @@ func TestPublicCorpus(t *testing.T) {
 		t.Logf("misses:\n%s", strings.Join(misses, "\n"))
 	}
 	for name, s := range shapes {
-		if s.rate() < corpusMinAccuracy {
-			t.Errorf("shape %s: %s right, want at least %.0f%% (CORPUS_MISSES=1 lists the misses)", name, s, 100*corpusMinAccuracy)
+		if s.rate() < minAccuracy {
+			t.Errorf("shape %s: %s right, want at least %.0f%% (CORPUS_MISSES=1 lists the misses)", name, s, 100*minAccuracy)
 		}
 	}
 }

@@ -72,10 +72,12 @@ var (
 		// "last status: 429", "got status 500", "status_code: 502", "code 429"
 		regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)\s*[:=]?\s*\(?([45]\d\d)\b`),
 		// "API Error: 429", "Error: 529 {…}", "[API Error: 500 …]", "APIError: 503"
-		regexp.MustCompile(`(?i)\b(?:API ?Error|Error)\s*[:\s]\s*\[?([45]\d\d)\b`),
+		regexp.MustCompile(`(?i)\b(?:API ?Error|Error)\s*[:\s(]\s*\[?([45]\d\d)\b`),
 		// "Request failed with status code 503", "returned 429", "responded with 500",
 		// "failed with 429", "received 503"
 		regexp.MustCompile(`(?i)\b(?:with status(?: code)?|returned(?: status)?|responded with|failed with|received(?: status)?)\s+([45]\d\d)\b`),
+		// "503 status code (no body)" (openai-node)
+		regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
 		// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"
 		regexp.MustCompile(`(?i)\b([45]\d\d)\s*[-:]?\s*(?:Too Many Requests|Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Payment Required|Request Timeout|Conflict|Gone|Payload Too Large|Request Entity Too Large|Unprocessable Entity|Too Early|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out|Site Overloaded|Overloaded)\b`),
 		// "Too Many Requests (429)", "Service Unavailable (503)"
@@ -138,6 +140,9 @@ func (v *view) findStatus() derivedStatus {
 			return derivedStatus{n, StatusFromName}
 		}
 	}
+	if n := typeStatus(v.objectNodes()); n != 0 {
+		return derivedStatus{n, StatusFromName}
+	}
 	return derivedStatus{}
 }
 
@@ -195,6 +200,28 @@ func numericStatus(x any) int {
 		return 0
 	}
 	return n
+}
+
+// typeStatuses are error types (Anthropic's, OpenAI's) that stand for a
+// status when a body arrives without one.
+var typeStatuses = map[string]int{
+	"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+	"permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+	"rate_limit_error": 429, "api_error": 500, "server_error": 500,
+	"timeout_error": 504, "overloaded_error": 529,
+}
+
+// typeStatus is the status an error type stands for, the last resort when
+// the evidence names no status: {"type":"not_found_error","message":…}.
+func typeStatus(objs []map[string]any) int {
+	for _, o := range objs {
+		if t, ok := o["type"].(string); ok {
+			if n := typeStatuses[t]; n != 0 {
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // textStatus finds a status written in text: the earliest one any of the

@@ -20,6 +20,7 @@ func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte)
 	p.stall.disarm()
 	g.noteOutcome(p, rep)
 	g.noteAnswered(p)
+	rep.At = c.Now()
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward

@@ -44,5 +44,5 @@ func (g *Guard) Flush(c transport.Ctl) {
 		}
 		g.respond(c, p, rep, nil)
 	}
-	g.closeAllLate()
+	g.closeAllLate(c)
 }

@@ -151,7 +151,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 	case transport.KindRequest:
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
 			g.supersede(c, req.SessionID)
-			g.closeLate(req.SessionID)
+			g.closeLate(c, req.SessionID)
 			t := g.tracker.Start(req.SessionID, c.Now())
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
@@ -273,7 +273,7 @@ func (g *Guard) ClientClosed(c transport.Ctl) {
 // answered by the relay through ExitData.
 func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 	g.tracker.Exit()
-	g.closeAllLate()
+	g.closeAllLate(c)
 	for _, p := range g.prompts {
 		p.stopTimer()
 	}

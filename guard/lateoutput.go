@@ -3,8 +3,10 @@ package guard
 import (
 	"encoding/json"
 	"sort"
+	"time"
 
 	"github.com/acp-guard/acp-guard/observers"
+	"github.com/acp-guard/acp-guard/transport"
 )
 
 // Late output. Text for a session (a non-blank message or thought chunk)
@@ -27,6 +29,9 @@ type LateOutput struct {
 	Generation int64           `json:"generation"` // its first generation (as in its TurnReport)
 	Adapter    string          `json:"adapter,omitempty"`
 	Chunks     int             `json:"chunks"` // non-blank message and thought chunks
+	// At is when the window closed: the stamp of the event that closed it
+	// (transport.Ctl.Now).
+	At time.Time `json:"-"`
 }
 
 // answeredTurn is a session's latest answered prompt, whose turn may still
@@ -46,7 +51,7 @@ func (g *Guard) noteAnswered(p *prompt) {
 
 // closeLate ends the late-output window of a session's answered prompt and
 // reports what arrived in it.
-func (g *Guard) closeLate(sessionID string) {
+func (g *Guard) closeLate(c transport.Ctl, sessionID string) {
 	s := g.sessions[sessionID]
 	if s == nil || s.answered == nil {
 		return
@@ -59,12 +64,12 @@ func (g *Guard) closeLate(sessionID string) {
 	}
 	g.log.Warn("late output", "session", sessionID, "id", string(a.requestID), "chunks", n)
 	if g.cfg.OnLate != nil {
-		g.cfg.OnLate(LateOutput{SessionID: sessionID, RequestID: a.requestID, Generation: a.generation, Adapter: g.adapter, Chunks: n})
+		g.cfg.OnLate(LateOutput{SessionID: sessionID, RequestID: a.requestID, Generation: a.generation, Adapter: g.adapter, Chunks: n, At: c.Now()})
 	}
 }
 
 // closeAllLate ends every session's late-output window, in session order.
-func (g *Guard) closeAllLate() {
+func (g *Guard) closeAllLate(c transport.Ctl) {
 	ids := make([]string, 0, len(g.sessions))
 	for id, s := range g.sessions {
 		if s.answered != nil {
@@ -73,6 +78,6 @@ func (g *Guard) closeAllLate() {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		g.closeLate(id)
+		g.closeLate(c, id)
 	}
 }

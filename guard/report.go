@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -44,6 +45,9 @@ type TurnReport struct {
 	// this answer and before the session's next prompt (lateoutput.go). The
 	// guard reports it later, through Config.OnLate; replay puts it here.
 	LateOutput int `json:"lateOutput,omitempty"`
+	// At is when the turn settled: the stamp of the event that answered it
+	// (transport.Ctl.Now). Not part of the report line.
+	At time.Time `json:"-"`
 }
 
 func (g *Guard) report(p *prompt, r TurnReport) {

@@ -191,12 +191,20 @@ func (a *attempts) Append(r policy.Record) error {
 // Late is the guard's Config.OnLate: late output is counted (the turn's
 // span has ended by then).
 func (t *Telemetry) Late(l guard.LateOutput) {
-	t.emit(event{kind: evLate, at: time.Now(), session: l.SessionID, value: l.Adapter, delayMs: int64(l.Chunks)})
+	at := l.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.emit(event{kind: evLate, at: at, session: l.SessionID, value: l.Adapter, delayMs: int64(l.Chunks)})
 }
 
 // Turn is the guard's Config.OnTurn.
 func (t *Telemetry) Turn(r guard.TurnReport) {
-	t.emit(event{kind: evTurn, at: time.Now(), session: r.SessionID, key: transport.KeyOf(r.RequestID), report: &r})
+	at := r.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.emit(event{kind: evTurn, at: at, session: r.SessionID, key: transport.KeyOf(r.RequestID), report: &r})
 }
 
 func jsonInt(raw []byte) (int64, error) { return strconv.ParseInt(string(raw), 10, 64) }

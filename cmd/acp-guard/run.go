@@ -111,7 +111,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
 
-	sigs, external, stopSignals := notifySignals()
+	sigs, external, stopSignals := proxySignals()
 	defer stopSignals()
 
 	res, err := acpguard.Run(ctx, cfg, acpguard.Command{Argv: o.argv}, acpguard.Streams{
@@ -133,7 +133,9 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
 		"stderr_dropped_from_evidence", res.Counts.StderrDropped,
 		"fragments_from_agent", res.Counts.FragmentsFromAgent, "fragments_from_client", res.Counts.FragmentsFromClient,
-		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored)
+		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored,
+		"duplicate_answers_from_agent", res.Counts.DuplicateAnswersFromAgent, "stray_answers_from_agent", res.Counts.StrayAnswersFromAgent,
+		"duplicate_answers_from_client", res.Counts.DuplicateAnswersFromClient, "stray_answers_from_client", res.Counts.StrayAnswersFromClient)
 	code := sessionExitCode(res, external.Load())
 	switch {
 	case code != res.Exit.Code:
