@@ -117,6 +117,17 @@ type Config struct {
 	// loop and must not block. (It is OnEvent's Answered events, reduced
 	// to their reports.)
 	OnTurn func(TurnReport)
+	// OnLate, if set, is called with the late output of an answered
+	// prompt (text for its session after the answer and before the
+	// session's next prompt) when that window closes; on the relay's event
+	// loop, must not block. (It is OnEvent's LateOutput events.)
+	OnLate func(LateOutput)
+
+	// JitterSeed seeds the full jitter on retry delays (--jitter-seed,
+	// hidden). Zero: a random seed per live session; a replayed or served
+	// session draws with its recording's (none when it has none). The
+	// seed is recorded in the transcript's meta event.
+	JitterSeed uint64
 	// OnEvent, if set, receives the session's typed event stream (Event):
 	// every turn started, failure classified, transition, attempt, notice,
 	// answer, silent flag, circuit decision, stall and agent exit, in the

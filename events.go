@@ -43,4 +43,5 @@ type (
 	Stalled           = guard.Stalled           // the stall watchdog cancelled a silent turn
 	AgentIdentified   = guard.AgentIdentified   // initialize named the agent
 	AgentExited       = guard.AgentExited       // the agent exited (or closed its stdout)
+	LateOutput        = guard.LateOutput        // text for a session after its prompt was answered
 )

@@ -82,6 +82,8 @@ func (l eventLog) event(e Event) {
 	case CircuitChanged:
 		l.line(slog.LevelInfo, "circuit reported", e.EventBase, slog.String("op", e.Op), slog.String("key", e.Circuit.Key),
 			slog.String("state", e.Circuit.State))
+	case LateOutput:
+		l.line(slog.LevelWarn, "late output", e.EventBase, slog.Int("chunks", e.Chunks))
 	case Stalled:
 		l.line(slog.LevelWarn, "agent stalled; session/cancel sent", e.EventBase, msAttr("idle_ms", e.Idle), slog.String("last", e.LastFrame))
 	case AgentIdentified:
@@ -153,6 +155,9 @@ func (l eventLog) answered(e Answered) {
 	}
 	if r.StopReason != "" {
 		attrs = append(attrs, slog.String("stopReason", r.StopReason))
+	}
+	if r.AgentRetries > 0 {
+		attrs = append(attrs, slog.Int("agent_retries", r.AgentRetries))
 	}
 	if pe := r.ProviderError; pe != nil {
 		attrs = append(attrs, slog.String("code", pe.Code), slog.String("reason", pe.Recovery.Reason))

@@ -22,6 +22,7 @@ type instruments struct {
 	silent       metric.Int64Counter     // acp_guard.silent
 	circuitStops metric.Int64Counter     // acp_guard.circuit.stops
 	circuits     metric.Int64Counter     // acp_guard.circuit.decisions
+	late         metric.Int64Counter     // acp_guard.late_output
 }
 
 // SecondBuckets are the bucket bounds of the duration histograms, in
@@ -30,7 +31,7 @@ var SecondBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 
 
 func newInstruments(m metric.Meter) (instruments, error) {
 	var in instruments
-	var errs [11]error
+	var errs [12]error
 	in.failures, errs[0] = m.Int64Counter("acp_guard.provider.failures", metric.WithDescription("Classified provider failures, one per failed attempt"))
 	in.recoveries, errs[1] = m.Int64Counter("acp_guard.recoveries", metric.WithDescription("Prompt turns in which recovery was attempted, by how they ended"))
 	in.notices, errs[2] = m.Int64Counter("acp_guard.notices", metric.WithDescription("Retry and wait notices sent to the client"))
@@ -44,5 +45,6 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	in.silent, errs[8] = m.Int64Counter("acp_guard.silent", metric.WithDescription("Successful turns flagged as silent failures (empty, truncated, repeated)"))
 	in.circuitStops, errs[9] = m.Int64Counter("acp_guard.circuit.stops", metric.WithDescription("Turns whose recovery a shared circuit stopped (recovery.reason circuit_open)"))
 	in.circuits, errs[10] = m.Int64Counter("acp_guard.circuit.decisions", metric.WithDescription("Decisions of shared circuits about held prompts (go, probe, park, open, skip_model)"))
+	in.late, errs[11] = m.Int64Counter("acp_guard.late_output", metric.WithDescription("Text chunks for a session after its prompt was answered and before its next prompt"))
 	return in, errors.Join(errs[:]...)
 }

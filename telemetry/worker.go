@@ -86,6 +86,9 @@ func (w *worker) handle(e guard.Event) {
 		w.spanEvent(e.EventBase, "acp_guard.stall", attribute.Int64("acp_guard.stall.idle_ms", e.Idle.Milliseconds()))
 	case guard.Answered:
 		w.answered(e)
+	case guard.LateOutput:
+		w.provide()
+		w.t.inst.late.Add(context.Background(), int64(e.Chunks), metric.WithAttributes(attribute.String("acp_guard.adapter", w.adapter())))
 	}
 }
 
@@ -336,6 +339,9 @@ func turnAttrs(r *guard.TurnReport, model string) []attribute.KeyValue {
 	}
 	if r.Silent != "" {
 		attrs = append(attrs, attribute.String("acp_guard.silent", r.Silent))
+	}
+	if r.AgentRetries > 0 {
+		attrs = append(attrs, attribute.Int("acp_guard.agent_retries", r.AgentRetries))
 	}
 	if pe := r.ProviderError; pe != nil && pe.Circuit != nil {
 		attrs = append(attrs, attribute.String("acp_guard.circuit.key", pe.Circuit.Key), attribute.String("acp_guard.circuit.state", pe.Circuit.State))
