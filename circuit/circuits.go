@@ -385,7 +385,7 @@ func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
 	wait := c.downWait
 	c.mu.Unlock()
 	if first {
-		c.log.Warn("circuit store unavailable", "op", op, "err", err, "retryAfter", wait)
+		c.log.Warn("circuit store unavailable", "op", op, "err", err, "retry_after_ms", wait.Milliseconds())
 	}
 	if errors.Is(err, ErrStore) {
 		return err

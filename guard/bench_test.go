@@ -68,3 +68,31 @@ func BenchmarkRelayChunkCompaction(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRelayChunkEvents is BenchmarkRelayChunk with subscribers of the
+// event stream: none; one that takes every event but frames (what
+// telemetry and an info-level log take: nothing per frame); and one that
+// takes frames too (a debug log: one FrameObserved per frame).
+func BenchmarkRelayChunkEvents(b *testing.B) {
+	for _, tt := range []struct {
+		name           string
+		events, frames bool
+	}{{"none", false, false}, {"decisions", true, false}, {"frames", true, true}} {
+		b.Run(tt.name, func(b *testing.B) {
+			out := &discard{}
+			cfg := guard.Config{Identity: observers.Identity{Flag: "codex-acp"}, Engine: catalogue.Default(), Policy: policy.Default(), Frames: tt.frames}
+			n := 0
+			if tt.events {
+				cfg.Events = func(guard.Event) { n++ }
+			}
+			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: guard.New(cfg)}, out)
+			r.FromClient(transport.Line{Bytes: []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n")})
+			line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				r.FromAgent(transport.Line{Bytes: line})
+			}
+		})
+	}
+}

@@ -30,6 +30,20 @@
 // Successful results are checked for silent failures and abnormal stop
 // reasons (silent.go) before they pass: a flag adds
 // result._meta.acpGuard.silent or .stop and leaves every other byte.
+//
+// # Events
+//
+// Everything the guard sees and decides is emitted as one typed event
+// (events.go: TurnStarted, FrameObserved, FailureClassified, Transition,
+// AttemptSent, AttemptDone, NoticeSent, Answered, SilentFlagged,
+// AbnormalStop, LateOutput, CircuitDecision, CircuitChanged, Stalled,
+// AgentIdentified, AgentExited) to Config.Events, on the event loop, each
+// stamped with the loop's time: telemetry, the decision log (eventlog.go),
+// `replay --json` and a library's subscriber read this stream. An agent's
+// answer is parsed once where it arrives (reply.go); its parsed form
+// travels with the failure and the events, and the frame is edited from
+// its spans (edit.go). With no subscriber no event is built, and frames
+// are emitted only with Config.Frames.
 // Before that, an end_turn whose whole text is one error line, or that
 // showed nothing but the agent's own retry notes, becomes a failure for any
 // adapter (textreport.go; docs/WIRE.md); text for a session after its

@@ -371,7 +371,7 @@ func (l *loop) clientGone() {
 		return
 	}
 	l.clientDone = true
-	l.log.Info("client input closed; closing agent stdin", "grace", l.o.Grace.String())
+	l.log.Info("client input closed; closing agent stdin", "grace_ms", l.o.Grace.Milliseconds())
 	l.relay.ClientClosed()
 	l.flush()
 	l.toAgent.close()

@@ -119,7 +119,7 @@ func (l *loop) checkOutputClosed() {
 		return
 	}
 	l.outLost = true
-	l.log.Warn("agent closed its stdout but still runs; answering pending requests and terminating it", "grace", l.o.Grace.String())
+	l.log.Warn("agent closed its stdout but still runs; answering pending requests and terminating it", "grace_ms", l.o.Grace.Milliseconds())
 	l.relay.AgentOutputClosed()
 	l.flush()
 	l.toAgent.close()
