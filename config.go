@@ -14,7 +14,6 @@ import (
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/policy"
-	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -82,9 +81,10 @@ type Config struct {
 	// telemetry stays off: it never stops a session from starting.
 	OTel bool
 	// OTelSessionID is how exported spans name the ACP session
-	// (--otel-session-id): "hash" (a 16-hex-digit SHA-256 prefix),
-	// "raw" (the id itself, to join with the agent's own telemetry) or
-	// "omit". Empty: ACP_GUARD_OTEL_SESSION_ID, else hash.
+	// (--otel-session-id, or ACP_GUARD_OTEL_SESSION_ID): "hash" (a
+	// 16-hex-digit SHA-256 prefix), "raw" (the id itself, to join with the
+	// agent's own telemetry) or "omit". Empty: hash. Another value is a
+	// telemetry setting that cannot be used: logged, telemetry off.
 	OTelSessionID string
 	// Getenv reads the environment for the OTEL_* variables. Nil:
 	// os.Getenv.
@@ -206,11 +206,6 @@ func (c *Config) validate() error {
 	}
 	if c.Grace < 0 {
 		return fmt.Errorf("--grace: %s is negative", c.Grace)
-	}
-	switch c.OTelSessionID {
-	case "", telemetry.SessionHash, telemetry.SessionRaw, telemetry.SessionOmit:
-	default:
-		return fmt.Errorf("--otel-session-id: %q is not hash, raw or omit", c.OTelSessionID)
 	}
 	switch spec := strings.TrimSpace(c.Circuits); {
 	case spec == "", spec == "off", spec == "file", spec == storeMemory,

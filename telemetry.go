@@ -15,10 +15,16 @@ import (
 // is logged once and telemetry stays off: it never stops an agent from
 // starting. Off, nothing of the OpenTelemetry SDK is created.
 func startTelemetry(ctx context.Context, cfg *Config, o origin, log *slog.Logger) *telemetry.Telemetry {
-	set, ok, err := telemetry.FromEnv(cfg.getenv, cfg.OTel)
-	if err == nil && ok && cfg.OTelSessionID != "" {
-		set.SessionID = cfg.OTelSessionID
+	getenv := cfg.getenv
+	if cfg.OTelSessionID != "" {
+		getenv = func(k string) string {
+			if k == telemetry.EnvSessionID {
+				return cfg.OTelSessionID
+			}
+			return cfg.getenv(k)
+		}
 	}
+	set, ok, err := telemetry.FromEnv(getenv, cfg.OTel)
 	if err != nil || !ok {
 		if err != nil {
 			log.Warn("telemetry off: configuration not usable", "err", err)

@@ -17,7 +17,11 @@ const (
 	ProtoJSON = "http/json"
 )
 
-// Session id handling in attributes (ACP_GUARD_OTEL_SESSION_ID).
+// EnvSessionID says how session ids are exported (the environment form
+// of --otel-session-id).
+const EnvSessionID = "ACP_GUARD_OTEL_SESSION_ID"
+
+// Session id handling in attributes (EnvSessionID).
 const (
 	SessionHash = "hash" // default: the first 16 hex digits of its SHA-256
 	SessionRaw  = "raw"  // the ACP session id as the agent made it: joins with the agent's own telemetry
@@ -62,12 +66,12 @@ func FromEnv(getenv func(string) string, flag bool) (s Settings, ok bool, err er
 		return s, false, err
 	}
 	s.SessionID = SessionHash
-	switch v := getenv("ACP_GUARD_OTEL_SESSION_ID"); v {
+	switch v := getenv(EnvSessionID); v {
 	case "", SessionHash:
 	case SessionRaw, SessionOmit:
 		s.SessionID = v
 	default:
-		return s, false, fmt.Errorf("ACP_GUARD_OTEL_SESSION_ID: %q is not hash, raw or omit", v)
+		return s, false, fmt.Errorf("--otel-session-id (%s): %q is not hash, raw or omit", EnvSessionID, v)
 	}
 	if s.Flush, err = flushDeadline(getenv, s); err != nil {
 		return s, false, err

@@ -34,6 +34,12 @@ const (
 // what the client read and acp-guard's stderr.
 func session(t *testing.T, env []string, flags []string, agent ...string) (stdout, stderr string) {
 	t.Helper()
+	return sessionMeta(t, env, flags, "", agent...)
+}
+
+// sessionMeta is session with meta (raw JSON) as the prompt's _meta.
+func sessionMeta(t *testing.T, env []string, flags []string, meta string, agent ...string) (stdout, stderr string) {
+	t.Helper()
 	bin := testbin.Path(t)
 	argv := append([]string{"--log-level", "info", "--state-dir", t.TempDir()}, flags...)
 	argv = append(append(argv, "--", bin, "demo-agent"), agent...)
@@ -68,7 +74,10 @@ func session(t *testing.T, env []string, flags []string, agent ...string) (stdou
 	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
 	read("2")
 	p, _ := json.Marshal(secretPrompt)
-	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%s}]}}`+"\n", rawSession, p)
+	if meta != "" {
+		meta = `,"_meta":` + meta
+	}
+	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%s}]%s}}`+"\n", rawSession, p, meta)
 	read("3")
 	in.Close()
 	rest, _ := io.ReadAll(out)

@@ -99,8 +99,10 @@ func (r *receiver) allSpans() (spans []*tracepb.Span, resources [][]*commonpb.Ke
 // metric returns the data points of the named metric: sums and
 // histograms, flattened to (attributes, value or count).
 type point struct {
-	attrs map[string]string
-	value float64 // a sum's value, or a histogram's count
+	attrs    map[string]string
+	value    float64   // a sum's value, or a histogram's count
+	bounds   []float64 // a histogram's explicit bucket bounds
+	resource map[string]string
 }
 
 func (r *receiver) metric(name string) []point {
@@ -108,16 +110,17 @@ func (r *receiver) metric(name string) []point {
 	defer r.mu.Unlock()
 	var out []point
 	for _, rm := range r.metrics {
+		res := attrMap(rm.GetResource().GetAttributes())
 		for _, sm := range rm.ScopeMetrics {
 			for _, m := range sm.Metrics {
 				if m.Name != name {
 					continue
 				}
 				for _, dp := range m.GetSum().GetDataPoints() {
-					out = append(out, point{attrMap(dp.Attributes), float64(dp.GetAsInt()) + dp.GetAsDouble()})
+					out = append(out, point{attrs: attrMap(dp.Attributes), value: float64(dp.GetAsInt()) + dp.GetAsDouble(), resource: res})
 				}
 				for _, dp := range m.GetHistogram().GetDataPoints() {
-					out = append(out, point{attrMap(dp.Attributes), float64(dp.Count)})
+					out = append(out, point{attrs: attrMap(dp.Attributes), value: float64(dp.Count), bounds: dp.ExplicitBounds, resource: res})
 				}
 			}
 		}
