@@ -31,6 +31,20 @@
 // To talk to a guarded agent through the ACP Go SDK, give the session one
 // end of two io.Pipes as Streams and the SDK the other ends.
 //
+// # Events
+//
+// Config.OnEvent receives the session's typed event stream (Event):
+// TurnStarted, FailureClassified, Transition, AttemptSent, AttemptDone,
+// NoticeSent, Answered, SilentFlagged, AbnormalStop, LateOutput,
+// CircuitDecision, CircuitChanged, Stalled, AgentIdentified, AgentExited
+// and, with Config.EventFrames, FrameObserved — in the order they
+// happened, each stamped with the event loop's time, each carrying what
+// the guard parsed (a verdict, the agent's error decoded once, the
+// decision) so that nothing reads a frame again. It runs on the session's
+// event loop and must not block: hand events to a goroutine of your own.
+// The decision log, telemetry, OnTurn, OnLate and `replay --json` are
+// subscribers of the same stream; with none, no event is built.
+//
 // # One pipeline
 //
 // Every session — live, replayed, served, and `classify --transcript` —
@@ -59,8 +73,12 @@
 // The names this package exports — Config and its fields, Load, Run,
 // RunPipes, Replay, Serve, Command, Streams, AgentPipes, ReplayResult,
 // ConfigError, and the aliases TurnReport, ProviderError, Result,
-// ExitStatus and StartError with the JSON shapes they carry — are the
-// supported API: they change only compatibly (new fields and functions).
+// ExitStatus and StartError with the JSON shapes they carry, Event and the
+// event types — are the supported API: they change only compatibly (new
+// fields, functions and event types; a subscriber ignores the event types
+// it does not know). Transition's state and event names are the rows of
+// the recovery table in package guard's documentation, which may gain
+// rows.
 // The aliased types are defined in the packages guard and transport, whose
 // other exported names are the implementation's and may change; so may
 // everything else in the module but the transcript format (package replay)
@@ -68,9 +86,4 @@
 // receives, the policy document, the transcript format — are specified in
 // README.md ("What the client receives", "Recovery policy") and in the
 // docs of packages policy and replay.
-//
-// Later additions will plug in here: a typed event stream (turn started,
-// frame observed, failure classified, transition, attempt, notice, answer,
-// circuit change) will be one more subscriber of the assembled pipeline,
-// beside OnTurn.
 package acpguard

@@ -175,3 +175,38 @@ func ExampleReplay() {
 	// Output:
 	// annotated agent_transport_lost transient stop
 }
+
+// Follow a session's decisions as typed events: here a replayed recording
+// whose failed turn is retried and recovered. The callback runs on the
+// session's event loop; a real subscriber hands events to a goroutine of
+// its own instead of printing.
+func ExampleConfig_onEvent() {
+	transcript := strings.Join([]string{
+		`{"t_ms":0,"dir":"meta","argv":["claude-agent-acp"],"adapter":"claude-agent-acp","policy":{"version":1,"transient":{"retry":{"enabled":true,"max_retries":1,"initial_interval_seconds":2},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},"hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}},"circuits":"off"}`,
+		`{"t_ms":5,"dir":"c2a","msg":{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}}`,
+		`{"t_ms":900,"dir":"a2c","msg":{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}}`,
+		`{"t_ms":2900,"dir":"c2a","msg":{"jsonrpc":"2.0","id":"acp-guard:1","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}}`,
+		`{"t_ms":3500,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Hello."}}}}}`,
+		`{"t_ms":3600,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`,
+	}, "\n")
+	events, _ := replay.ReadAll(strings.NewReader(transcript))
+	cfg := acpguard.Config{OnEvent: func(e acpguard.Event) {
+		switch e := e.(type) {
+		case acpguard.FailureClassified:
+			fmt.Printf("failure %s (%s): %s, attempt %d\n", e.Verdict.Code, e.Verdict.Class, e.Decision.Action, e.Attempt)
+		case acpguard.Transition:
+			fmt.Printf("%s --%s--> %s\n", e.From, e.On, e.To)
+		case acpguard.Answered:
+			fmt.Printf("answered %s after %s\n", e.Report.Outcome, e.Duration)
+		}
+	}}
+	if _, err := acpguard.Replay(events, cfg); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// failure provider_overloaded (transient): retry, attempt 0
+	// active --retry--> retry_wait
+	// retry_wait --due--> retrying
+	// retrying --succeed--> answered
+	// answered retried after 3.595s
+}
