@@ -1,11 +1,18 @@
 package acpguard
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
+	"github.com/acp-guard/acp-guard/transport"
 )
 
 //go:generate go test -run TestTerminalGoldens -record .
@@ -107,5 +114,65 @@ func TestSettleInvalidRecordedPolicy(t *testing.T) {
 	}
 	if len(pl.notes) != 1 || recovers(s.policy, nil) {
 		t.Errorf("notes %q, policy %+v: want one note and the default policy", pl.notes, s.policy)
+	}
+}
+
+// Off costs nothing: without a subscriber the guard gets no event
+// function (it builds no event), without OTLP settings no telemetry is
+// started; a debug logger is the only subscriber that takes frames.
+func TestSubscribersOnlyWhenAsked(t *testing.T) {
+	off := func(string) string { return "" }
+	for _, tt := range []struct {
+		name           string
+		cfg            Config
+		events, frames bool
+		tel            bool
+	}{
+		{name: "nothing", cfg: Config{Getenv: off}},
+		{name: "info log", cfg: Config{Getenv: off, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, events: true},
+		{name: "debug log", cfg: Config{Getenv: off, Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))}, events: true, frames: true},
+		{name: "OnTurn", cfg: Config{Getenv: off, OnTurn: func(TurnReport) {}}, events: true},
+		{name: "OnEvent with frames", cfg: Config{Getenv: off, OnEvent: func(Event) {}, EventFrames: true}, events: true, frames: true},
+		{name: "telemetry", cfg: Config{Getenv: func(k string) string {
+			if k == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+				return "http://127.0.0.1:1"
+			}
+			return ""
+		}}, events: true, tel: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := &pipeline{log: tt.cfg.logger()}
+			pl.tel = startTelemetry(context.Background(), &tt.cfg, origin{name: "agent"}, pl.log)
+			if (pl.tel != nil) != tt.tel {
+				t.Fatalf("telemetry started: %v, want %v", pl.tel != nil, tt.tel)
+			}
+			if pl.tel != nil {
+				defer closeTelemetry(pl.tel, transport.Counts{})
+			}
+			var gc guard.Config
+			pl.subscribe(&tt.cfg, &gc)
+			if (gc.Events != nil) != tt.events || gc.Frames != tt.frames || gc.TraceContext != tt.tel {
+				t.Errorf("events %v frames %v trace context %v; want %v %v %v", gc.Events != nil, gc.Frames, gc.TraceContext, tt.events, tt.frames, tt.tel)
+			}
+		})
+	}
+}
+
+// Frames reach only the subscribers that take them; every other event
+// reaches all, in order.
+func TestFanoutFrames(t *testing.T) {
+	var got []string
+	sub := func(name string) func(guard.Event) {
+		return func(e guard.Event) { got = append(got, fmt.Sprintf("%s:%T", name, e)) }
+	}
+	fn, frames := fanout([]subscriber{{fn: sub("log"), frames: true}, {fn: sub("tel")}})
+	if !frames {
+		t.Fatal("frames not asked for")
+	}
+	fn(guard.FrameObserved{})
+	fn(guard.Answered{})
+	want := "log:guard.FrameObserved log:guard.Answered tel:guard.Answered"
+	if s := strings.Join(got, " "); s != want {
+		t.Errorf("got %s, want %s", s, want)
 	}
 }
