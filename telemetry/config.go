@@ -30,8 +30,10 @@ const (
 
 // MaxFlush bounds how long telemetry may delay the end of a session,
 // whatever the collector does: the flush at Close gets at most this long
-// (less if OTEL_EXPORTER_OTLP_TIMEOUT says less).
-const MaxFlush = time.Second
+// (less if OTEL_EXPORTER_OTLP_TIMEOUT says less). It leaves a tenth of a
+// second for the exporters to return and the process to exit, so that
+// telemetry delays an exit by less than a second.
+const MaxFlush = 900 * time.Millisecond
 
 // Settings say which signals to export and how. The exporters read the
 // endpoint, headers, TLS and compression from OTEL_* themselves.

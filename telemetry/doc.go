@@ -17,7 +17,7 @@
 // service.name, service.version, a random service.instance.id per
 // pipeline, the agent as initialize named it) at the first turn. The
 // OpenTelemetry SDK batches and exports on its own goroutines. A failing
-// exporter is logged once. Close flushes within Settings.Flush: a second
+// exporter is logged once. Close flushes within Settings.Flush: 0.9 s
 // (MaxFlush), or the OTLP timeout when it is shorter, whatever the
 // collector does. FromEnv reports every setting it cannot use as an error,
 // which the caller logs before running without telemetry.

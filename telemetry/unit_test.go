@@ -32,7 +32,7 @@ func TestFromEnv(t *testing.T) {
 		{name: "bad protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "thrift"}, wantErr: true},
 		{name: "short timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "250"}, on: true,
 			want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: 250 * time.Millisecond}},
-		{name: "long timeout: still a second", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "10000"}, on: true,
+		{name: "long timeout: still MaxFlush", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "10000"}, on: true,
 			want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
 		{name: "per-signal timeout", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_TIMEOUT": "900", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "100"}, on: true,
 			want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: 100 * time.Millisecond}},
