@@ -336,19 +336,17 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if st.OutputClosed { // still running: no exit code, a lost transport
 		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
 	}
-	var f *failure
-	if p.state.waiting() && p.last != nil {
+	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
+	held := p.state.waiting() && p.last != nil
+	if held {
 		// The agent died while the guard held the prompt for recovery: the
 		// failure the client is owed is the one recovery was for.
 		f = p.last
 	}
-	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited}
-	if f == nil {
-		f = &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
-		d.Class = string(f.verdict.Class)
+	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
+	if !held {
 		g.classified(c, p, f, d)
 	}
-	d.Class = string(f.verdict.Class)
 	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
 		return nil
 	}
