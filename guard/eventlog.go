@@ -77,7 +77,8 @@ func (l eventLog) event(e Event) {
 		if e.Decision == CircuitGo || e.Decision == CircuitPark {
 			level = slog.LevelDebug
 		}
-		l.line(level, "circuit decision", e.EventBase, slog.String("decision", e.Decision), slog.String("key", e.Key),
+		// "circuit probe", "circuit park", …: the messages fleet/ counts.
+		l.line(level, "circuit "+e.Decision, e.EventBase, slog.String("key", e.Key),
 			slog.String("model", e.Model), slog.String("state", e.Circuit.State), msAttr("wait_ms", max(e.Until.Sub(e.At), 0)))
 	case CircuitChanged:
 		l.line(slog.LevelInfo, "circuit reported", e.EventBase, slog.String("op", e.Op), slog.String("key", e.Circuit.Key),
