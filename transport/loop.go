@@ -363,19 +363,27 @@ func (l *loop) handleLocked(ev event) {
 	}
 }
 
-// clientGone closes the agent's stdin and starts the grace timers: TERM
-// once the agent has been quiet for one grace period, KILL after another
-// (escalate).
+// clientGone closes the agent's stdin and starts the escalation: with a
+// request in flight, TERM once the agent has been quiet for one grace
+// period, KILL after another; with none, TERM at once (escalate).
 func (l *loop) clientGone() {
 	if l.clientDone {
 		return
 	}
 	l.clientDone = true
-	l.log.Info("client input closed; closing agent stdin", "grace", l.o.Grace.String())
+	idle := !l.relay.InFlight()
+	l.log.Info("client input closed; closing agent stdin", "grace", l.o.Grace.String(), "in_flight", !idle)
 	l.relay.ClientClosed()
 	l.flush()
 	l.toAgent.close()
-	l.escalate(0, true)
+	switch {
+	case l.exitSeen:
+		// The agent is gone already; its output drains.
+	case idle:
+		l.escalate(0, escalateIdle)
+	default:
+		l.escalate(0, escalateQuiet)
+	}
 }
 
 // Now is the time of the event being handled: every Ctl.Now, timer and

@@ -746,6 +746,22 @@ func (r *Relay) answerExited(req *Request, st ExitStatus) {
 	r.Reply(req, ErrorResponse(req.ID, -32603, msg, data))
 }
 
+// InFlight reports whether the agent still owes an answer: a client
+// request it has not answered, or a request of the proxy's own. A client
+// request whose answer a hook holds (a prompt held for recovery) is not in
+// flight: the agent answered it.
+func (r *Relay) InFlight() bool {
+	if len(r.table.proxy) > 0 {
+		return true
+	}
+	for _, req := range r.table.client {
+		if !req.answered {
+			return true
+		}
+	}
+	return false
+}
+
 // PendingClient returns the client requests awaiting an answer.
 func (r *Relay) PendingClient() []*Request { return r.table.pendingClient() }
 
