@@ -109,6 +109,13 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		if closeStore != nil {
 			pl.closers = append(pl.closers, closeStore)
 		}
+		if gc.Circuits != nil {
+			var closeHeld func() error
+			gc.Held, closeHeld = openHeld(set.circuits, cfg.StateDir, cfg.version(), pl.log)
+			if closeHeld != nil {
+				pl.closers = append(pl.closers, closeHeld)
+			}
+		}
 	}
 	if cfg.Record != "" {
 		if o.offline {

@@ -271,12 +271,5 @@ func schedules(doc policy.Document, fallback []string) bool {
 }
 
 // recovers reports whether a policy can ever retry, wait or switch models:
-// the sessions that share circuits.
-func recovers(doc policy.Document, fallback []string) bool {
-	for _, cp := range []policy.ClassPolicy{doc.Transient, doc.Hard} {
-		if cp.Retry.Enabled || cp.WaitForReset.Enabled {
-			return true
-		}
-	}
-	return len(fallback) > 0 || len(doc.FallbackModels) > 0
-}
+// the sessions that share circuits (policy.Document.Recovers).
+func recovers(doc policy.Document, fallback []string) bool { return doc.Recovers(fallback) }

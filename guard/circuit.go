@@ -267,6 +267,7 @@ func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 		p.circ.budget = max(p.circ.budget-min(wait, max(d.Until.Sub(now), 0)), 0)
 	}
 	delay := max(d.Until.Sub(now), minPark)
+	p.hold.next = now.Add(delay)
 	g.transit(c, p, step{on: onPark}, func() {
 		epoch := p.epoch
 		p.stop = c.After(delay, func() { g.due(c, p, epoch) })

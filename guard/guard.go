@@ -8,6 +8,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
@@ -47,6 +48,10 @@ type Config struct {
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
 	// StallTimeout arms the stall watchdog (0: off; stall.go).
 	StallTimeout time.Duration
+	// Held is the board where prompts held for recovery are published for
+	// operators, in the circuits' namespace (held.go); nil: not
+	// published (the client's MethodRecovery works either way).
+	Held *held.Board
 }
 
 // Guard implements transport.Hooks.
@@ -63,6 +68,11 @@ type Guard struct {
 	circOps  circuitOps // the circuit store's worker (circuitops.go)
 	probes   int        // prompts holding a probe lease
 	circID   uint64     // this Guard among the process's (lease holder ids)
+	// The held-prompt board (held.go): its worker (the circuitOps
+	// pattern), the loop's view, the running watch.
+	heldOps   circuitOps
+	heldBoard heldBoard
+	heldWatch heldWatch
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -105,6 +115,8 @@ func New(cfg Config) *Guard {
 // attempt log.
 func (g *Guard) Close() error {
 	g.circOps.close()
+	g.heldOps.close()
+	g.heldWatch.close()
 	g.journal.close()
 	return nil
 }
@@ -132,6 +144,9 @@ func (g *Guard) KeepParams(method string) bool {
 func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
 	switch m.Kind {
 	case transport.KindRequest:
+		if m.Method == MethodRecovery && req != nil {
+			return g.recoveryRequest(c, m, req)
+		}
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
 			g.supersede(c, req.SessionID)
 			t := g.tracker.Start(req.SessionID, c.Now())
@@ -197,6 +212,13 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		if name, ok := agentName(m.Result); ok {
 			g.setAgentInfo(name)
 		}
+		if m.Error == nil && g.cfg.Policy.Recovers(g.cfg.Fallback) {
+			// The client learns it can act on held prompts (operator.go).
+			if line, ok := advertise(m); ok {
+				c.Reply(req, line)
+				return transport.Drop
+			}
+		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
 		g.learnSession(req, m)
 	case acp.AgentMethodSessionSetModel:
@@ -246,6 +268,7 @@ func (g *Guard) ClientClosed(c transport.Ctl) {
 	g.closed = true
 	for _, p := range g.prompts {
 		p.stopTimer()
+		p.hold.stopTimer()
 	}
 }
 
@@ -255,6 +278,7 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 	g.tracker.Exit()
 	for _, p := range g.prompts {
 		p.stopTimer()
+		p.hold.stopTimer()
 	}
 }
 
