@@ -169,7 +169,11 @@ func (g *Guard) entry(c transport.Ctl, p *prompt, now time.Time) held.Entry {
 	} else {
 		e.Expires = now.Add(held.ResultTTL).UTC()
 	}
-	e.Result, p.hold.result = p.hold.result, nil
+	if r := p.hold.result; r != nil {
+		res := *r // the worker gets its own copy
+		res.State, p.hold.result = p.state.String(), nil
+		e.Result = &res
+	}
 	return e
 }
 
@@ -183,14 +187,12 @@ func (g *Guard) operatorRequest(c transport.Ctl, id string, r held.Request) {
 		return
 	}
 	p.hold.handled = r.ID
-	res := &held.Result{ID: r.ID, Action: r.Action, At: c.Now().UTC()}
-	p.hold.result = res
+	p.hold.result = &held.Result{ID: r.ID, Action: r.Action, At: c.Now().UTC()}
 	err := g.act(c, p, r.Action, ByOperator)
-	res.State = p.state.String()
-	if err != nil {
-		res.Error = err.Error()
-	}
-	if p.hold.result == res { // not written by the end of the hold
+	if res := p.hold.result; res != nil { // not written when the hold ended: refused
+		if err != nil {
+			res.Error = err.Error()
+		}
 		g.publish(c, p)
 	}
 }

@@ -1,9 +1,11 @@
 package held
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -184,8 +186,9 @@ func (s *NATSStore) List(ctx context.Context, prefix string) ([]Stored, error) {
 		case <-ctx.Done():
 			return out, fmt.Errorf("held store: nats list: %w", ctx.Err())
 		case e, ok := <-w.Updates():
-			if !ok || e == nil {
-				return out, nil // the initial values are done
+			if !ok || e == nil { // the initial values are done
+				slices.SortFunc(out, func(a, b Stored) int { return cmp.Compare(a.ID, b.ID) })
+				return out, nil
 			}
 			if st, ok := stored(e); ok && strings.HasPrefix(st.ID, prefix) {
 				out = append(out, st)
