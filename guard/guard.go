@@ -73,6 +73,7 @@ type Guard struct {
 	heldOps   circuitOps
 	heldBoard heldBoard
 	heldWatch heldWatch
+	warned    map[string]bool // fallback models already warned about (rare.go)
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -220,7 +221,9 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 			}
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
-		g.learnSession(req, m)
+		if sid := g.learnSession(req, m); sid != "" {
+			return g.fallbackCheck(c, req, m, sid)
+		}
 	case acp.AgentMethodSessionSetModel:
 		if m.Error == nil {
 			if model, ok := requestedModel(req.Params); ok {

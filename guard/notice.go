@@ -20,8 +20,17 @@ func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision
 // say sends a notice: text for a person, retry (_meta.acpGuard.retry) for
 // machines, on the configured channel.
 func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]any) {
+	if g.notify(c, p.session, text, map[string]any{"retry": retry}) {
+		g.log.Info("notice sent", "session", p.session, "id", string(p.client.ID), "action", retry["action"], "text", text)
+	}
+}
+
+// notify sends a notice for session sid on the configured channel: text
+// for a person, meta as its update's _meta.acpGuard for machines. It
+// reports whether one was sent.
+func (g *Guard) notify(c transport.Ctl, sid, text string, meta map[string]any) bool {
 	if g.cfg.Notices == NoticesOff {
-		return
+		return false
 	}
 	kind := "agent_thought_chunk"
 	if g.cfg.Notices == NoticesMessage {
@@ -30,15 +39,15 @@ func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]an
 	upd := map[string]any{
 		"sessionUpdate": kind,
 		"content":       map[string]any{"type": "text", "text": text + "\n"},
-		"_meta":         map[string]any{"acpGuard": map[string]any{"retry": retry}},
+		"_meta":         map[string]any{"acpGuard": meta},
 	}
 	frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acp.ClientMethodSessionUpdate,
-		"params": map[string]any{"sessionId": p.session, "update": upd}})
+		"params": map[string]any{"sessionId": sid, "update": upd}})
 	if err != nil {
-		return
+		return false
 	}
 	c.ToClient(append(frame, '\n'))
-	g.log.Info("notice sent", "session", p.session, "id", string(p.client.ID), "action", retry["action"], "text", text)
+	return true
 }
 
 // noticeText is the notice a person reads.
