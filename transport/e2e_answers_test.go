@@ -41,9 +41,10 @@ while read -r l; do printf '%s\n' "$l" >> "$GOT"; done`
 	g.send(`{"jsonrpc":"2.0","id":7,"result":{"content":"one"}}`+"\n",
 		`{"jsonrpc":"2.0","id":7,"result":{"content":"two"}}`+"\n",
 		`{"jsonrpc":"2.0","id":8,"result":{"content":"never asked"}}`+"\n",
-		// In flight at the client's EOF, so the agent is left to record
-		// what it read and go by itself (answered at its exit).
-		keepRequest)
+		// In flight at the client's EOF, so the agent — idle otherwise —
+		// is left to record what it read and go by itself (answered at
+		// its exit) instead of getting SIGTERM at once.
+		`{"jsonrpc":"2.0","id":"keep","method":"x/keep"}`+"\n")
 	g.closeIn()
 	msgs = append(msgs, g.restMsgs()...)
 	if code := g.wait(); code != 0 {

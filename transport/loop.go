@@ -363,16 +363,17 @@ func (l *loop) handleLocked(ev event) {
 	}
 }
 
-// clientGone closes the agent's stdin and starts the escalation: with a
-// request in flight, TERM once the agent has been quiet for one grace
-// period, KILL after another; with none, TERM at once (escalate).
+// clientGone closes the agent's stdin and starts the escalation: when the
+// agent is idle (Relay.Idle: it answered a request and owes nothing), TERM
+// at once; otherwise TERM once it has been quiet for one grace period;
+// KILL after another (escalate).
 func (l *loop) clientGone() {
 	if l.clientDone {
 		return
 	}
 	l.clientDone = true
-	idle := !l.relay.InFlight()
-	l.log.Info("client input closed; closing agent stdin", "grace", l.o.Grace.String(), "in_flight", !idle)
+	idle := l.relay.Idle()
+	l.log.Info("client input closed; closing agent stdin", "grace", l.o.Grace.String(), "idle", idle)
 	l.relay.ClientClosed()
 	l.flush()
 	l.toAgent.close()

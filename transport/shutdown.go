@@ -22,10 +22,11 @@ import (
 // after another SIGKILL. After the client's EOF (escalateQuiet), the first
 // period counts from when the agent went quiet (whenQuiet), so an agent
 // still working through input the client sent before it closed, to a
-// client reading slowly, is not cut off; when nothing was in flight at
-// the client's EOF (escalateIdle) there is nothing to wait for: SIGTERM
-// goes at once — codex-acp and claude-agent-acp do not exit on stdin EOF,
-// and a clean close should not cost a grace period. One escalation runs at
+// client reading slowly, is not cut off; when the agent was idle at the
+// client's EOF (escalateIdle: it answered a request and owes nothing)
+// there is nothing to wait for: SIGTERM goes at once — codex-acp and
+// claude-agent-acp do not exit on stdin EOF, and a clean close should not
+// cost a grace period. One escalation runs at
 // a time; a strict one (a signal, a closed stdout) still starts after the
 // others.
 func (l *loop) escalate(sent syscall.Signal, how int) {
@@ -46,7 +47,7 @@ func (l *loop) escalate(sent syscall.Signal, how int) {
 	}
 	term := func() {
 		if how == escalateIdle {
-			l.log.Info("client input closed with no request in flight; sending SIGTERM now")
+			l.log.Info("client input closed with the agent idle (nothing in flight); sending SIGTERM now")
 		} else {
 			l.log.Warn("agent still running after grace; sending SIGTERM")
 		}
@@ -73,8 +74,8 @@ func (l *loop) escalate(sent syscall.Signal, how int) {
 // Escalation kinds (loop.escalating).
 const (
 	escalateNone   = iota
-	escalateQuiet  // after the client's EOF with a request in flight: from when the agent went quiet
-	escalateIdle   // after the client's EOF with nothing in flight: SIGTERM at once
+	escalateQuiet  // after the client's EOF, the agent not idle: from when it went quiet
+	escalateIdle   // after the client's EOF, the agent idle: SIGTERM at once
 	escalateStrict // after a signal or a closed stdout: from now
 )
 

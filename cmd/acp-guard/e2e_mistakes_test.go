@@ -182,7 +182,7 @@ func TestE2EQuietFastShutdown(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit %d, want 0", code)
 	}
-	for _, want := range []string{"in_flight=false", "no request in flight; sending SIGTERM now", "signal=SIGTERM"} {
+	for _, want := range []string{"idle=true", "sending SIGTERM now", "signal=SIGTERM"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -198,7 +198,7 @@ func TestE2EQuietFastShutdown(t *testing.T) {
 	p.until("2")
 	p.send(binPrompt(3, "sess-1"))
 	p.finish()
-	if log := p.stderr.String(); !strings.Contains(log, "in_flight=true") || !strings.Contains(log, "agent still running after grace; sending SIGTERM") {
+	if log := p.stderr.String(); !strings.Contains(log, "idle=false") || !strings.Contains(log, "agent still running after grace; sending SIGTERM") {
 		t.Errorf("with a prompt in flight, want TERM after the grace period:\n%s", log)
 	}
 }

@@ -73,9 +73,10 @@ never sent again) and writes back the resulting state, which is printed.`,
 		ao := &heldOptions{}
 		action := a.action
 		sub := &cobra.Command{
-			Use:   a.use + " SESSION",
-			Short: a.short,
-			Args:  cobra.ExactArgs(1),
+			Use:     a.use + " SESSION",
+			Short:   a.short,
+			Example: "  acp-guard held " + a.use + " 3f1c9a2e-…\n  acp-guard held " + a.use + " sess-1 --circuits nats://10.0.0.5:4222 --holder build-7/4242",
+			Args:    cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if err := ao.configure(cmd, s); err != nil {
 					return err
