@@ -176,8 +176,8 @@ type Relay struct {
 	// sessionUp: the agent has answered a client request — an ACP session
 	// is up (Idle).
 	sessionUp bool
-	Counts Counts
-	redact func(string) string
+	Counts    Counts
+	redact    func(string) string
 	// answeredClient and answeredAgent remember the latest answered
 	// requests of each side, to tell a duplicate answer from a stray one
 	// (answers.go).

@@ -25,7 +25,9 @@ func TestSchemaOperatorActions(t *testing.T) {
 				t.Fatalf("want not_held, got %s", f.raw)
 			}
 			s.prompt(3, sid)
-			s.until(func(f frame) bool { return f.Method == "session/update" && strings.Contains(string(f.raw), "retrying in") })
+			s.until(func(f frame) bool {
+				return f.Method == "session/update" && strings.Contains(string(f.raw), "retrying in")
+			})
 			s.send(9, "_acp-guard/recovery", `{"sessionId":"`+sid+`","action":"`+action+`"}`)
 			if action == "skip" { // model-x is not offered: nothing to switch to
 				if f := s.until(answerTo("9")); !strings.Contains(string(f.raw), `"not_allowed"`) {
