@@ -68,7 +68,8 @@ type settings struct {
 	stall     time.Duration
 	circuits  string // the store spec ("" : none, the policy never recovers)
 	namespace string
-	keepLog   bool // an attempt log is kept
+	keepLog   bool   // an attempt log is kept
+	jitter    uint64 // the retry jitter's seed (0: none)
 	// deferLog: a recorded session's attempt-log writes complete where the
 	// transcript says the live proxy learned their results.
 	deferLog bool
@@ -107,8 +108,14 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	id := o.identity(cfg.Adapter)
 	gc := guard.Config{
 		Identity: id, Engine: engine, Policy: set.policy, Fallback: set.fallback,
-		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, Logger: pl.log,
-		CircuitNamespace: set.namespace,
+		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, OnLate: cfg.OnLate, Logger: pl.log,
+		CircuitNamespace: set.namespace, JitterSeed: set.jitter,
+	}
+	if o.recorded {
+		// A recorded session's circuits are its own (memory, or off): a
+		// fixed holder keeps its leases and wake offsets the same in every
+		// process that replays it.
+		gc.CircuitHolder = "replay"
 	}
 	storeKind := ""
 	if set.circuits != "" {
@@ -138,7 +145,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
 			Policy: policyJSON(set.policy), Fallback: set.fallback,
 			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
-			AttemptLog: set.logKind(&cfg, o),
+			AttemptLog: set.logKind(&cfg, o), JitterSeed: set.jitter,
 		}, pl.log)
 		if err != nil {
 			return nil, err
@@ -199,6 +206,17 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 		s.stall = time.Duration(doc.StallTimeoutSeconds) * time.Second
 	}
 	s.namespace = firstOf(cfg.CircuitNamespace, meta.CircuitNamespace)
+	// Retry delays are drawn with full jitter (seed 004): from the given
+	// seed, else the recording's (a replay then decides as the live proxy
+	// did), else a random one per live session.
+	switch {
+	case cfg.JitterSeed != 0:
+		s.jitter = cfg.JitterSeed
+	case o.recorded:
+		s.jitter = meta.JitterSeed
+	default:
+		s.jitter = policy.RandomSeed()
+	}
 	if recovers(doc, s.fallback) {
 		switch {
 		case cfg.Circuits != "":

@@ -93,13 +93,17 @@ var guards atomic.Uint64
 // holder names p's turn uniquely across processes and machines:
 // host/pid/guard/session/request.
 func (g *Guard) holder(p *prompt) string {
-	if g.circID == 0 {
-		g.circID = guards.Add(1)
+	base := g.cfg.CircuitHolder
+	if base == "" {
+		if g.circID == 0 {
+			g.circID = guards.Add(1)
+		}
+		base = fmt.Sprintf("%s/%d", holderBase, g.circID)
 	}
-	s := fmt.Sprintf("%s/%d/%s/%s", holderBase, g.circID, p.session, p.client.ID)
+	s := fmt.Sprintf("%s/%s/%s", base, p.session, p.client.ID)
 	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		sum := sha256.Sum256([]byte(s)) // long or unprintable session or request ids: still unique
-		s = fmt.Sprintf("%s/%x", holderBase, sum[:16])
+		s = fmt.Sprintf("%s/%x", base, sum[:16])
 	}
 	return s
 }
@@ -145,8 +149,8 @@ func (g *Guard) circuitFailure(p *prompt, f *failure, d policy.Decision, now tim
 	}
 	delay := d.Delay
 	if d.Action != policy.ActionRetry && d.Action != policy.ActionWait {
-		cp := g.classPolicy(class)
-		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[string(class)])
+		cp, key := g.policyFor(f.verdict)
+		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[key])
 	}
 	delay = max(delay, circuit.MinCooldown)
 	until = hint
@@ -286,16 +290,21 @@ func (g *Guard) parkBudget(p *prompt) time.Duration {
 }
 
 // remainingSchedule is how long p's own retry schedule would still have
-// waited: the delays of the retries its class has left.
+// waited: the delays of the retries its class has left, the due retry's
+// counted whole (its full-jitter draw may have been shorter than the
+// circuit's least cooldown).
 func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	if p.last == nil {
 		return 0
 	}
-	class := string(p.last.verdict.Class)
-	cp := g.classPolicy(p.last.verdict.Class)
+	cp, key := g.policyFor(p.last.verdict)
 	var sum time.Duration
 	if cp.Retry.Enabled {
-		for k := p.route.Retries[class]; k < cp.Retry.MaxRetries; k++ {
+		first := p.route.Retries[key]
+		if p.state == stRetryWait && first > 0 {
+			first--
+		}
+		for k := first; k < cp.Retry.MaxRetries; k++ {
 			sum += policy.RetryDelay(cp.Retry.InitialIntervalSeconds, k)
 		}
 	}
