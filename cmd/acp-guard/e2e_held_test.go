@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,8 @@ func TestE2EHeldOperator(t *testing.T) {
 					first = 1
 					openCircuit(t, st)
 				}
-				flags := append([]string{"--policy", operatorPolicy(t, first), "--fallback-models", "model-b", "--log-level", "info"}, st.flags...)
+				flags := append([]string{"--policy", operatorPolicy(t, first), "--fallback-models", "model-b", "--log-level", "info",
+					"--jitter-seed", slowSeed(time.Duration(first) * time.Second)}, st.flags...)
 				p := startBin(t, nil, proxy(t, flags, append(tt.agent, "--agent-name", "codex-acp")...)...)
 				p.send(binInit, binNew)
 				p.until("1")
@@ -201,6 +203,17 @@ func hasOperatorRecord(t *testing.T, state string) bool {
 		}
 	}
 	return false
+}
+
+// slowSeed is a jitter seed (--jitter-seed) whose first full-jitter draw
+// from backoff is at least five sixths of it: a retry scheduled an hour
+// ahead stays held while the test acts on it.
+func slowSeed(backoff time.Duration) string {
+	for seed := uint64(1); ; seed++ {
+		if policy.NewJitter(seed)(backoff) >= backoff*5/6 {
+			return strconv.FormatUint(seed, 10)
+		}
+	}
 }
 
 func sessionID(t *testing.T, frames []binFrame) string {

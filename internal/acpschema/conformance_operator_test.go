@@ -1,8 +1,12 @@
 package acpschema_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/acp-guard/acp-guard/policy"
 )
 
 // Operator actions on the wire (guard/operator.go): the initialize result
@@ -17,7 +21,9 @@ func TestSchemaOperatorActions(t *testing.T) {
 	for _, action := range []string{"retry_now", "stop", "skip"} {
 		t.Run(action, func(t *testing.T) {
 			t.Parallel()
-			s := proxy(t, []string{"--policy", retryLater, "--fallback-models", "model-x"},
+			// The seed's first draw from 30 s is long enough: the retry
+			// is still held when the request comes.
+			s := proxy(t, []string{"--policy", retryLater, "--fallback-models", "model-x", "--jitter-seed", slowSeed(30 * time.Second)},
 				"--scenario", "fail-then-succeed", "--fail", "1", "--error", "overloaded", "--agent-name", "codex-acp")
 			sid := s.open()
 			s.send(8, "_acp-guard/recovery", `{"sessionId":"`+sid+`","action":"stop"}`) // nothing held yet
@@ -48,5 +54,15 @@ func TestSchemaOperatorActions(t *testing.T) {
 			s.finish()
 			conform(t, s, counts{toClient: 4, toAgent: 0})
 		})
+	}
+}
+
+// slowSeed is a --jitter-seed whose first full-jitter draw from backoff is
+// at least five sixths of it.
+func slowSeed(backoff time.Duration) string {
+	for seed := uint64(1); ; seed++ {
+		if policy.NewJitter(seed)(backoff) >= backoff*5/6 {
+			return strconv.FormatUint(seed, 10)
+		}
 	}
 }
