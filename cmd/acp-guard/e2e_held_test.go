@@ -145,10 +145,12 @@ func TestE2EHeldOperator(t *testing.T) {
 				if !strings.Contains(table, sid) || !strings.Contains(table, tt.state) || !strings.Contains(table, "NEXT ATTEMPT") {
 					t.Errorf("held table lacks the prompt:\n%s", table)
 				}
+				asked := time.Now()
 				out, stderr, code := runBin(t, nil, "", append([]string{"held", tt.action, sid}, st.flags...)...)
 				if code != 0 || !strings.Contains(out, tt.state+" → "+tt.to) {
 					t.Fatalf("held %s: exit %d, stdout %q, stderr %q; want %s → %s", tt.action, code, out, stderr, tt.state, tt.to)
 				}
+				t.Logf("acp-guard held %s: answered in %s (the whole command)", tt.action, time.Since(asked).Round(time.Millisecond))
 				frames := p.until("3")
 				checkOperatorAnswer(t, frames, tt.answer)
 				for _, e := range heldEntries(t, st) {
