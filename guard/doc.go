@@ -24,6 +24,11 @@
 // (transport.Virtual) records are written in line, or, for a
 // DeferredAttemptLog (a replay), completed where the recording says the
 // live proxy learned their results (journal.go).
+// The held-prompt board's worker (held.go) is the third, same pattern
+// again: it publishes held prompts for operators and starts and stops
+// the watch on this guard's entries, whose goroutine (the store's) posts
+// the requests operators write back into the event loop; Guard.Close
+// runs what is queued and stops the watch.
 // The stall watchdog (stall.go) is a timer per prompt on the relay's
 // event loop, owned by the prompt and disarmed when it is answered.
 //
