@@ -101,11 +101,11 @@ func Serve(ctx context.Context, cfg Config, events []replay.Event, opts replay.S
 
 // serveAgent starts replay.Serve on pipes and returns their ends as the
 // agent. Its goroutine ends when Serve does: at the recorded exit, or when
-// a signal ends it early — the escalation's SIGKILL, or, once the client
-// has left, the signal the recorded agent died of after its client left
-// (the SIGTERM an idle agent gets at once). Until then a stop, the context
-// ending included, reaches it only that way: it plays what the recorded
-// agent did.
+// a signal ends it early — the escalation's SIGKILL, or the signal the
+// recorded agent died of after its client left (the SIGTERM an idle agent
+// gets at once): the served agent dies of it as the recorded one did. Any
+// other stop, the context ending included, reaches it only that way: it
+// plays what the recorded agent did.
 func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -113,7 +113,7 @@ func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 	sctx, kill := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	lastSig := lingeringSignal(events)
-	var inputClosed, byLastSig atomic.Bool
+	var byLastSig atomic.Bool
 	var st ExitStatus
 	go func() {
 		defer close(done)
@@ -134,31 +134,20 @@ func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 		errW.Close()
 	}()
 	return &AgentPipes{
-		Stdin: closeNoted{inW, &inputClosed}, Stdout: outR, Stderr: errR, Name: recordedCommand(events),
+		Stdin: inW, Stdout: outR, Stderr: errR, Name: recordedCommand(events),
 		Wait: func() ExitStatus { <-done; kill(); return st },
 		// The served agent acts out its recorded reaction to a stop.
 		Signal: func(sig os.Signal) error {
 			switch {
 			case sig == syscall.SIGKILL:
 				kill()
-			case lastSig != 0 && sig == lastSig && inputClosed.Load():
+			case lastSig != 0 && sig == lastSig:
 				byLastSig.Store(true)
 				kill()
 			}
 			return nil
 		},
 	}
-}
-
-// closeNoted notes that the relay closed the served agent's input.
-type closeNoted struct {
-	*io.PipeWriter
-	closed *atomic.Bool
-}
-
-func (c closeNoted) Close() error {
-	c.closed.Store(true)
-	return c.PipeWriter.Close()
 }
 
 // lingeringSignal is the signal the recorded agent died of after its
