@@ -180,6 +180,12 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 			g.watch(c, p)
 		}
 	case transport.KindNotification:
+		if m.Method == MethodRecovery {
+			// acp-guard's own method, sent without an id: nothing can
+			// answer it, and it is not the agent's.
+			g.log.Warn("extension request sent as a notification (no id); dropped", "method", m.Method)
+			return transport.Drop
+		}
 		if m.Method == acp.AgentMethodSessionCancel {
 			sid, _ := jsonscan.String(jsonscan.Get(m.Params, "sessionId"))
 			g.tracker.Cancel(sid)

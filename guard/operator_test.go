@@ -234,6 +234,12 @@ func TestRecoveryRefused(t *testing.T) {
 			}
 		})
 	}
+	// Sent as a notification, it is neither answered nor forwarded.
+	h := newActionHarness(t, retryPolicy(), nil)
+	h.client(`{"jsonrpc":"2.0","method":"_acp-guard/recovery","params":{"sessionId":"s1","action":"stop"}}`)
+	if got, sent := h.clientFrames(), h.agentFrames(); len(got) != 0 || len(sent) != 0 {
+		t.Errorf("a notification: client got %q, agent got %q; want nothing", got, sent)
+	}
 }
 
 func toString(v any) string {
