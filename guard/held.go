@@ -138,10 +138,9 @@ func (g *Guard) publish(c transport.Ctl, p *prompt) {
 		req, err := board.Put(ctx, id, e, now)
 		if err != nil {
 			g.log.Debug("held prompt not published", "session", e.SessionID, "err", err)
-			return nil
 		}
 		return func() {
-			g.keepWatching(c)
+			g.keepWatching(c) // also when the write failed: the last entry may be gone
 			if req != nil {
 				g.operatorRequest(c, id, *req)
 			}
