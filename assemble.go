@@ -97,6 +97,14 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	if err != nil {
 		return nil, err
 	}
+	if !o.recorded && (set.keepLog || set.circuits == "file") {
+		// The attempt log or the file circuits need the state directory:
+		// one that cannot be written is a configuration error now, not a
+		// state_unwritable on the first failure.
+		if err := stateDirUsable(cfg.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	id := o.identity(cfg.Adapter)
 	gc := guard.Config{
 		Identity: id, Engine: engine, Policy: set.policy, Fallback: set.fallback,
@@ -115,6 +123,13 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		gc.Circuits, closeStore, storeKind = openCircuits(set.circuits, cfg.StateDir, cfg.version(), pl.log)
 		if closeStore != nil {
 			pl.closers = append(pl.closers, closeStore)
+		}
+		if gc.Circuits != nil {
+			var closeHeld func() error
+			gc.Held, closeHeld = openHeld(set.circuits, cfg.StateDir, cfg.version(), pl.log)
+			if closeHeld != nil {
+				pl.closers = append(pl.closers, closeHeld)
+			}
 		}
 	}
 	if cfg.Record != "" {

@@ -1,6 +1,10 @@
 package acpguard
 
 import (
+	"fmt"
+	"os"
+
+	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -13,6 +17,29 @@ import (
 // a session without failures creates no files. A log that cannot be
 // opened stays failed: every later Append reports the same error, so no
 // recovery is scheduled without its record (the guard fails closed).
+// stateDirUsable checks that the state directory (dir, else the default)
+// can be created and written: it makes it (0700, not through a symbolic
+// link) and creates and removes a file in it. The error names the option.
+func stateDirUsable(dir string) error {
+	if dir == "" {
+		d, err := policy.DefaultStateDir()
+		if err != nil {
+			return fmt.Errorf("--state-dir: %w", err)
+		}
+		dir = d
+	}
+	if err := safefile.MkdirPrivate(dir); err != nil {
+		return fmt.Errorf("--state-dir %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".acp-guard-probe-*")
+	if err != nil {
+		return fmt.Errorf("--state-dir %s: not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
 type dirLog struct {
 	dir string // "" : the default state directory
 	l   *policy.Log

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/acp-guard/acp-guard/circuit"
+	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -45,6 +46,35 @@ func openCircuits(spec, stateDir, version string, log *slog.Logger) (*circuit.Ci
 		}
 	}
 	return circuit.New(circuit.Config{Store: st, Logger: log}), st.Close, spec
+}
+
+// openHeld returns the held-prompt board beside the circuits of spec ("" already
+// replaced by the session's default) and its closer: the file store in the
+// state directory, or the NATS bucket acp_guard_held on the circuits'
+// server. With circuits off or in memory there is none (nil): held prompts
+// are not published, and only the client can act on them. A store that
+// cannot be opened is logged; the session runs without it.
+func openHeld(spec, stateDir, version string, log *slog.Logger) (*held.Board, func() error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "off" || spec == storeMemory {
+		return nil, nil
+	}
+	if spec == "file" && stateDir == "" {
+		d, err := policy.DefaultStateDir()
+		if err != nil {
+			return nil, nil // openCircuits logged it
+		}
+		stateDir = d
+	}
+	st, err := held.OpenStore(spec, stateDir, held.NATSOptions{Name: "acp-guard " + version})
+	if err != nil || st == nil {
+		if err != nil {
+			log.Warn("held prompts not published: store unavailable", "err", err)
+		}
+		return nil, nil
+	}
+	b := held.NewBoard(st, log)
+	return b, b.Close
 }
 
 // memStore is an in-memory circuit.Store: the circuits of one process,

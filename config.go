@@ -51,16 +51,20 @@ type Config struct {
 	// it was recorded with), else off.
 	StallTimeout time.Duration
 
-	// StateDir holds the attempt log and the file circuit store
-	// (--state-dir). Empty: $XDG_STATE_HOME/acp-guard for a live session;
-	// a replayed or served session keeps both in memory unless StateDir or
-	// Circuits names a place.
+	// StateDir holds the attempt log, the file circuit store and the
+	// held-prompt store (--state-dir). Empty: $XDG_STATE_HOME/acp-guard
+	// for a live session, which creates it and checks it can be written
+	// before the agent starts whenever the session needs it (a
+	// *ConfigError otherwise); a replayed or served session keeps all of
+	// them in memory unless StateDir or Circuits names a place.
 	StateDir string
 	// Circuits is where the circuits shared with other sessions live
 	// (--circuits): "file" (the state directory), "memory" (this process
 	// only), "off", or a nats:// or tls:// URL (a NATS JetStream key-value
-	// bucket). Empty: "file" for a live session, "memory" for a replayed
-	// or served one (off when the recording ran without circuits).
+	// bucket). Prompts held for recovery are published beside them for
+	// operators (`acp-guard held`) with "file" and NATS. Empty: "file" for
+	// a live session, "memory" for a replayed or served one (off when the
+	// recording ran without circuits).
 	Circuits string
 	// CircuitNamespace separates tenants sharing one store
 	// (--circuit-namespace). Empty: "default".
@@ -302,12 +306,5 @@ func schedules(doc policy.Document, fallback []string) bool {
 }
 
 // recovers reports whether a policy can ever retry, wait or switch models:
-// the sessions that share circuits.
-func recovers(doc policy.Document, fallback []string) bool {
-	for _, cp := range []policy.ClassPolicy{doc.Transient, doc.Hard} {
-		if cp.Retry.Enabled || cp.WaitForReset.Enabled {
-			return true
-		}
-	}
-	return len(fallback) > 0 || len(doc.FallbackModels) > 0
-}
+// the sessions that share circuits (policy.Document.Recovers).
+func recovers(doc policy.Document, fallback []string) bool { return doc.Recovers(fallback) }

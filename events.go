@@ -44,4 +44,5 @@ type (
 	AgentIdentified   = guard.AgentIdentified   // initialize named the agent
 	AgentExited       = guard.AgentExited       // the agent exited (or closed its stdout)
 	LateOutput        = guard.LateOutput        // text for a session after its prompt was answered
+	RecoveryAction    = guard.RecoveryAction    // an action on a held prompt, taken or refused
 )

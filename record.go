@@ -37,8 +37,15 @@ type recorderTap struct {
 func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorderTap, error) {
 	start := time.Now()
 	name := newRecordName(cfg.Record, start, os.Getpid())
-	rec, err := replay.OpenRecorder(name.opened, replay.RecorderOptions{
-		Redact: classify.Redact, RedactFrame: classify.RedactFrame, RecordRaw: cfg.RecordRaw, Overwrite: cfg.RecordOverwrite, Logger: log})
+	opts := replay.RecorderOptions{
+		Redact: classify.Redact, RedactFrame: classify.RedactFrame, RecordRaw: cfg.RecordRaw, Overwrite: cfg.RecordOverwrite, Logger: log}
+	rec, err := replay.OpenRecorder(name.opened, opts)
+	// A template never collides: a name taken (two agents started in the
+	// same second with {time} alone) gets the next free sequence number.
+	for n := 2; err != nil && name.templated() && isExists(err) && n <= maxRecordSeq; n++ {
+		name.opened = withSeq(name.first, n)
+		rec, err = replay.OpenRecorder(name.opened, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--record: %w", err)
 	}

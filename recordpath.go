@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
 // Placeholders of a --record path, for one file per run:
@@ -21,6 +23,10 @@ import (
 //	           [A-Za-z0-9._-] become '_'); until it is known the file is
 //	           named with "pending-<pid>" in its place, and it is renamed
 //	           when the recording ends (without replacing an existing file)
+//
+// A path with a placeholder never collides: when the name it expands to
+// is taken (two agents started in the same second with {time} alone), the
+// next free of "NAME-2.EXT", "NAME-3.EXT", … is used.
 const (
 	phPID     = "{pid}"
 	phTime    = "{time}"
@@ -33,16 +39,48 @@ func expandRecordPath(p string, start time.Time, pid int) string {
 	return strings.ReplaceAll(p, phTime, start.UTC().Format("20060102T150405Z"))
 }
 
-// recordName tracks a --record path holding {session}.
+// recordName tracks a --record path: its placeholders, the name the
+// recorder writes, and for {session} the final name.
 type recordName struct {
+	raw     string // as given
 	pattern string // {pid} and {time} expanded
+	first   string // the first name tried
 	opened  string // the path the recorder writes
 	session string // the first session id seen, "" until then
 }
 
 func newRecordName(p string, start time.Time, pid int) *recordName {
 	pattern := expandRecordPath(p, start, pid)
-	return &recordName{pattern: pattern, opened: strings.ReplaceAll(pattern, phSession, "pending-"+strconv.Itoa(pid))}
+	first := strings.ReplaceAll(pattern, phSession, "pending-"+strconv.Itoa(pid))
+	return &recordName{raw: p, pattern: pattern, first: first, opened: first}
+}
+
+// maxRecordSeq bounds the sequence numbers tried for a taken name.
+const maxRecordSeq = 9999
+
+// templated reports whether the path names a file per run (a
+// placeholder): then a name already taken is not an error, the next
+// sequence number is tried (a literal path is never changed: an existing
+// file is refused unless --record-overwrite).
+func (n *recordName) templated() bool {
+	return strings.Contains(n.raw, phPID) || strings.Contains(n.raw, phTime) || strings.Contains(n.raw, phSession)
+}
+
+// withSeq inserts "-N" before the extension of path's last element
+// ("runs/a.jsonl" → "runs/a-2.jsonl").
+func withSeq(path string, n int) string {
+	dir, base := filepath.Split(path)
+	ext := filepath.Ext(base)
+	if ext == base {
+		ext = "" // ".jsonl" alone is a name, not an extension
+	}
+	return dir + strings.TrimSuffix(base, ext) + "-" + strconv.Itoa(n) + ext
+}
+
+// isExists reports whether err says the file exists.
+func isExists(err error) bool {
+	var ee *safefile.ExistsError
+	return errors.As(err, &ee)
 }
 
 // wantsSession reports whether the name still waits for a session id.
@@ -85,10 +123,11 @@ func (n *recordName) finish(log *slog.Logger) {
 		return
 	}
 	final := strings.ReplaceAll(n.pattern, phSession, fileSafe(n.session))
-	if err := os.Link(n.opened, final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			err = fmt.Errorf("%s already exists", final)
-		}
+	err := os.Link(n.opened, final)
+	for seq := 2; errors.Is(err, fs.ErrExist) && seq <= maxRecordSeq; seq++ {
+		err = os.Link(n.opened, withSeq(final, seq)) // never over another run's file
+	}
+	if err != nil {
 		log.Warn("recording kept under its pending name", "path", n.opened, "err", err)
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/acp-guard/acp-guard/replay"
@@ -100,20 +101,26 @@ func Serve(ctx context.Context, cfg Config, events []replay.Event, opts replay.S
 
 // serveAgent starts replay.Serve on pipes and returns their ends as the
 // agent. Its goroutine ends when Serve does: at the recorded exit, or when
-// the grace escalation's SIGKILL cancels it (a stop, the context ending
-// included, reaches it only that way: until then it plays what the
-// recorded agent did).
+// a signal ends it early — the escalation's SIGKILL, or the signal the
+// recorded agent died of after its client left (the SIGTERM an idle agent
+// gets at once): the served agent dies of it as the recorded one did. Any
+// other stop, the context ending included, reaches it only that way: it
+// plays what the recorded agent did.
 func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	sctx, kill := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	lastSig := lingeringSignal(events)
+	var byLastSig atomic.Bool
 	var st ExitStatus
 	go func() {
 		defer close(done)
 		code, err := replay.Serve(sctx, events, opts, inR, outW, errW)
 		switch {
+		case err != nil && sctx.Err() != nil && byLastSig.Load():
+			st = ExitStatus{Code: 128 + int(lastSig), Signal: transport.SignalName(lastSig)}
 		case err != nil && sctx.Err() != nil:
 			st = ExitStatus{Code: 128 + int(syscall.SIGKILL), Signal: transport.SignalName(syscall.SIGKILL)}
 		case err != nil:
@@ -129,15 +136,32 @@ func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 	return &AgentPipes{
 		Stdin: inW, Stdout: outR, Stderr: errR, Name: recordedCommand(events),
 		Wait: func() ExitStatus { <-done; kill(); return st },
-		// The served agent acts out its recorded reaction to a stop; only
-		// the escalation's SIGKILL ends it early.
+		// The served agent acts out its recorded reaction to a stop.
 		Signal: func(sig os.Signal) error {
-			if sig == syscall.SIGKILL {
+			switch {
+			case sig == syscall.SIGKILL:
+				kill()
+			case lastSig != 0 && sig == lastSig:
+				byLastSig.Store(true)
 				kill()
 			}
 			return nil
 		},
 	}
+}
+
+// lingeringSignal is the signal the recorded agent died of after its
+// client had left (0: it did not).
+func lingeringSignal(events []replay.Event) syscall.Signal {
+	for i := len(events) - 1; i >= 0; i-- {
+		if ev := events[i]; ev.Dir == replay.DirExit {
+			if ev.ClientClosed && ev.Signal != "" && ev.Code != nil && *ev.Code > 128 && *ev.Code < 128+65 {
+				return syscall.Signal(*ev.Code - 128)
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 // recordedSignal is the signal name of the recorded exit that code

@@ -70,9 +70,10 @@ type terminalCase struct {
 	agent   []string // the agent command after the demo agent ("" first: a command of its own)
 	script  script
 	answers []answer
-	// stateUnder: the state directory lies under a regular file, so the
-	// attempt log cannot be written.
-	stateUnder bool
+	// logTaken: the attempt log's name in the state directory is taken by
+	// a directory, so the log cannot be written (a state directory that
+	// cannot be written at all stops acp-guard at start instead).
+	logTaken bool
 }
 
 var terminalCases = []terminalCase{
@@ -98,13 +99,20 @@ var terminalCases = []terminalCase{
 		answers: []answer{{id: "3", reason: "request_class", code: "context_overflow"}}},
 	{name: "empty_response", policy: emptyError, agent: demo("empty"), script: onePrompt,
 		answers: []answer{{id: "3", reason: "exhausted", code: "empty_response"}}},
-	{name: "state_unwritable", policy: retryOnce, stateUnder: true, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: onePrompt,
+	{name: "state_unwritable", policy: retryOnce, logTaken: true, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: onePrompt,
 		answers: []answer{{id: "3", reason: "state_unwritable"}}},
-	{name: "state_unwritable_compaction", policy: compactOnly, stateUnder: true, agent: demo("compact"), script: onePrompt,
+	{name: "state_unwritable_compaction", policy: compactOnly, logTaken: true, agent: demo("compact"), script: onePrompt,
 		answers: []answer{{id: "3", reason: "state_unwritable", code: "context_overflow"}}},
 	{name: "shutting_down", policy: retryLater, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: signalDuringWait,
 		answers: []answer{{id: "3", reason: "shutting_down"}}},
 	{name: "cancelled_during_wait", policy: retryLater, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: cancelDuringWait,
+		answers: []answer{{id: "3", reason: "result"}}},
+	{name: "stop_now", policy: retryLater, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: actionDuringWait("stop"),
+		answers: []answer{{id: "3", reason: "stop_now"}}},
+	{name: "retry_now", policy: retryLater, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: actionDuringWait("retry_now"),
+		answers: []answer{{id: "3", reason: "result"}}},
+	{name: "skip_now", policy: retryLater, flags: []string{"--fallback-models", "model-b"},
+		agent: demo("fail-model", "--bad-model", "model-a", "--error", "overloaded", "--agent-name", "codex-acp"), script: actionDuringWait("skip"),
 		answers: []answer{{id: "3", reason: "result"}}},
 	{name: "superseded", policy: retryLater, agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: supersede,
 		answers: []answer{{id: "3", reason: "superseded"}, {id: "4", reason: "result"}}},
@@ -139,6 +147,7 @@ var requiredReasons = []string{
 	"agent_stalled", "circuit_open", "late_activity", "state_unwritable", "shutting_down", "exhausted",
 	"no_fallback", "unsafe", "unclassified", "request_class", "superseded", "agent_exited", "setup_failed",
 	"compaction_failed", "compaction_empty", "overflow_after_compaction", "no_compaction_command", "result",
+	"stop_now",
 }
 
 func demo(scenario string, args ...string) []string {
@@ -329,11 +338,10 @@ func recordTerminal(t *testing.T, tc terminalCase, path string) {
 	bin := testbin.Path(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	if tc.stateUnder {
-		if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o600); err != nil {
+	if tc.logTaken {
+		if err := os.MkdirAll(filepath.Join(state, "attempts.jsonl"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		state = filepath.Join(dir, "file", "state")
 	}
 	rec := filepath.Join(dir, "session.jsonl")
 	args := []string{"--record", rec, "--state-dir", state}
@@ -434,6 +442,19 @@ func cancelDuringWait(c *client) {
 	c.awaitNotice()
 	c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + sid + `"}}`)
 	c.await("3")
+}
+
+// actionDuringWait: the client acts on its prompt once the retry is
+// scheduled (the _acp-guard/recovery extension request, id 9).
+func actionDuringWait(action string) script {
+	return func(c *client) {
+		sid := open(c, "2")
+		prompt(c, "3", sid)
+		c.awaitNotice()
+		c.send(`{"jsonrpc":"2.0","id":9,"method":"_acp-guard/recovery","params":{"sessionId":"` + sid + `","action":"` + action + `"}}`)
+		c.await("9")
+		c.await("3")
+	}
 }
 
 // supersede: the client sends a new prompt to the session while the first

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -179,23 +178,14 @@ func (s *FileStore) write(ctx context.Context, change func(*fileDoc) error) erro
 // read loads the document; a missing file is an empty document.
 func (s *FileStore) read() (*fileDoc, error) {
 	doc := &fileDoc{Format: FileFormat, Entries: map[string]fileEntry{}}
-	f, err := os.OpenFile(s.path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := safefile.ReadDocument(s.path, fileMaxBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return doc, nil
-	}
-	if err != nil {
+	case errors.Is(err, safefile.ErrTooLarge):
+		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
+	case err != nil:
 		return nil, fmt.Errorf("circuit store: %w", err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("circuit store: %s is not a regular file", s.path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, fileMaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("circuit store: %w", err)
-	}
-	if len(b) > fileMaxBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", errCorrupt, s.path, fileMaxBytes)
 	}
 	if err := json.Unmarshal(b, doc); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errCorrupt, s.path, err)
@@ -209,31 +199,19 @@ func (s *FileStore) read() (*fileDoc, error) {
 	return doc, nil
 }
 
-// replace writes doc to a new temporary file (created exclusively, so never
-// through a symlink) and renames it over the document. It does not fsync:
-// the rename alone makes every reader see a whole document, even when a
-// process dies mid-write; only a power loss could leave an empty or torn
-// file, which reads as corrupt, that is as "no circuits" — acceptable for
-// soft state, and it keeps the lock held for microseconds, not a disk flush.
+// replace writes doc over the document atomically
+// (safefile.ReplaceDocument: a temporary file renamed over it). There is
+// no fsync: the rename alone makes every reader see a whole document, even
+// when a process dies mid-write; only a power loss could leave an empty or
+// torn file, which reads as corrupt, that is as "no circuits" — acceptable
+// for soft state, and it keeps the lock held for microseconds, not a disk
+// flush.
 func (s *FileStore) replace(doc *fileDoc) error {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("circuit store: encoding: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, ".circuits-*.tmp") // O_EXCL, mode 0600
-	if err != nil {
-		return fmt.Errorf("circuit store: %w", err)
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, s.path)
-	}
-	if err != nil {
-		os.Remove(name)
+	if err := safefile.ReplaceDocument(s.path, b); err != nil {
 		return fmt.Errorf("circuit store: %w", err)
 	}
 	return nil

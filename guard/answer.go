@@ -128,6 +128,9 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 		pe.Evidence.Unparseable = pe.Evidence.Unparseable || p.late.unparseable
 	}
 	pe.Recovery = Recovery{Action: action, Attempt: p.attempt, MaxRetries: p.maxRetries, Reason: reason}
+	if reason == ReasonStopNow {
+		pe.Recovery.By = p.stoppedBy
+	}
 	p.summarize(&pe, reason)
 	return pe
 }

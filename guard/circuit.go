@@ -274,6 +274,7 @@ func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 	}
 	delay := max(d.Until.Sub(now), minPark)
 	g.circuitDecided(c, p, CircuitPark, p.circ.key, now.Add(delay), snap)
+	p.hold.next = now.Add(delay)
 	g.transit(c, p, step{on: onPark}, func() {
 		epoch := p.epoch
 		p.stop = c.After(delay, func() { g.due(c, p, epoch) })

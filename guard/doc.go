@@ -24,6 +24,11 @@
 // (transport.Virtual) records are written in line, or, for a
 // DeferredAttemptLog (a replay), completed where the recording says the
 // live proxy learned their results (journal.go).
+// The held-prompt board's worker (held.go) is the third, same pattern
+// again: it publishes held prompts for operators and starts and stops
+// the watch on this guard's entries, whose goroutine (the store's) posts
+// the requests operators write back into the event loop; Guard.Close
+// runs what is queued and stops the watch.
 // The stall watchdog (stall.go) is a timer per prompt on the relay's
 // event loop, owned by the prompt and disarmed when it is answered.
 //
@@ -84,6 +89,9 @@
 //	waiting_for_reset | retry_wait | parked | switching --probe--> probing
 //	waiting_for_reset | retry_wait | parked | switching --circuit_open--> action_required  [record stopped]
 //	switching --no_candidate--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | parked --retry_now--> retrying  [record scheduled, then the work]
+//	waiting_for_reset | retry_wait | parked --skip_now--> switching  [record scheduled, then the work]
+//	waiting_for_reset | retry_wait | parked --stop_now--> action_required  [record stopped]
 //	probing --progress--> retrying  [circuit closed]
 //	probing --succeed--> answered  [record succeeded; circuit closed]
 //	probing --wait--> waiting_for_reset  [record scheduled, then the work; failure reported to the circuit]
@@ -136,6 +144,17 @@
 // resolution); no_candidate is a skip whose every fallback model left is
 // cooling down. The bracket's last item on a row out of probing is what
 // it does with the lease (settleLease).
+// retry_now, skip_now and stop_now are actions on a held prompt
+// (operator.go): the client's _acp-guard/recovery request, or an
+// operator's `acp-guard held retry-now|skip|stop` through the held-prompt
+// board (held.go). The gate still decides: retry_now and skip_now are
+// taken only while the held turn is current and replay-safe, skip_now
+// only with a fallback model the failure authorizes (its work is the
+// model switch a policy skip starts, circuits included); retry_now's work
+// is the retry, dispatched at once without asking the circuit — an
+// explicit request overrides the wait, not the gate. Each record names who
+// asked (policy.Record.By), and the client gets a notice first; stop_now's
+// ProviderError says recovery.reason "stop_now" and recovery.by.
 // stall is the opt-in watchdog's verdict on an agent that sent nothing
 // for the stall timeout and did not answer the session/cancel it sent
 // within the grace period (stall.go).
@@ -148,4 +167,5 @@
 //	                                 → classify ← catalogue
 //	                                 → policy
 //	                                 → circuit
+//	                                 → held
 package guard

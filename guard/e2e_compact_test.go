@@ -253,7 +253,10 @@ func TestE2ECancelDuringCompaction(t *testing.T) {
 func TestE2ECompactionUnwritableLog(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "session.jsonl")
-	state := filepath.Join(writeFile(t, "not-a-dir", "x"), "state")
+	state := t.TempDir() // its attempt log's name is taken by a directory
+	if err := os.Mkdir(filepath.Join(state, "attempts.jsonl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	p := startProxy(t, []string{"--record", rec, "--state-dir", state, "--policy", compactPolicyFile(t, true)}, "--scenario", "compact")
 	_, sid := p.open()
 	p.send(e2ePrompt(3, sid))

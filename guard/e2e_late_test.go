@@ -166,16 +166,22 @@ func hasRequest(frames []e2eFrame, method string) bool {
 }
 
 // An attempt log that cannot be written stops recovery: no retry without
-// its record. The state directory lies under a regular file, or the log's
-// name is taken by a directory (both refuse even root).
+// its record. The log's name is a symbolic link (refused) or taken by a
+// directory (both refuse even root). A state directory that cannot be
+// written at all is a configuration error at start (cmd/acp-guard,
+// TestE2EConfigMistakesOnTheWire).
 func TestE2EStateUnwritableStopsRecovery(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		state func(t *testing.T) string
 	}{
-		{"state dir under a file", func(t *testing.T) string {
-			return filepath.Join(writeFile(t, "not-a-dir", "x"), "state")
+		{"log name is a symbolic link", func(t *testing.T) string {
+			dir := t.TempDir()
+			if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(dir, "attempts.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+			return dir
 		}},
 		{"log name taken by a directory", func(t *testing.T) string {
 			dir := t.TempDir()

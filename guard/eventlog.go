@@ -56,9 +56,12 @@ func (l eventLog) event(e Event) {
 	case FailureClassified:
 		l.failure(e)
 	case Transition:
-		l.line(slog.LevelInfo, "recovery transition", e.EventBase, slog.String("from", e.From), slog.String("event", e.On),
-			slog.String("to", e.To), slog.Int("attempt", e.Attempt), slog.String("reason", e.Decision.Reason),
-			msAttr("delay_ms", e.Decision.Delay))
+		attrs := []slog.Attr{slog.String("from", e.From), slog.String("event", e.On), slog.String("to", e.To),
+			slog.Int("attempt", e.Attempt), slog.String("reason", e.Decision.Reason), msAttr("delay_ms", e.Decision.Delay)}
+		if e.By != "" {
+			attrs = append(attrs, slog.String("by", e.By))
+		}
+		l.line(slog.LevelInfo, "recovery transition", e.EventBase, attrs...)
 	case AttemptSent:
 		l.line(slog.LevelInfo, e.Kind+" sent", e.EventBase, slog.String("method", e.Method), slog.Int("attempt", e.Attempt), slog.String("model", e.Model))
 	case AttemptDone:
@@ -85,6 +88,14 @@ func (l eventLog) event(e Event) {
 			slog.String("state", e.Circuit.State))
 	case LateOutput:
 		l.line(slog.LevelWarn, "late output", e.EventBase, slog.Int("chunks", e.Chunks))
+	case RecoveryAction:
+		attrs := []slog.Attr{slog.String("action", e.Action), slog.String("by", e.By), slog.String("from", e.From), slog.String("to", e.To)}
+		msg := "recovery action"
+		if e.Refused != "" {
+			msg = "recovery action refused"
+			attrs = append(attrs, slog.String("err", e.Refused))
+		}
+		l.line(slog.LevelInfo, msg, e.EventBase, attrs...)
 	case Stalled:
 		l.line(slog.LevelWarn, "agent stalled; session/cancel sent", e.EventBase, msAttr("idle_ms", e.Idle), slog.String("last", e.LastFrame))
 	case AgentIdentified:

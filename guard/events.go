@@ -125,6 +125,21 @@ type Transition struct {
 	Decision     policy.Decision
 	// Recorded is the attempt-log outcome the row writes ("" : none).
 	Recorded policy.AttemptOutcome
+	// By is who asked for it: "client" or "operator" for an action on a
+	// held prompt (RecoveryAction), "" for the guard's own decision.
+	By string
+}
+
+// RecoveryAction: an action on a held prompt — retry_now, skip or stop —
+// was asked for by the client (_acp-guard/recovery) or an operator
+// (acp-guard held), and taken (From, To) or refused by the gate
+// (Refused says why).
+type RecoveryAction struct {
+	EventBase
+	Action   string
+	By       string
+	From, To string
+	Refused  string
 }
 
 // Kinds of AttemptSent and AttemptDone.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
@@ -60,6 +61,10 @@ type Config struct {
 	CircuitHolder string
 	// StallTimeout arms the stall watchdog (0: off; stall.go).
 	StallTimeout time.Duration
+	// Held is the board where prompts held for recovery are published for
+	// operators, in the circuits' namespace (held.go); nil: not
+	// published (the client's MethodRecovery works either way).
+	Held *held.Board
 	// JitterSeed seeds the full jitter of retry delays (policy.NewJitter):
 	// the live proxy picks one per process and records it in the
 	// transcript's meta event, a replay reuses it, so both draw the same
@@ -83,6 +88,12 @@ type Guard struct {
 	circID   uint64     // this Guard among the process's (lease holder ids)
 	jitter   policy.Jitter
 	quiet    *classify.Engine // cfg.Engine without its Observed callback (textreport.go)
+	// The held-prompt board (held.go): its worker (the circuitOps
+	// pattern), the loop's view, the running watch.
+	heldOps   circuitOps
+	heldBoard heldBoard
+	heldWatch heldWatch
+	warned    map[string]bool // fallback models already warned about (rare.go)
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -132,6 +143,8 @@ func New(cfg Config) *Guard {
 // attempt log.
 func (g *Guard) Close() error {
 	g.circOps.close()
+	g.heldOps.close()
+	g.heldWatch.close()
 	g.journal.close()
 	return nil
 }
@@ -162,6 +175,9 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 	}
 	switch m.Kind {
 	case transport.KindRequest:
+		if m.Method == MethodRecovery && req != nil {
+			return g.recoveryRequest(c, m, req)
+		}
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
 			g.supersede(c, req.SessionID)
 			g.closeLate(c, req.SessionID)
@@ -173,6 +189,12 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 			g.watch(c, p)
 		}
 	case transport.KindNotification:
+		if m.Method == MethodRecovery {
+			// acp-guard's own method, sent without an id: nothing can
+			// answer it, and it is not the agent's.
+			g.log.Warn("extension request sent as a notification (no id); dropped", "method", m.Method)
+			return transport.Drop
+		}
 		if m.Method == acp.AgentMethodSessionCancel {
 			sid, _ := jsonscan.String(jsonscan.Get(m.Params, "sessionId"))
 			g.tracker.Cancel(sid)
@@ -237,8 +259,17 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		if info, ok := agentInfo(m.Result); ok {
 			g.setAgentInfo(c, info)
 		}
+		if m.Error == nil && g.cfg.Policy.Recovers(g.cfg.Fallback) {
+			// The client learns it can act on held prompts (operator.go).
+			if line, ok := advertise(m); ok {
+				c.Reply(req, line)
+				return transport.Drop
+			}
+		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
-		g.learnSession(req, m)
+		if sid := g.learnSession(req, m); sid != "" {
+			return g.fallbackCheck(c, req, m, sid)
+		}
 	case acp.AgentMethodSessionSetConfigOption:
 		g.learnConfigResult(req, m)
 	case acp.AgentMethodSessionSetModel:
@@ -294,6 +325,7 @@ func (g *Guard) ClientClosed(c transport.Ctl) {
 	g.closed = true
 	for _, p := range g.prompts {
 		p.stopTimer()
+		p.hold.stopTimer()
 	}
 }
 
@@ -307,6 +339,7 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 	g.closeAllLate(c)
 	for _, p := range g.prompts {
 		p.stopTimer()
+		p.hold.stopTimer()
 	}
 }
 

@@ -31,8 +31,18 @@ func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision
 // machines, on the configured channel; ev is the notice as its event
 // reports it.
 func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]any, ev NoticeSent) {
+	if g.notify(c, p.session, text, map[string]any{"retry": retry}) && g.on() {
+		ev.EventBase, ev.Text = g.base(c, p), text
+		g.emit(ev)
+	}
+}
+
+// notify sends a notice for session sid on the configured channel: text
+// for a person, meta as its update's _meta.acpGuard for machines. It
+// reports whether one was sent.
+func (g *Guard) notify(c transport.Ctl, sid, text string, meta map[string]any) bool {
 	if g.cfg.Notices == NoticesOff {
-		return
+		return false
 	}
 	kind := "agent_thought_chunk"
 	if g.cfg.Notices == NoticesMessage {
@@ -41,18 +51,15 @@ func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]an
 	upd := map[string]any{
 		"sessionUpdate": kind,
 		"content":       map[string]any{"type": "text", "text": text + "\n"},
-		"_meta":         map[string]any{"acpGuard": map[string]any{"retry": retry}},
+		"_meta":         map[string]any{"acpGuard": meta},
 	}
 	frame, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acp.ClientMethodSessionUpdate,
-		"params": map[string]any{"sessionId": p.session, "update": upd}})
+		"params": map[string]any{"sessionId": sid, "update": upd}})
 	if err != nil {
-		return
+		return false
 	}
 	c.ToClient(append(frame, '\n'))
-	if g.on() {
-		ev.EventBase, ev.Text = g.base(c, p), text
-		g.emit(ev)
-	}
+	return true
 }
 
 // noticeText is the notice a person reads.

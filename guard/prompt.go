@@ -44,6 +44,11 @@ type prompt struct {
 
 	// circ is the prompt's shared-circuit state (circuit.go).
 	circ promptCircuit
+
+	// hold is the prompt's part in the held-prompt board (held.go);
+	// stoppedBy who stopped it with an action, if one did (operator.go).
+	hold      promptHold
+	stoppedBy string
 }
 
 func (p *prompt) stopTimer() {

@@ -77,6 +77,9 @@ type Recovery struct {
 	Attempt    int    `json:"attempt"`
 	MaxRetries int    `json:"maxRetries"`
 	Reason     string `json:"reason,omitempty"`
+	// By is who stopped the prompt with an action (reason stop_now):
+	// "client" or "operator".
+	By string `json:"by,omitempty"`
 }
 
 // sourceFor is the ProviderError.source for an adapter ("cursor-acp" →

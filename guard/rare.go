@@ -2,6 +2,8 @@ package guard
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -52,18 +54,19 @@ type sessionSetup struct {
 // learnSession records the models a new or loaded session offers: the
 // model state, and a select config option of category "model" (or, with
 // no category, the id "model"), whose values the session can switch to.
-func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
+// It returns the session's id ("" : none learned).
+func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) string {
 	var r sessionSetup
 	jsonscan.Note(m.Result)
 	if m.Result == nil || json.Unmarshal(m.Result, &r) != nil {
-		return
+		return ""
 	}
 	sid := req.SessionID
 	if r.SessionID != "" {
 		sid = string(r.SessionID)
 	}
 	if sid == "" {
-		return
+		return ""
 	}
 	info := g.session(sid)
 	if r.Models != nil {
@@ -82,6 +85,53 @@ func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
 			}
 		}
 	}
+	return sid
+}
+
+// fallbackCheck warns when a fallback model the configuration names is
+// not offered in the session the agent just set up (its models and model
+// config option): a skip would pass it over without a word. The warning
+// is logged once per model and told to the client as a notice for the
+// session, after the agent's answer (which then goes out as it came).
+func (g *Guard) fallbackCheck(c transport.Ctl, req *transport.Request, m *transport.Msg, sid string) transport.Verdict {
+	info := g.sessions[sid]
+	if info == nil {
+		return transport.Forward
+	}
+	var missing []string
+	for _, mdl := range append(append([]string(nil), g.cfg.Policy.FallbackModels...), g.cfg.Fallback...) {
+		if !contains(info.models, mdl) && !contains(info.optionValues, mdl) && !contains(missing, mdl) {
+			missing = append(missing, mdl)
+		}
+	}
+	if len(missing) == 0 {
+		return transport.Forward
+	}
+	noChoice := len(info.models) == 0 && info.modelOption == ""
+	for _, mdl := range missing {
+		if !g.warned[mdl] {
+			if g.warned == nil {
+				g.warned = map[string]bool{}
+			}
+			g.warned[mdl] = true
+			g.log.Warn("fallback model not offered by the agent; it will not be switched to", "model", mdl, "session", sid,
+				"agent_offers_models", !noChoice)
+		}
+	}
+	if g.cfg.Notices == NoticesOff {
+		return transport.Forward
+	}
+	line := m.Line
+	if string(m.ID) != string(req.ID) {
+		line = applyEdits(line, idEdit(line, m.ID, req.ID))
+	}
+	c.Reply(req, line)
+	text := fmt.Sprintf("acp-guard: fallback model %s not offered by the agent in this session; it will not be switched to", strings.Join(missing, ", "))
+	if noChoice {
+		text = fmt.Sprintf("acp-guard: the agent offers no model choice in this session; fallback model %s will not be used", strings.Join(missing, ", "))
+	}
+	g.notify(c, sid, text, map[string]any{"warning": map[string]any{"code": "fallback_model_not_offered", "models": missing}})
+	return transport.Drop
 }
 
 // learnConfigResult records the model a session/set_config_option result

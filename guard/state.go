@@ -42,6 +42,13 @@ func (s state) waiting() bool {
 	return s == stWaitingForReset || s == stRetryWait || s == stParked || s == stSwitching || s == stCompacting
 }
 
+// actionable reports whether s holds the turn until a moment comes — a
+// wait's deadline, the circuit's word — so that an action may end the
+// hold early (operator.go): retry now, skip to the next model, stop.
+func (s state) actionable() bool {
+	return s == stWaitingForReset || s == stRetryWait || s == stParked
+}
+
 // running reports whether an attempt of the prompt is in flight: the
 // client's own or a retry (an ordinary one or the circuit's probe).
 func (s state) running() bool { return s == stActive || s == stRetrying || s == stProbing }
@@ -78,12 +85,16 @@ const (
 	onProgress                  // the probe's turn showed provider progress: the circuit closed
 	onCircuitOpen               // the circuit's cooldown ends beyond what the prompt may still wait
 	onNoCandidate               // every fallback model left is cooling down
+	onRetryNow                  // an action on a held prompt: send the retry now (operator.go)
+	onSkipNow                   // an action on a held prompt: switch to the next fallback model now
+	onStopNow                   // an action on a held prompt: stop recovery, answer the failure now
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
 	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
-	"compact", "compacted", "compaction_failed", "stall", "park", "probe", "progress", "circuit_open", "no_candidate"}
+	"compact", "compacted", "compaction_failed", "stall", "park", "probe", "progress", "circuit_open", "no_candidate",
+	"retry_now", "skip_now", "stop_now"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -97,7 +108,8 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onStall, onCircuitOpen, onNoCandidate:
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onStall, onCircuitOpen, onNoCandidate,
+		onRetryNow, onSkipNow, onStopNow:
 		return true
 	}
 	return false
@@ -172,6 +184,14 @@ var transitions = func() []edge {
 	add(asking, onProbe, stProbing, "", false)
 	add(asking, onCircuitOpen, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stSwitching}, onNoCandidate, stActionRequired, policy.AttemptStopped, false)
+	// Actions on a held prompt (operator.go): the client's
+	// _acp-guard/recovery request or an operator's `acp-guard held`. The
+	// gate still decides: retry_now and skip_now are refused unless the
+	// held turn is still replay-safe and current.
+	actionable := []state{stWaitingForReset, stRetryWait, stParked}
+	add(actionable, onRetryNow, stRetrying, policy.AttemptScheduled, true)
+	add(actionable, onSkipNow, stSwitching, policy.AttemptScheduled, true)
+	add(actionable, onStopNow, stActionRequired, policy.AttemptStopped, false)
 	// The probe: a retry like any other, except that leaving it settles
 	// the circuit's probe lease (the row's lease effect).
 	probe := func(on event, to state, persist policy.AttemptOutcome, schedules bool, l leaseEffect) {
@@ -216,6 +236,7 @@ type step struct {
 	on event
 	f  *failure
 	d  policy.Decision
+	by string // who asked for an action on a held prompt ("client", "operator")
 }
 
 // transit is the one transition function. It refuses (logs and reports
@@ -239,8 +260,9 @@ func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
 	g.enter(p, e, s)
 	if g.on() {
 		g.emit(Transition{EventBase: g.base(c, p), From: e.from.String(), On: s.on.String(), To: e.to.String(),
-			Attempt: p.attempt, Decision: s.d, Recorded: e.persist})
+			Attempt: p.attempt, Decision: s.d, Recorded: e.persist, By: s.by})
 	}
+	g.holdMoved(c, p, e, s)
 	if e.persist == "" || !e.schedules {
 		if e.persist != "" {
 			g.journal.append(c, g.record(c, p, s, e.persist), nil)
@@ -312,6 +334,7 @@ func (g *Guard) record(c transport.Ctl, p *prompt, s step, outcome policy.Attemp
 	rec := policy.Record{
 		Time: c.Now().UTC(), SessionID: p.session, RequestID: string(p.client.ID),
 		Generation: p.turn.Generation, Attempt: p.attempt, Model: g.modelOf(p), Decision: d, Policy: g.cfg.Policy, Outcome: outcome,
+		By: s.by,
 	}
 	f := s.f
 	if f == nil && outcome != policy.AttemptSucceeded {

@@ -54,6 +54,10 @@ type Record struct {
 	Policy           Document       `json:"policy"` // snapshot at decision time
 	Outcome          AttemptOutcome `json:"outcome"`
 	Silent           string         `json:"silent,omitempty"` // the silent-failure kind of a flagged success
+	// By names who asked for the decision when it was an action on a
+	// held prompt (retry_now, skip_now, stop_now): "client" (the
+	// _acp-guard/recovery request) or "operator" (acp-guard held).
+	By string `json:"by,omitempty"`
 }
 
 // Log is an append-only attempt log, safe for concurrent use.

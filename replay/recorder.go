@@ -59,7 +59,7 @@ func OpenRecorder(path string, opts RecorderOptions) (*Recorder, error) {
 	f, err := safefile.Open(path, how)
 	var ee *safefile.ExistsError
 	if errors.As(err, &ee) {
-		return nil, fmt.Errorf("replay: transcript %s already exists (choose another name, or overwrite it on purpose)", path)
+		return nil, fmt.Errorf("replay: transcript %s already exists (choose another name, or overwrite it on purpose): %w", path, ee)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("replay: opening transcript: %w", err)

@@ -64,7 +64,7 @@ func sessionMeta(t *testing.T, env []string, flags []string, meta string, agent 
 			if err != nil {
 				t.Fatalf("stdout ended before the answer to %s: %v\n%s", id, err, got.String())
 			}
-			if strings.Contains(line, `"id":`+id+`,`) && !strings.Contains(line, `"method"`) {
+			if strings.Contains(line, `"id":`+id+`,"result"`) || strings.Contains(line, `"id":`+id+`,"error"`) {
 				return
 			}
 		}

@@ -66,6 +66,7 @@ func (r *Relay) agentAnswer(m *Msg, line []byte) (req *Request, ok bool) {
 	key := KeyOf(m.ID)
 	if req = r.table.client[key]; req != nil && !req.answered {
 		req.answered = true
+		r.sessionUp = true
 		return req, true
 	}
 	if req == nil && r.early[key] {

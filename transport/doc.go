@@ -100,8 +100,12 @@
 // reached EOF — or the drain period passed with the stdout reader idle (a
 // grandchild holding the pipe). Then every pending client request is
 // answered exactly once. Before that: the client's EOF closes the agent's
-// stdin and, once the agent has been quiet for the grace period, sends
-// SIGTERM, then SIGKILL after another; a signal to acp-guard is forwarded
+// stdin and, when the agent is idle (Relay.Idle: it has answered a client
+// request and owes no answer — no client request it has not answered, no
+// request of the proxy's own), sends SIGTERM at once — the client expects
+// nothing more, and agents such as codex-acp do not exit on stdin EOF —
+// else, once the agent has been quiet for the grace period, SIGTERM;
+// SIGKILL after another grace period; a signal to acp-guard is forwarded
 // once to the agent's process group, stops the proxy's own requests, and
 // escalates the same way; an agent that closes its stdout but stays has its
 // pending requests answered (ExitStatus.OutputClosed) and is terminated by

@@ -40,15 +40,19 @@ while read -r l; do printf '%s\n' "$l" >> "$GOT"; done`
 	}
 	g.send(`{"jsonrpc":"2.0","id":7,"result":{"content":"one"}}`+"\n",
 		`{"jsonrpc":"2.0","id":7,"result":{"content":"two"}}`+"\n",
-		`{"jsonrpc":"2.0","id":8,"result":{"content":"never asked"}}`+"\n")
+		`{"jsonrpc":"2.0","id":8,"result":{"content":"never asked"}}`+"\n",
+		// In flight at the client's EOF, so the agent — idle otherwise —
+		// is left to record what it read and go by itself (answered at
+		// its exit) instead of getting SIGTERM at once.
+		`{"jsonrpc":"2.0","id":"keep","method":"x/keep"}`+"\n")
 	g.closeIn()
 	msgs = append(msgs, g.restMsgs()...)
 	if code := g.wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	by := responsesByID(msgs)
-	if len(by["1"]) != 1 || len(by) != 1 {
-		t.Errorf("client got answers %v; want exactly one, to id 1:\n%s", keys(by), raws(msgs))
+	if len(by["1"]) != 1 || len(by[`"keep"`]) != 1 || len(by) != 2 {
+		t.Errorf("client got answers %v; want exactly one to id 1 (and the exit's to \"keep\"):\n%s", keys(by), raws(msgs))
 	}
 	b, err := os.ReadFile(got)
 	if err != nil {

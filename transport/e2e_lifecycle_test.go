@@ -199,15 +199,18 @@ func TestE2ESignalsForwarded(t *testing.T) {
 }
 
 // TestE2EStdinEOFShutdown: closing the client's stdin closes the agent's;
-// an agent that stays is sent TERM after --grace, and KILL after another.
-// The client ended the session, so acp-guard exits 0 and says why
-// (README: exit codes).
+// an agent that stays is sent TERM after --grace, and KILL after another —
+// or, when the agent is idle (a session is up and nothing is in flight),
+// TERM at once: codex-acp and claude-agent-acp do not exit on stdin EOF,
+// and a clean close must not cost a grace period. The client ended the
+// session, so acp-guard exits 0 and says why (README: exit codes).
 func TestE2EStdinEOFShutdown(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
 		agent     func(t *testing.T) []string
 		grace     string // long where the agent must go by itself, so a loaded machine cannot make it late
 		ready     string // stderr that says the agent set up its signal handling
+		session   bool   // open a session first: the agent is idle at the client's EOF
 		wantCode  int
 		wantLog   []string
 		forbidLog []string
@@ -220,6 +223,11 @@ func TestE2EStdinEOFShutdown(t *testing.T) {
 			wantCode: 0, wantLog: []string{"sending SIGTERM", "exiting 0"}, forbidLog: []string{"SIGKILL"}},
 		{name: "ignore-term: KILL after TERM", agent: func(t *testing.T) []string { return demoAgent(t, "ignore-term") }, grace: "300ms",
 			ready: "ignoring SIGTERM", wantCode: 0, wantLog: []string{"sending SIGTERM", "agent ignored SIGTERM; sending SIGKILL", "exiting 0"}},
+		// Idle: a grace of an hour, so the test ends only if TERM came at once.
+		{name: "hang, idle session: TERM at once", agent: func(t *testing.T) []string { return demoAgent(t, "hang") }, grace: "1h", session: true,
+			wantCode: 0, wantLog: []string{"idle=true", "sending SIGTERM now", "exiting 0"}, forbidLog: []string{"level=WARN"}},
+		{name: "ignore-term, idle session: KILL a grace after TERM", agent: func(t *testing.T) []string { return demoAgent(t, "ignore-term") }, grace: "300ms",
+			ready: "ignoring SIGTERM", session: true, wantCode: 0, wantLog: []string{"sending SIGTERM now", "agent ignored SIGTERM; sending SIGKILL", "exiting 0"}},
 		{name: "sh ignoring TERM", agent: func(*testing.T) []string {
 			return []string{"sh", "-c", `trap "" TERM; echo ready >&2; while :; do sleep 1; done`}
 		}, grace: "300ms", ready: "ready\n", wantCode: 0, wantLog: []string{"agent ignored SIGTERM; sending SIGKILL", "exiting 0"}},
@@ -229,6 +237,9 @@ func TestE2EStdinEOFShutdown(t *testing.T) {
 			g.waitAgentPID()
 			if tt.ready != "" {
 				g.waitStderr(tt.ready)
+			}
+			if tt.session {
+				g.openSession()
 			}
 			g.closeIn()
 			if rest := g.rest(); len(rest) != 0 {

@@ -363,19 +363,28 @@ func (l *loop) handleLocked(ev event) {
 	}
 }
 
-// clientGone closes the agent's stdin and starts the grace timers: TERM
-// once the agent has been quiet for one grace period, KILL after another
-// (escalate).
+// clientGone closes the agent's stdin and starts the escalation: when the
+// agent is idle (Relay.Idle: it answered a request and owes nothing), TERM
+// at once; otherwise TERM once it has been quiet for one grace period;
+// KILL after another (escalate).
 func (l *loop) clientGone() {
 	if l.clientDone {
 		return
 	}
 	l.clientDone = true
-	l.log.Info("client input closed; closing agent stdin", "grace_ms", l.o.Grace.Milliseconds())
+	idle := l.relay.Idle()
+	l.log.Info("client input closed; closing agent stdin", "grace_ms", l.o.Grace.Milliseconds(), "idle", idle)
 	l.relay.ClientClosed()
 	l.flush()
 	l.toAgent.close()
-	l.escalate(0, true)
+	switch {
+	case l.exitSeen:
+		// The agent is gone already; its output drains.
+	case idle:
+		l.escalate(0, escalateIdle)
+	default:
+		l.escalate(0, escalateQuiet)
+	}
 }
 
 // Now is the time of the event being handled: every Ctl.Now, timer and

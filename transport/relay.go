@@ -173,8 +173,11 @@ type Relay struct {
 	// the agent's late response must not reach the client a second time.
 	early  map[IDKey]bool
 	closed bool // client input ended
-	Counts Counts
-	redact func(string) string
+	// sessionUp: the agent has answered a client request — an ACP session
+	// is up (Idle).
+	sessionUp bool
+	Counts    Counts
+	redact    func(string) string
 	// answeredClient and answeredAgent remember the latest answered
 	// requests of each side, to tell a duplicate answer from a stray one
 	// (answers.go).
@@ -744,6 +747,28 @@ func (r *Relay) answerExited(req *Request, st ExitStatus) {
 		msg += " (exit code " + strconv.Itoa(st.Code) + ")"
 	}
 	r.Reply(req, ErrorResponse(req.ID, -32603, msg, data))
+}
+
+// Idle reports whether the agent owes the client nothing: it has
+// answered a client request (an ACP session is up: an agent that has not
+// spoken yet may still be starting, or be a program that does its work at
+// its input's end) and nothing is in flight (InFlight).
+func (r *Relay) Idle() bool { return r.sessionUp && !r.InFlight() }
+
+// InFlight reports whether the agent still owes an answer: a client
+// request it has not answered, or a request of the proxy's own. A client
+// request whose answer a hook holds (a prompt held for recovery) is not in
+// flight: the agent answered it.
+func (r *Relay) InFlight() bool {
+	if len(r.table.proxy) > 0 {
+		return true
+	}
+	for _, req := range r.table.client {
+		if !req.answered {
+			return true
+		}
+	}
+	return false
 }
 
 // PendingClient returns the client requests awaiting an answer.

@@ -19,31 +19,39 @@ import (
 
 // escalate starts the grace timers: after one grace period SIGTERM
 // (skipped when sent, the signal the agent already got, was SIGTERM),
-// after another SIGKILL. After the client's EOF (quiet), the first period
-// counts from when the agent went quiet (whenQuiet), so an agent still
-// working through input the client sent before it closed, to a client
-// reading slowly, is not cut off. One escalation runs at a time; a strict
-// one (a signal, a closed stdout) still starts after a quiet one.
-func (l *loop) escalate(sent syscall.Signal, quiet bool) {
-	if l.escalating == escalateStrict || l.escalating == escalateQuiet && quiet {
+// after another SIGKILL. After the client's EOF (escalateQuiet), the first
+// period counts from when the agent went quiet (whenQuiet), so an agent
+// still working through input the client sent before it closed, to a
+// client reading slowly, is not cut off; when the agent was idle at the
+// client's EOF (escalateIdle: it answered a request and owes nothing)
+// there is nothing to wait for: SIGTERM goes at once — codex-acp and
+// claude-agent-acp do not exit on stdin EOF, and a clean close should not
+// cost a grace period. One escalation runs at
+// a time; a strict one (a signal, a closed stdout) still starts after the
+// others.
+func (l *loop) escalate(sent syscall.Signal, how int) {
+	if l.escalating == escalateStrict || l.escalating != escalateNone && how != escalateStrict {
 		return
 	}
-	l.escalating = escalateStrict
-	if quiet {
-		l.escalating = escalateQuiet
-	}
-	// graceSignal is set only by the escalation after the client's EOF: an
-	// agent that ended that way ended a clean session (Result.GraceSignal).
+	l.escalating = how
+	// graceSignal is set only by the escalations after the client's EOF:
+	// an agent that ended that way ended a clean session
+	// (Result.GraceSignal).
+	afterEOF := func() bool { return l.escalating == escalateQuiet || l.escalating == escalateIdle }
 	kill := func() {
 		l.log.Warn("agent ignored SIGTERM; sending SIGKILL")
-		if l.escalating == escalateQuiet {
+		if afterEOF() {
 			l.graceSignal = "SIGKILL"
 		}
 		_ = l.ch.signalGroup(syscall.SIGKILL)
 	}
 	term := func() {
-		l.log.Warn("agent still running after grace; sending SIGTERM")
-		if l.escalating == escalateQuiet {
+		if how == escalateIdle {
+			l.log.Info("client input closed with the agent idle (nothing in flight); sending SIGTERM now")
+		} else {
+			l.log.Warn("agent still running after grace; sending SIGTERM")
+		}
+		if afterEOF() {
 			l.graceSignal = "SIGTERM"
 		}
 		_ = l.ch.signalGroup(syscall.SIGTERM)
@@ -53,17 +61,21 @@ func (l *loop) escalate(sent syscall.Signal, quiet bool) {
 	if sent == syscall.SIGTERM {
 		first = kill
 	}
-	if quiet {
+	switch how {
+	case escalateIdle:
+		first()
+	case escalateQuiet:
 		l.whenQuiet(first)
-		return
+	default:
+		l.timers = append(l.timers, l.Schedule(l.o.Grace, first))
 	}
-	l.timers = append(l.timers, l.Schedule(l.o.Grace, first))
 }
 
 // Escalation kinds (loop.escalating).
 const (
 	escalateNone   = iota
-	escalateQuiet  // after the client's EOF: from when the agent went quiet
+	escalateQuiet  // after the client's EOF, the agent not idle: from when it went quiet
+	escalateIdle   // after the client's EOF, the agent idle: SIGTERM at once
 	escalateStrict // after a signal or a closed stdout: from now
 )
 
@@ -106,7 +118,7 @@ func (l *loop) signalled(sig syscall.Signal, why string) {
 	if err := l.ch.signalGroup(sig); err != nil {
 		l.log.Warn("forward signal", "err", err)
 	}
-	l.escalate(sig, false)
+	l.escalate(sig, escalateStrict)
 }
 
 // checkOutputClosed runs a drain period after the agent's stdout ended
@@ -123,7 +135,7 @@ func (l *loop) checkOutputClosed() {
 	l.relay.AgentOutputClosed()
 	l.flush()
 	l.toAgent.close()
-	l.escalate(0, false)
+	l.escalate(0, escalateStrict)
 }
 
 // drainCheck decides, after the agent exited, whether to stop waiting for

@@ -51,10 +51,15 @@ func envName(name string) string {
 }
 
 // configFilePath is the config file acp-guard reads, and whether it was
-// named explicitly (then it must exist).
+// named explicitly (then it must exist). A variable in ACP_GUARD_CONFIG
+// that is not set leaves its text as it is (the file is then not found,
+// and the error names it).
 func configFilePath() (string, bool) {
 	if p := os.Getenv(envPrefix + "CONFIG"); p != "" {
-		return expandPath(p), true
+		if x, err := expandPath(p); err == nil {
+			p = x
+		}
+		return p, true
 	}
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "acp-guard", "config.json"), false
@@ -161,6 +166,9 @@ func resolve(fs *pflag.FlagSet, f *pflag.Flag, file map[string]string, path stri
 	var val, from string
 	set := false
 	switch v, ok := os.LookupEnv(envName(f.Name)); {
+	case f.Changed && f.Value.Type() == "string" && f.Value.String() == "--":
+		// "--policy -- agent": the flag took the "--" as its value.
+		return st, fmt.Errorf("flag needs an argument: --%s (it took the \"--\" that was to start the agent command)", f.Name)
 	case f.Changed:
 		st.From = "flag --" + f.Name
 	case ok:
@@ -177,8 +185,13 @@ func resolve(fs *pflag.FlagSet, f *pflag.Flag, file map[string]string, path stri
 		st.From = from
 	}
 	if pathFlags[f.Name] {
-		if v := f.Value.String(); v != "" && expandPath(v) != v {
-			if err := fs.Set(f.Name, expandPath(v)); err != nil {
+		v := f.Value.String()
+		x, err := expandPath(v)
+		if err != nil {
+			return st, fmt.Errorf("--%s %q (%s): %w", f.Name, v, st.From, err)
+		}
+		if x != v {
+			if err := fs.Set(f.Name, x); err != nil {
 				return st, err
 			}
 		}
@@ -202,13 +215,27 @@ func unknownKeys(fs *pflag.FlagSet, file map[string]string, path string) error {
 	return fmt.Errorf("config file %s: unknown setting %q (keys are the proxy's flag names, e.g. \"policy\", \"log-level\")", path, strings.Join(bad, `", "`))
 }
 
-// expandPath expands a leading ~ (the user's home) and $VAR / ${VAR}.
-func expandPath(p string) string {
-	p = os.ExpandEnv(p)
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, p[1:])
+// expandPath expands a leading ~ (the user's home) and $VAR / ${VAR}. A
+// variable that is not set is an error naming it: an empty expansion
+// would silently put the file elsewhere (a variable set to "" is used).
+func expandPath(p string) (string, error) {
+	var missing []string
+	p = os.Expand(p, func(name string) string {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			missing = append(missing, "$"+name)
 		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%s not set", strings.Join(missing, ", "))
 	}
-	return p
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("~: %w", err)
+		}
+		return filepath.Join(home, p[1:]), nil
+	}
+	return p, nil
 }

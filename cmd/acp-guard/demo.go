@@ -119,7 +119,7 @@ func demoSession(ctx context.Context, s *streams, ro *runOptions, raw bool) erro
 	done := make(chan error, 1)
 	go func() { // waited for below
 		ps := &streams{in: cin, out: cout, err: io.Discard}
-		done <- runProxy(ctx, ps, ro)
+		done <- runProxy(ctx, ps, ro, nil)
 		cout.Close()
 	}()
 	send := func(f string) { fmt.Fprintln(pw, f) }

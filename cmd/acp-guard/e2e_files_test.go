@@ -148,8 +148,9 @@ func TestE2EAttemptLogStartsOnFreshLine(t *testing.T) {
 	}
 }
 
-// A state directory that is a symbolic link is refused (the failure is
-// logged), and nothing is written into its target.
+// A state directory that is a symbolic link is refused at start — a
+// configuration error answered on the wire, naming it — and nothing is
+// written into its target.
 func TestE2EStateDirSymlinkRefused(t *testing.T) {
 	t.Parallel()
 	target := t.TempDir()
@@ -157,16 +158,12 @@ func TestE2EStateDirSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	p := startBin(t, nil, proxy(t, []string{"--policy", retryPolicy(t, 2), "--state-dir", link},
+	out, stderr, code := runBin(t, nil, binInit, proxy(t, []string{"--policy", retryPolicy(t, 2), "--state-dir", link},
 		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	p.until("3")
-	p.finish()
-	if !strings.Contains(p.stderr.String(), "symbolic link") || !strings.Contains(p.stderr.String(), link) {
-		t.Errorf("stderr %q, want the refused state directory named", p.stderr.String())
+	if code != 2 || !strings.Contains(stderr, "symbolic link") || !strings.Contains(stderr, link) {
+		t.Errorf("exit %d, stderr %q; want 2 and the refused state directory named", code, stderr)
 	}
+	wireError(t, out, "--state-dir")
 	if ents, _ := os.ReadDir(target); len(ents) != 0 {
 		t.Errorf("files written through the link: %v", ents)
 	}
@@ -284,6 +281,11 @@ func TestE2EServeReproducesFailureBehindPolicy(t *testing.T) {
 		}
 		if _, code := s.finish(); code != 0 {
 			t.Errorf("%v: exit %d; stderr:\n%s", argv[:2], code, s.stderr.String())
+		}
+		// The recorded agent died of the SIGTERM an idle agent gets when
+		// the client leaves; the served one acts that out.
+		if strings.Contains(s.stderr.String(), "ignored SIGTERM") {
+			t.Errorf("%v: the served agent outlived the SIGTERM the recorded one died of:\n%s", argv[:2], s.stderr.String())
 		}
 	}
 }

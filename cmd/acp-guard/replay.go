@@ -209,7 +209,7 @@ func runServe(ctx context.Context, o *replayOptions) error {
 			return withCode(exitFailure, err)
 		}
 	} else {
-		sigs, _, stopSignals := notifySignals()
+		sigs, external, stopSignals := notifySignals()
 		defer stopSignals()
 		res, err := acpguard.Serve(ctx, cfg, events, sopts, acpguard.Streams{In: o.in, Out: o.out, Stderr: stderr, Signals: sigs})
 		var ce *acpguard.ConfigError
@@ -219,7 +219,9 @@ func runServe(ctx context.Context, o *replayOptions) error {
 		case err != nil:
 			return withCode(exitFailure, err)
 		}
-		code = res.Exit.Code
+		// As for a live session: an agent that ended only on acp-guard's
+		// own signal after the client left ended a clean session.
+		code = sessionExitCode(res, external.Load())
 	}
 	if code < 0 || code > 255 {
 		code = 1

@@ -80,6 +80,7 @@ After "--" the first word is always the agent.`,
 		PersistentPreRunE: releaseSignals,
 	}
 	root.SetVersionTemplate(versionLine())
+	root.SetFlagErrorFunc(flagError(s))
 	attachProxy(root, s)
 	// Subcommands register here; each lives in its own file.
 	for _, add := range subcommands {

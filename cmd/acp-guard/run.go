@@ -54,13 +54,16 @@ func newRunCmd(s *streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- AGENT [ARGS...]",
 		Short: "Start AGENT and relay ACP between stdio and the agent (same as the root command)",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return failNoAgent(s, cmd)
+			}
 			if _, err := applyConfig(cmd.Flags(), nil); err != nil {
 				return failStartup(s, err)
 			}
 			o.argv = args
-			return runProxy(cmd.Context(), s, o)
+			return runProxy(cmd.Context(), s, o, cmd.Flags())
 		},
 	}
 	bindRunFlags(cmd.Flags(), o)
@@ -77,7 +80,7 @@ func attachProxy(root *cobra.Command, s *streams) {
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
-			return cmd.Help()
+			return failNoAgent(s, cmd)
 		}
 		if err := checkFirstWord(cmd, args); err != nil {
 			return err
@@ -86,16 +89,23 @@ func attachProxy(root *cobra.Command, s *streams) {
 			return failStartup(s, err)
 		}
 		o.argv = args
-		return runProxy(cmd.Context(), s, o)
+		return runProxy(cmd.Context(), s, o, cmd.Flags())
 	}
 }
 
-func runProxy(ctx context.Context, s *streams, o *runOptions) error {
+func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet) error {
 	log, stderr, closeLog, err := newLogger(o.log, syncio.NewWriter(s.err))
 	if err != nil {
 		return failStartup(s, err)
 	}
 	defer closeLog()
+	for _, u := range unknownEnv(fs, os.Environ()) { // fs nil (the demo): none
+		if u[1] != "" {
+			log.Warn("unknown environment variable ignored", "name", u[0], "did_you_mean", u[1])
+		} else {
+			log.Warn("unknown environment variable ignored", "name", u[0])
+		}
+	}
 
 	cfg, err := o.config(log).Load()
 	if err != nil {

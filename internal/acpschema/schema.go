@@ -60,6 +60,7 @@ var (
 		"session/set_config_option": "SetSessionConfigOptionRequest",
 		"session/set_model":         "SetSessionModelRequest", // unstable; absent from newer schemas
 		"session/cancel":            "CancelNotification",
+		"_acp-guard/recovery":       "ExtRequest", // acp-guard's extension method (guard/operator.go)
 	}
 	agentResults = map[string]string{
 		"initialize":                "InitializeResponse",
@@ -70,6 +71,7 @@ var (
 		"session/set_mode":          "SetSessionModeResponse",
 		"session/set_config_option": "SetSessionConfigOptionResponse",
 		"session/set_model":         "SetSessionModelResponse",
+		"_acp-guard/recovery":       "ExtResponse",
 	}
 	agentRequests = map[string]string{
 		"session/update":             "SessionNotification",
