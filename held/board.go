@@ -258,7 +258,7 @@ func (b *Board) failed(op string, now time.Time, err error) error {
 	wait := b.downWait
 	b.mu.Unlock()
 	if first {
-		b.log.Warn("held-prompt store unavailable; operators cannot see or move held prompts", "op", op, "err", err, "retryAfter", wait)
+		b.log.Warn("held-prompt store unavailable; operators cannot see or move held prompts", "op", op, "err", err, "retry_after_ms", wait.Milliseconds())
 	}
 	return fmt.Errorf("%w: %s: %w", ErrStore, op, err)
 }
