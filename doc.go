@@ -36,8 +36,9 @@
 // Config.OnEvent receives the session's typed event stream (Event):
 // TurnStarted, FailureClassified, Transition, AttemptSent, AttemptDone,
 // NoticeSent, Answered, SilentFlagged, AbnormalStop, LateOutput,
-// CircuitDecision, CircuitChanged, Stalled, AgentIdentified, AgentExited
-// and, with Config.EventFrames, FrameObserved — in the order they
+// RecoveryAction, CircuitDecision, CircuitChanged, Stalled,
+// AgentIdentified, AgentExited and, with Config.EventFrames,
+// FrameObserved — in the order they
 // happened, each stamped with the event loop's time, each carrying what
 // the guard parsed (a verdict, the agent's error decoded once, the
 // decision) so that nothing reads a frame again. It runs on the session's

@@ -41,8 +41,8 @@
 // Everything the guard sees and decides is emitted as one typed event
 // (events.go: TurnStarted, FrameObserved, FailureClassified, Transition,
 // AttemptSent, AttemptDone, NoticeSent, Answered, SilentFlagged,
-// AbnormalStop, LateOutput, CircuitDecision, CircuitChanged, Stalled,
-// AgentIdentified, AgentExited) to Config.Events, on the event loop, each
+// AbnormalStop, LateOutput, RecoveryAction, CircuitDecision,
+// CircuitChanged, Stalled, AgentIdentified, AgentExited) to Config.Events, on the event loop, each
 // stamped with the loop's time: telemetry, the decision log (eventlog.go),
 // `replay --json` and a library's subscriber read this stream. An agent's
 // answer is parsed once where it arrives (reply.go); its parsed form

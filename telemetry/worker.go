@@ -82,6 +82,9 @@ func (w *worker) handle(e guard.Event) {
 		w.t.inst.circuits.Add(context.Background(), 1, metric.WithAttributes(attribute.String("acp_guard.circuit.decision", e.Decision)))
 		w.spanEvent(e.EventBase, "acp_guard.circuit", attribute.String("acp_guard.circuit.decision", e.Decision),
 			attribute.String("acp_guard.circuit.key", e.Key), attribute.String("acp_guard.circuit.state", e.Circuit.State))
+	case guard.RecoveryAction:
+		w.spanEvent(e.EventBase, "acp_guard.action", attribute.String("acp_guard.action", e.Action), attribute.String("acp_guard.by", e.By),
+			attribute.String("acp_guard.from", e.From), attribute.String("acp_guard.to", e.To), attribute.String("acp_guard.refused", e.Refused))
 	case guard.Stalled:
 		w.spanEvent(e.EventBase, "acp_guard.stall", attribute.Int64("acp_guard.stall.idle_ms", e.Idle.Milliseconds()))
 	case guard.Answered:
@@ -186,7 +189,8 @@ func (w *worker) transition(e guard.Transition) {
 	}
 	tn.span.AddEvent("acp_guard.transition", trace.WithTimestamp(e.At), trace.WithAttributes(
 		attribute.String("acp_guard.from", e.From), attribute.String("acp_guard.event", e.On),
-		attribute.String("acp_guard.to", e.To), attribute.String("acp_guard.decision.reason", e.Decision.Reason)))
+		attribute.String("acp_guard.to", e.To), attribute.String("acp_guard.decision.reason", e.Decision.Reason),
+		attribute.String("acp_guard.by", e.By)))
 	switch e.To {
 	case "waiting_for_reset", "retry_wait":
 		if !tn.waiting {
