@@ -3,11 +3,16 @@
 package telemetry
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/observers"
 )
 
 func TestFromEnv(t *testing.T) {
@@ -85,3 +90,51 @@ func TestTurnAttrsSilentAndCircuit(t *testing.T) {
 		}
 	}
 }
+
+// The worker turns the event stream into the turn's span: an operator's
+// action on a held prompt is an acp_guard.action span event, and the
+// transition it causes says who asked.
+func TestActionSpanEvent(t *testing.T) {
+	exp := keptSpans{tracetest.NewInMemoryExporter()}
+	tel := &Telemetry{log: slog.New(slog.DiscardHandler), set: Settings{Traces: true, Flush: MaxFlush},
+		queue: make(chan guard.Event, 16), done: make(chan struct{}), exited: make(chan struct{}), spanExp: exp}
+	tel.w = newWorker(tel, observers.Identity{Flag: "codex-acp"})
+	go tel.run() // ends at Close
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	b := guard.EventBase{At: at, Agent: "codex-acp", SessionID: "s1", RequestID: []byte("3")}
+	tel.Event(guard.TurnStarted{EventBase: b})
+	b.At = at.Add(time.Second)
+	tel.Event(guard.RecoveryAction{EventBase: b, Action: "retry_now", By: "operator", From: "retry_wait", To: "retrying"})
+	tel.Event(guard.Transition{EventBase: b, From: "retry_wait", On: "retry_now", To: "retrying", By: "operator"})
+	b.At = at.Add(2 * time.Second)
+	tel.Event(guard.Answered{EventBase: b, Report: guard.TurnReport{Outcome: guard.OutcomeRetried, Attempts: 2}, Duration: 2 * time.Second})
+	if err := tel.Close(context.Background(), Frames{}); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("spans: %d, want the turn's", len(spans))
+	}
+	got := map[string]map[string]string{}
+	for _, e := range spans[0].Events {
+		a := map[string]string{}
+		for _, kv := range e.Attributes {
+			a[string(kv.Key)] = kv.Value.Emit()
+		}
+		got[e.Name] = a
+	}
+	if a := got["acp_guard.action"]; a["acp_guard.action"] != "retry_now" || a["acp_guard.by"] != "operator" || a["acp_guard.to"] != "retrying" {
+		t.Errorf("action event: %v", a)
+	}
+	if a := got["acp_guard.transition"]; a["acp_guard.by"] != "operator" || a["acp_guard.event"] != "retry_now" {
+		t.Errorf("transition event: %v", a)
+	}
+	if d := spans[0].EndTime.Sub(spans[0].StartTime); d != 2*time.Second {
+		t.Errorf("span from the event stamps: %s, want 2s", d)
+	}
+}
+
+// keptSpans is an in-memory exporter whose spans outlive its Shutdown.
+type keptSpans struct{ *tracetest.InMemoryExporter }
+
+func (keptSpans) Shutdown(context.Context) error { return nil }
