@@ -18,8 +18,8 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"time"
 	"syscall"
+	"time"
 )
 
 // faultPlan is what the agent does (fault_test.go draws it).

@@ -11,11 +11,11 @@ import (
 
 // Config configures a Relay.
 type Config struct {
-	MaxLine  int64
-	Logger   *slog.Logger
-	Hooks    Hooks // nil: plain relay
-	Tap      Tap   // nil: no recording
-	Redact   func(string) string
+	MaxLine int64
+	Logger  *slog.Logger
+	Hooks   Hooks // nil: plain relay
+	Tap     Tap   // nil: no recording
+	Redact  func(string) string
 }
 
 // Relay is the serialized state machine between client and agent (its
