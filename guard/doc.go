@@ -120,10 +120,4 @@
 // Entering action_required answers the client with the one ProviderError
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.
-//
-//	cmd/acp-guard → acpguard → guard → transport
-//	                                 → observers
-//	                                 → classify ← catalogue
-//	                                 → policy
-//	                                 → circuit
 package guard

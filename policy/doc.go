@@ -4,15 +4,10 @@
 // schedule a document implies, the clock abstraction the recovery engine
 // uses, and the append-only attempt log.
 //
-// # Place in the module
-//
-//	cmd/acp-guard ──► replay ──► transport / observers ──► classify ◄── catalogue
-//	      │                                │
-//	      └────────────────────────────────┴──► policy   (beside classify)
-//
-// policy imports nothing from the module: callers translate a classify
-// verdict and the turn's evidence into a [Failure]. It must not import
-// transport or replay.
+// policy imports nothing of the module but internal/safefile (the attempt
+// log's file): callers translate a classify verdict and the turn's
+// evidence into a [Failure]. (ARCHITECTURE.md places it beside classify;
+// internal/archtest checks its imports.)
 //
 // # The policy document (version 1)
 //

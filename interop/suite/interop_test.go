@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/guard"
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/interop/capture"
@@ -474,7 +474,7 @@ func (w *world) run() {
 	w.acpx()
 }
 
-type providerErr = guard.ProviderError
+type providerErr = acpguard.ProviderError
 
 // expectError checks that the turn failed with a providerError of code
 // and class, and returns it.

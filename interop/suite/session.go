@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/acp-guard/acp-guard/guard"
+	acpguard "github.com/acp-guard/acp-guard"
 	acp "github.com/coder/acp-go-sdk"
 )
 
@@ -189,13 +189,13 @@ func (t Turn) Err() *RPCError {
 }
 
 // ProviderError returns error.data.providerError, or nil.
-func (t Turn) ProviderError() *guard.ProviderError {
+func (t Turn) ProviderError() *acpguard.ProviderError {
 	e := t.Err()
 	if e == nil || len(e.Data) == 0 {
 		return nil
 	}
 	var d struct {
-		ProviderError *guard.ProviderError `json:"providerError"`
+		ProviderError *acpguard.ProviderError `json:"providerError"`
 	}
 	if json.Unmarshal(e.Data, &d) != nil {
 		return nil
