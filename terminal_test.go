@@ -133,7 +133,7 @@ var terminalCases = []terminalCase{
 }
 
 // requiredReasons are the terminal reasons the goldens must cover between
-// them (issue 25): a case removed or re-recorded into another answer
+// them: a case removed or re-recorded into another answer
 // fails the test.
 var requiredReasons = []string{
 	"agent_stalled", "circuit_open", "late_activity", "state_unwritable", "shutting_down", "exhausted",

@@ -223,7 +223,7 @@
 //     package already logs store outages once) and the decision it came
 //     with is followed: a store failure means "as if no circuit".
 //
-// Cooldown-aware fallback (spec 002) reads a candidate model's circuit with
+// Cooldown-aware fallback reads a candidate model's circuit with
 // Get: Record.OpenAt, OpenUntil, Code and Class say whether it is cooling
 // down and whether a cooldown probe is allowed; a model switched to then
 // asks its circuit as in point 2, so a fallback onto a circuit about to

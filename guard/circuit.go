@@ -36,7 +36,7 @@ import (
 const ReasonCircuitOpen = "circuit_open"
 
 // probeWindow: a fallback model whose circuit a transient failure opened
-// and whose cooldown ends within this is tried anyway (spec 002's cooldown
+// and whose cooldown ends within this is tried anyway (a cooldown
 // probe): the prompt parks on its circuit for up to this long, and takes
 // its probe lease like any retry.
 const probeWindow = 5 * time.Second

@@ -33,7 +33,7 @@
 //
 // # Recovery state machine
 //
-// One client session/prompt moves through spec 000's states; prompt.state
+// One client session/prompt moves through these states; prompt.state
 // holds them, and Guard.transit is the only code that changes it. A
 // transition not listed here is refused. "record X" writes an attempt-log
 // record with outcome X; "then the work" means the work the transition

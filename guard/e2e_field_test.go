@@ -11,7 +11,7 @@ import (
 )
 
 // The Cursor veto is the catalogue's: chunks it vetoes reach the client as
-// the agent wrote them and end_turn passes (issue 12: the observer used to
+// the agent wrote them and end_turn passes (the observer used to
 // rewrite "[deadline_exceeded]" and let "retry limit reached" through to a
 // classifier that vetoed it).
 func TestE2ECursorVetoIsTheCatalogues(t *testing.T) {
@@ -70,7 +70,7 @@ func TestE2ECursorUnicodeBlankDoesNotClear(t *testing.T) {
 
 // shCodexOffline answers the prompt as codex-acp 0.16.0 does on a machine
 // without network (testdata/transcripts/real/codex/offline_dns.jsonl), with
-// a DNS error on stderr as in issue 12.
+// a DNS error on stderr as that capture has.
 const shCodexOffline = `while IFS= read -r line; do
   case "$line" in
   *'"initialize"'*) printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"codex-acp","version":"0.16.0"}}}' ;;

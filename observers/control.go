@@ -37,7 +37,7 @@ type ControlSignature struct {
 }
 
 // CursorRetriable is the Cursor normal-completion failure projection
-// (spec 000, "Cursor normal-completion failure projection"); its match is
+// (README.md, "What the client receives"); its match is
 // the catalogue rule cursor.retriable_stream_reset.v1.
 var CursorRetriable = ControlSignature{
 	Name:       "cursor.retriable",

@@ -12,7 +12,7 @@
 // # The policy document (version 1)
 //
 // A JSON object with these fields, each of which may be omitted (an omitted
-// part takes the seed's default: immediate skip, retry and reset waiting
+// part takes the default: immediate skip, retry and reset waiting
 // disabled), so {"transient":{"retry":{"max_retries":3,
 // "initial_interval_seconds":5}}} is a whole document:
 //
@@ -51,7 +51,7 @@
 // [ValidationError] whose [FieldError]s name the field by path, e.g.
 // "transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)".
 //
-// Legacy rules are accepted in two shapes and normalized once (spec 000):
+// Legacy rules are accepted in two shapes and normalized once:
 // a bare JSON string ("try_next", "stop" or "retry_same"), or an object
 // {"version":1,"legacy":"retry_same"} that may also carry fallback_models.
 // try_next is no wait, no retry, then skip for both classes; stop is the
@@ -62,7 +62,7 @@
 //
 // # Evaluation
 //
-// [Evaluate] follows spec 000 "Per-class policy" in order: stale,
+// [Evaluate] decides in this order: stale,
 // unclassified, request-class and unsafe failures stop (configuration cannot
 // override the replay-safety gate); a validated future reset hint within
 // max_wait_seconds is waited for once per class per route cycle; retries

@@ -33,8 +33,7 @@ func (d Document) Class(class string) (cp ClassPolicy, ok bool) {
 	return ClassPolicy{}, false
 }
 
-// Evaluate decides what to do about one failed attempt, following spec 000
-// "Per-class policy" in order:
+// Evaluate decides what to do about one failed attempt, in this order:
 //
 //  1. stale evidence, an unclassified or unknown class, the request class, or
 //     a failed replay-safety gate stop (the gate cannot be configured away);

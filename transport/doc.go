@@ -9,8 +9,7 @@
 // relay (loop.go, shutdown.go, reaper.go), sessions that end before the
 // agent runs (early.go) and the writers (writer.go). Observation,
 // classification and recovery plug in through Hooks; what transport may
-// import is the import-rule test's (imports_test.go at the module root,
-// described in ARCHITECTURE.md).
+// import is checked by internal/archtest (ARCHITECTURE.md draws the map).
 //
 // # Frames
 //

@@ -1,6 +1,6 @@
 package transport_test
 
-// The fault matrix of issue 11, transport side: hostile agents, signals and
+// The fault matrix (docs/RELIABILITY.md), transport side: hostile agents, signals and
 // slow clients driven through the built binary over real pipes. Each test
 // names the fault it plays; each fails without the fix it proves.
 

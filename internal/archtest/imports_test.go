@@ -16,7 +16,7 @@ const module = "github.com/acp-guard/acp-guard"
 
 // The import rules. Packages are named by their directory below the module
 // root; "." is the root package, acpguard (the library). Dependencies
-// point one way, as DESIGN.md orders them:
+// point one way (ARCHITECTURE.md draws the map):
 //
 //	cmd → acpguard → replay → guard → transport / observers → classify ← catalogue
 //
@@ -181,7 +181,7 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// TestImportRulesCatchWrongArrows checks the checker: arrows DESIGN.md
+// TestImportRulesCatchWrongArrows checks the checker: arrows the map
 // forbids, and a package nobody placed, are reported.
 func TestImportRulesCatchWrongArrows(t *testing.T) {
 	for _, tt := range []struct {
