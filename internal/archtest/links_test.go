@@ -244,3 +244,66 @@ func TestNothingOutsideTheRepository(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkCheckerCatches checks the checkers on a small tree: a broken
+// link, a missing heading, a missing named path and a pointer outside the
+// repository are each caught; what resolves passes.
+func TestLinkCheckerCatches(t *testing.T) {
+	root := t.TempDir()
+	for name, text := range map[string]string{
+		"README.md":           "# Top\n",
+		"docs/GUIDE.md":       "# The guide\n\n## Adding a provider, in one place\n",
+		"pkg/testdata/x.json": "{}",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		target string
+		ok     bool
+	}{
+		{"docs/GUIDE.md", true},
+		{"docs/GUIDE.md#adding-a-provider-in-one-place", true},
+		{"#top", true},
+		{"docs/MISSING.md", false},
+		{"docs/GUIDE.md#no-such-heading", false},
+	} {
+		if err := checkLink(root, "README.md", tt.target); (err == nil) != tt.ok {
+			t.Errorf("link %s: got %v, want ok=%v", tt.target, err, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		dir, path string
+		ok        bool
+	}{
+		{"pkg", "testdata/x.json", true}, // from the naming file's directory
+		{"", "pkg/testdata/x.json", true},
+		{"", "docs/G…", true},
+		{"pkg", "testdata/y.json", false},
+		{"", "docs/*.txt", false},
+	} {
+		if got := exists(root, tt.dir, tt.path); got != tt.ok {
+			t.Errorf("exists(%q, %q) = %v, want %v", tt.dir, tt.path, got, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		text string
+		hit  bool
+	}{
+		{"the fault matrix of issue 11", true},
+		{"see DESIGN.md, Wire contracts", true},
+		{"as spec 000 says", true},
+		{"(seed 004 §2)", true},
+		{"the jitter's seed", false},
+		{"an issue with the agent", false},
+	} {
+		if got := elsewhere.MatchString(tt.text); got != tt.hit {
+			t.Errorf("%q: flagged %v, want %v", tt.text, got, tt.hit)
+		}
+	}
+}
