@@ -68,7 +68,8 @@ type settings struct {
 	stall     time.Duration
 	circuits  string // the store spec ("" : none, the policy never recovers)
 	namespace string
-	keepLog   bool // an attempt log is kept
+	keepLog   bool   // an attempt log is kept
+	jitter    uint64 // the retry jitter's seed (0: none)
 	// deferLog: a recorded session's attempt-log writes complete where the
 	// transcript says the live proxy learned their results.
 	deferLog bool
@@ -99,8 +100,8 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	id := o.identity(cfg.Adapter)
 	gc := guard.Config{
 		Identity: id, Engine: engine, Policy: set.policy, Fallback: set.fallback,
-		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, Logger: pl.log,
-		CircuitNamespace: set.namespace,
+		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, OnLate: cfg.OnLate, Logger: pl.log,
+		CircuitNamespace: set.namespace, JitterSeed: set.jitter,
 	}
 	storeKind := ""
 	if set.circuits != "" {
@@ -123,7 +124,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
 			Policy: policyJSON(set.policy), Fallback: set.fallback,
 			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
-			AttemptLog: set.logKind(&cfg, o),
+			AttemptLog: set.logKind(&cfg, o), JitterSeed: set.jitter,
 		}, pl.log)
 		if err != nil {
 			return nil, err
@@ -184,6 +185,17 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 		s.stall = time.Duration(doc.StallTimeoutSeconds) * time.Second
 	}
 	s.namespace = firstOf(cfg.CircuitNamespace, meta.CircuitNamespace)
+	// Retry delays are drawn with full jitter: from the given
+	// seed, else the recording's (a replay then decides as the live proxy
+	// did), else a random one per live session.
+	switch {
+	case cfg.JitterSeed != 0:
+		s.jitter = cfg.JitterSeed
+	case o.recorded:
+		s.jitter = meta.JitterSeed
+	default:
+		s.jitter = policy.RandomSeed()
+	}
 	if recovers(doc, s.fallback) {
 		switch {
 		case cfg.Circuits != "":

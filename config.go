@@ -108,7 +108,21 @@ type Config struct {
 	// answered, with what the guard decided; it runs on the relay's event
 	// loop and must not block.
 	OnTurn func(TurnReport)
+	// OnLate, if set, is called with the late output of an answered
+	// prompt (text for its session after the answer and before the
+	// session's next prompt) when that window closes; on the relay's event
+	// loop, must not block.
+	OnLate func(LateOutput)
+
+	// JitterSeed seeds the full jitter on retry delays (--jitter-seed,
+	// hidden). Zero: a random seed per live session; a replayed or served
+	// session draws with its recording's (none when it has none). The
+	// seed is recorded in the transcript's meta event.
+	JitterSeed uint64
 }
+
+// LateOutput is an answered prompt's late output (Config.OnLate).
+type LateOutput = guard.LateOutput
 
 // TurnReport is the guard's account of one client session/prompt: its
 // outcome, the ProviderError it was answered with, the last recovery

@@ -39,6 +39,13 @@ func Replay(events []replay.Event, cfg Config) (ReplayResult, error) {
 		}
 		out.Turns = append(out.Turns, r)
 	}
+	onLate := cfg.OnLate
+	cfg.OnLate = func(l LateOutput) {
+		if onLate != nil {
+			onLate(l)
+		}
+		out.addLate(l)
+	}
 	pl, err := assemble(context.Background(), cfg, origin{recorded: true, events: events, offline: true})
 	if err != nil {
 		return out, &ConfigError{err}
@@ -57,6 +64,17 @@ func Replay(events []replay.Event, cfg Config) (ReplayResult, error) {
 		out.Errors = append(notes, out.Errors...)
 	}
 	return out, nil
+}
+
+// addLate puts an answered prompt's late output on its turn's report.
+func (out *ReplayResult) addLate(l LateOutput) {
+	for i := len(out.Turns) - 1; i >= 0; i-- {
+		r := &out.Turns[i]
+		if r.SessionID == l.SessionID && string(r.RequestID) == string(l.RequestID) {
+			r.LateOutput += l.Chunks
+			return
+		}
+	}
 }
 
 // Serve plays a recorded session's agent (replay.Serve, in this process)

@@ -40,6 +40,13 @@ func wireTelemetry(tel *telemetry.Telemetry, cfg *guard.Config) {
 		}
 		tel.Turn(r)
 	}
+	prevLate := cfg.OnLate
+	cfg.OnLate = func(l guard.LateOutput) {
+		if prevLate != nil {
+			prevLate(l)
+		}
+		tel.Late(l)
+	}
 }
 
 // closeTelemetry flushes within the grace period (at least a second).

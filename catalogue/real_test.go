@@ -251,6 +251,9 @@ func TestRealAgentCaptures(t *testing.T) {
 	sigs, missing := observers.Bind(observers.DefaultSignatures, func(rule string) (observers.ChunkRule, error) {
 		cc, err := e.ControlChunk(rule)
 		return observers.ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
+	}, func(adapter, text string) bool {
+		_, _, ok := e.ReportedFailure(classify.Evidence{Adapter: adapter, Message: text})
+		return ok
 	})
 	if len(missing) > 0 {
 		t.Fatal(missing)
@@ -261,8 +264,9 @@ func TestRealAgentCaptures(t *testing.T) {
 	for _, path := range files {
 		key := strings.TrimSuffix(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), ".jsonl")
 		scenario := key[strings.IndexByte(key, '/')+1:]
+		fileFailed := false
 		for _, tr := range readTurns(t, path) {
-			projectChunks(t, e, sigs, key, &tr)
+			textFailure := projectText(t, e, sigs, key, &tr)
 			want, scoped := realExpect[key]
 			ok := scoped
 			if !ok {
@@ -278,7 +282,13 @@ func TestRealAgentCaptures(t *testing.T) {
 				continue
 			}
 			failed++
-			v := e.Classify(*tr.err)
+			fileFailed = true
+			var v classify.Verdict
+			if textFailure {
+				v = e.ClassifyText(*tr.err)
+			} else {
+				v = e.Classify(*tr.err)
+			}
 			switch {
 			case ok:
 				misses.check(t, key, v.Code, want, fmt.Sprintf("rule %q, reason %q, conflicts %v", v.Rule, v.Reason, v.Conflicts))
@@ -293,6 +303,14 @@ func TestRealAgentCaptures(t *testing.T) {
 				t.Errorf("%s: excerpt of %d bytes", key, len(v.SafeExcerpt))
 			}
 		}
+		// A failure scenario expected of every agent that no turn showed:
+		// a projection lost it (agent-scoped expectations are checked
+		// turn by turn above).
+		_, scoped := realExpect[key]
+		if _, expected := realExpect[scenario]; expected && !scoped && !fileFailed && !realPasses[key] &&
+			!strings.HasSuffix(path, ".expected.jsonl") {
+			t.Errorf("%s: the captured failure was not seen (no failed turn)", key)
+		}
 	}
 	misses.finish(t)
 	var summary []string
@@ -304,25 +322,78 @@ func TestRealAgentCaptures(t *testing.T) {
 		len(files), failed, classified, passed, strings.Join(summary, " "))
 }
 
-// projectChunks reads a turn's text as the relay does: a text-reported
-// failure (a control chunk of the adapter's projection) makes the turn a
-// failed one, classified from its text; a diagnostic is neither output nor
-// evidence; any other text must not classify.
-func projectChunks(t *testing.T, e *classify.Engine, sigs []observers.ControlSignature, key string, tr *turn) {
+// projectText applies the text-reported failure projection to a turn the
+// way the guard does: a control chunk of the adapter's signatures (Cursor's
+// exact rule, Copilot's error chunk), else — for any adapter — a turn
+// whose whole visible text is one error line the engine recognises or that
+// carries a provider error shape; retry notes are diagnostics, not text.
+// It sets tr.err for a text-reported failure of a turn that returned a
+// result, and reports whether it did. Assistant text that is neither must
+// never classify.
+func projectText(t *testing.T, e *classify.Engine, sigs []observers.ControlSignature, key string, tr *turn) bool {
 	t.Helper()
+	var marker *observers.ControlSignature
+	markerText, visible := "", ""
 	for _, c := range tr.chunks {
 		if sig := projected(sigs, tr.adapter, c); sig != nil {
-			if sig.Kind == observers.KindControl && tr.err == nil {
-				tr.err = &classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter,
-					Message: sig.EvidenceText(sig.Suffix(c)), Now: classify.DefaultFixtureNow}
+			if sig.Kind != observers.KindDiagnostic {
+				marker, markerText = sig, strings.TrimSpace(c)
 			}
 			continue
 		}
-		ev := classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter, Message: c, Now: classify.DefaultFixtureNow}
-		if v := e.Classify(ev); v.Code != classify.CodeUnclassified {
-			t.Errorf("%s: assistant text %q classified as %s by %s", key, c, v.Code, v.Rule)
+		if _, ok := classify.ParseNote(c); ok && visible == "" {
+			continue // a note before any output: a diagnostic
+		}
+		visible += c
+		marker = nil // the agent resumed
+	}
+	if tr.err != nil {
+		return false
+	}
+	switch {
+	case marker != nil:
+		tr.err = &classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter,
+			Message: marker.EvidenceText(markerText), Now: classify.DefaultFixtureNow}
+		return marker.ClassifyText
+	case visible != "":
+		ev := classify.Evidence{Adapter: tr.adapter, Message: visible, Now: classify.DefaultFixtureNow}
+		if _, _, ok := e.ReportedFailure(ev); ok {
+			tr.err = &ev
+			return true
+		}
+		if v := e.ClassifyText(ev); v.Code != classify.CodeUnclassified {
+			t.Errorf("%s: assistant text %q classified as %s by %s", key, visible, v.Code, v.Rule)
 		}
 	}
+	return false
+}
+
+// realPasses are the captures of failure scenarios expected of every agent
+// in which the agent did not fail (it ended the turn with an answer or
+// nothing, or never returned before the capture cancelled it).
+var realPasses = map[string]bool{
+	"claude/drop_after_text":              true, // end_turn with the partial text
+	"claude/drop_after_text_then_success": true,
+	"claude/drop_before_text":             true, // an empty end_turn
+	"claude/stream_error":                 true,
+	"claude/text_then_error":              true,
+	"claude/text_then_error_then_success": true,
+	"codex/drop_after_text_then_success":  true,
+	"codex/text_then_error_then_success":  true,
+	"copilot/no_api_key":                  true, // Copilot used its own credentials
+	"copilot/stall":                       true, // cancelled
+	"kilo/offline_dns":                    true, // an empty end_turn after 300 s
+	"qwen/offline_dns":                    true, // cancelled
+	"qwen/quota":                          true,
+	"qwen/rate_limit":                     true,
+	"qwen/server_error_500":               true,
+	"gemini/drop_after_text_then_success": true,
+	"gemini/stall":                        true, // cancelled
+	"gemini/stream_error":                 true, // an empty end_turn
+	"gemini/text_then_error":              true, // end_turn with the partial text
+	"gemini/no_api_key":                   true, // failed at session set-up
+	"qwen/no_api_key":                     true, // failed at authenticate
+	"cline/stall":                         true, // cancelled
 }
 
 // noVerdict is the verdict of a failure the relay cannot see: the turn

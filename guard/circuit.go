@@ -145,8 +145,8 @@ func (g *Guard) circuitFailure(p *prompt, f *failure, d policy.Decision, now tim
 	}
 	delay := d.Delay
 	if d.Action != policy.ActionRetry && d.Action != policy.ActionWait {
-		cp := g.classPolicy(class)
-		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[string(class)])
+		cp, key := g.policyFor(f.verdict)
+		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[key])
 	}
 	delay = max(delay, circuit.MinCooldown)
 	until = hint
@@ -285,16 +285,21 @@ func (g *Guard) parkBudget(p *prompt) time.Duration {
 }
 
 // remainingSchedule is how long p's own retry schedule would still have
-// waited: the delays of the retries its class has left.
+// waited: the delays of the retries its class has left, the due retry's
+// counted whole (its full-jitter draw may have been shorter than the
+// circuit's least cooldown).
 func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	if p.last == nil {
 		return 0
 	}
-	class := string(p.last.verdict.Class)
-	cp := g.classPolicy(p.last.verdict.Class)
+	cp, key := g.policyFor(p.last.verdict)
 	var sum time.Duration
 	if cp.Retry.Enabled {
-		for k := p.route.Retries[class]; k < cp.Retry.MaxRetries; k++ {
+		first := p.route.Retries[key]
+		if p.state == stRetryWait && first > 0 {
+			first--
+		}
+		for k := first; k < cp.Retry.MaxRetries; k++ {
 			sum += policy.RetryDelay(cp.Retry.InitialIntervalSeconds, k)
 		}
 	}

@@ -30,6 +30,11 @@
 // Successful results are checked for silent failures and abnormal stop
 // reasons (silent.go) before they pass: a flag adds
 // result._meta.acpGuard.silent or .stop and leaves every other byte.
+// Before that, an end_turn whose whole text is one error line, or that
+// showed nothing but the agent's own retry notes, becomes a failure for any
+// adapter (textreport.go; docs/WIRE.md); text for a session after its
+// answer and before its next prompt is reported as late output
+// (lateoutput.go), never counted in the next turn.
 //
 // # Recovery state machine
 //
@@ -79,7 +84,10 @@
 //
 // Events: wait/retry/skip/stop are the policy's decision on a failed
 // attempt (stop covers unsafe, unclassified, request-class, exhausted,
-// no fallback, and a retry that returned nothing); pass forwards the
+// no fallback, a retry that returned nothing, an auth or credential
+// failure with on_exhausted stop, a provider hint longer than the policy
+// allows, a retry note of the agent's that named another class than the
+// error that followed, and a failure that is only what its notes named); pass forwards the
 // agent's own answer (a success of the client's attempt, a cancelled turn,
 // an older generation); due is the wait's deadline with the generation
 // still current; late_activity is any evidence for the session while the

@@ -109,6 +109,7 @@ func (g *Guard) stalled(c transport.Ctl, p *prompt) transport.Verdict {
 	if g.cfg.Engine != nil {
 		v.CatalogueVersion = g.cfg.Engine.Version()
 	}
+	g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
 	f := &failure{verdict: v, source: classify.SourceExit, rewrite: msg, turn: p.turn}
 	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonStalled, Class: string(v.Class)}
 	if !g.transit(c, p, step{on: onStall, f: f, d: d}, nil) {

@@ -52,6 +52,10 @@
 //	            "memory"); when present, the transcript holds an
 //	            attempt_log event wherever the proxy learned a write's
 //	            result.
+//	jitter_seed meta only, optional: the seed of the proxy's full jitter
+//	            on retry delays (an integer below 2^53); a replay or a
+//	            served session draws with it, so its retries fall when the
+//	            recorded ones did; absent: no jitter.
 //	policy      meta only, optional: the effective policy document the
 //	            proxy ran under (a JSON object; omitted parts filled in).
 //	            A replay decides with it unless --policy is given.
@@ -181,7 +185,9 @@
 //
 // acpguard.ReplayResult.Turns holds one guard.TurnReport per client
 // prompt, in the order the turns settled; it is exactly what `acp-guard
-// replay --json` prints. Result.Client and Result.Agent hold the frames
+// replay --json` prints. A turn's late output (text for its session after
+// its answer and before the session's next prompt, guard.LateOutput) is
+// added to its line as "lateOutput" when that window closes. Result.Client and Result.Agent hold the frames
 // the proxy would have written. Result.Errors lists, each naming its line:
 //
 //   - *LineError, bad input: time going back ("t_ms 5 is earlier than the

@@ -75,6 +75,10 @@ type Event struct {
 	// attempt_log event wherever the proxy learned a write's result.
 	AttemptLog string
 
+	// JitterSeed seeds the full jitter of the proxy's retry delays (meta
+	// only, optional): a replay draws the same delays with it.
+	JitterSeed uint64
+
 	// Seq and Err describe an attempt_log event: the proxy learned here
 	// that the Seq-th attempt record of the session (from 1) was written,
 	// or, with Err (redacted), that it could not be.
@@ -191,6 +195,10 @@ func (e Event) appendJSON(dst []byte) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	if e.JitterSeed != 0 {
+		dst = append(dst, `,"jitter_seed":`...)
+		dst = strconv.AppendUint(dst, e.JitterSeed, 10)
+	}
 	if e.StallTimeoutMs > 0 {
 		dst = append(dst, `,"stall_timeout_ms":`...)
 		dst = strconv.AppendInt(dst, e.StallTimeoutMs, 10)
@@ -246,6 +254,7 @@ type wireEvent struct {
 	Circuits     string          `json:"circuits"`
 	Namespace    string          `json:"circuit_namespace"`
 	AttemptLog   string          `json:"attempt_log"`
+	JitterSeed   uint64          `json:"jitter_seed"`
 	Seq          int             `json:"seq"`
 	Err          string          `json:"err"`
 }
@@ -266,7 +275,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
 		Policy: w.Policy, Fallback: w.Fallback,
 		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, AttemptLog: w.AttemptLog,
-		Seq: w.Seq, Err: w.Err,
+		JitterSeed: w.JitterSeed,
+		Seq:        w.Seq, Err: w.Err,
 	}
 	if w.Start != "" {
 		t, err := time.Parse(time.RFC3339Nano, w.Start)

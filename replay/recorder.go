@@ -97,6 +97,8 @@ type MetaInfo struct {
 	Circuits         string
 	CircuitNamespace string
 	AttemptLog       string
+	// JitterSeed is the seed of the proxy's retry jitter (0: none).
+	JitterSeed uint64
 }
 
 // Meta records the meta event; call it first.
@@ -116,7 +118,8 @@ func (r *Recorder) Meta(m MetaInfo) {
 		}
 	}
 	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback,
-		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace, AttemptLog: m.AttemptLog})
+		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace, AttemptLog: m.AttemptLog,
+		JitterSeed: m.JitterSeed})
 }
 
 // StartFailed records that the agent could not be started (code 127: not

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +229,13 @@ func TestRoundTrip(t *testing.T) {
 			// as another process.
 			served := driveArgs(t, "replay", "--serve", "--no-delay", rec)
 			equalFrames(t, "served client frames", normalize(served), normalize(live))
+			// A separate acp-guard draws its retry jitter from the recorded
+			// seed only when told.
+			if m, ok := replay.MetaOf(events); !ok || m.JitterSeed == 0 {
+				t.Fatalf("the recording's meta event has no jitter seed")
+			} else {
+				flags = append(flags, "--jitter-seed", strconv.FormatUint(m.JitterSeed, 10))
+			}
 			behind := drive(t, flags, "replay", "--serve", "--agent-only", "--no-delay", rec)
 			equalFrames(t, "client frames served behind acp-guard", normalize(behind), normalize(live))
 		})

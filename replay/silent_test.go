@@ -29,14 +29,27 @@ var silentCaptures = map[string][]string{
 	"gemini/empty_answer":           {"empty"},
 	"kilo/offline_dns":              {"empty"}, // provider unreachable, reported as an empty end_turn
 	// pi-acp drops pi's error message: a failure pi does not retry
-	// (400, 401, 403, 404) is an empty end_turn. (Retried failures end with
-	// retry notes as text, which still count as output: not flagged.)
-	"pi/billing":             {"empty"},
-	"pi/context_overflow":    {"empty"},
-	"pi/empty_answer":        {"empty"},
-	"pi/forbidden_403":       {"empty"},
-	"pi/model_not_found_404": {"empty"},
-	"pi/unauthorized_401":    {"empty"},
+	// (400, 401, 403, 404) is an empty end_turn; one it retried ends with
+	// nothing but its retry notes ("Retrying (attempt 1/3, waiting 2s)...",
+	// "Retry finished, resuming."), which are diagnostics, not output, and
+	// name no failure: empty too (evidence.empty.retryNotes).
+	"pi/billing":                {"empty"},
+	"pi/context_overflow":       {"empty"},
+	"pi/empty_answer":           {"empty"},
+	"pi/forbidden_403":          {"empty"},
+	"pi/model_not_found_404":    {"empty"},
+	"pi/unauthorized_401":       {"empty"},
+	"pi/bad_gateway_502":        {"empty"},
+	"pi/drop_before_text":       {"empty"},
+	"pi/offline_dns":            {"empty"},
+	"pi/overloaded":             {"empty"},
+	"pi/quota":                  {"empty"},
+	"pi/rate_limit":             {"empty"},
+	"pi/rate_limit_retry_after": {"empty"},
+	"pi/server_error_500":       {"empty"},
+	"pi/stall":                  {"empty"},
+	"pi/stream_error":           {"empty"},
+	"pi/unavailable_503":        {"empty"},
 	// truncated: text streamed, zero output tokens reported.
 	"claude/drop_after_text":              {"truncated"},
 	"claude/text_then_error":              {"truncated"},

@@ -24,6 +24,7 @@ const (
 	evTurn                    // a TurnReport
 	evAdapter                 // initialize's agentInfo.name
 	evModel                   // a session's current model (session/new, load, resume)
+	evLate                    // late output of an answered prompt (value: adapter; delayMs: chunks)
 )
 
 // event is what crosses the queue: copies only, nothing that the relay
@@ -185,6 +186,16 @@ func (a *attempts) Append(r policy.Record) error {
 		return nil
 	}
 	return a.inner.Append(r)
+}
+
+// Late is the guard's Config.OnLate: late output is counted (the turn's
+// span has ended by then).
+func (t *Telemetry) Late(l guard.LateOutput) {
+	at := l.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.emit(event{kind: evLate, at: at, session: l.SessionID, value: l.Adapter, delayMs: int64(l.Chunks)})
 }
 
 // Turn is the guard's Config.OnTurn.

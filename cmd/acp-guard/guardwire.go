@@ -24,6 +24,7 @@ type guardOptions struct {
 	recordRaw  bool
 	recordOver bool
 	stall      time.Duration
+	jitterSeed uint64
 }
 
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
@@ -37,6 +38,8 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.BoolVar(&o.recordOver, "record-overwrite", false, "let --record replace an existing file")
 	fs.BoolVar(&o.recordRaw, "record-raw", false, "do not redact secrets in the recorded transcript")
 	fs.DurationVar(&o.stall, "stall-timeout", 0, "answer a prompt agent_stalled after the agent sent nothing for this long (session/cancel first); default: the policy's stall_timeout_seconds, else off")
+	fs.Uint64Var(&o.jitterSeed, "jitter-seed", 0, "seed of the full jitter on retry delays (default: random per session; recorded in --record's meta event)")
+	_ = fs.MarkHidden("jitter-seed") // for tests and replays: normal runs draw a random seed
 }
 
 // config is the library configuration the proxy's flags describe.
@@ -48,7 +51,7 @@ func (o *runOptions) config(log *slog.Logger) acpguard.Config {
 		Circuits: o.circuits.store, CircuitNamespace: o.circuits.namespace,
 		Record: g.record, RecordRaw: g.recordRaw, RecordOverwrite: g.recordOver,
 		OTel: o.telemetry.on, Logger: log, MaxLine: o.maxLine, Grace: o.grace, StderrPTY: o.stderrPTY,
-		Version: versionString(),
+		Version: versionString(), JitterSeed: g.jitterSeed,
 		// Orphans of the agent are reaped here, not left as zombies
 		// (acp-guard may be PID 1 of a container).
 		Subreaper: runtime.GOOS == "linux",

@@ -39,7 +39,7 @@ var rules = map[string][]string{
 	"observers": {"classify"},
 	"catalogue": {"classify"},
 	"classify":  {},
-	"policy":    {},
+	"policy":    {"classify"}, // the registry of codes, for per-code overrides
 	"circuit":   {},
 
 	// Beside the core: tools and tests that use it from outside.
@@ -84,7 +84,9 @@ var testRules = map[string][]string{
 	// (--record): the transcript format is package replay's.
 	"transport":          {"replay"},
 	"internal/acpschema": {"replay"},
-	"guard":              {"replay", "catalogue"}, // and run the guard with the real catalogue
+	// The guard's tests also run it with the real catalogue, and replay
+	// what the binary recorded through the library's Replay.
+	"guard": {"replay", "catalogue", "."},
 	// Golden transcripts are played through the whole pipeline, the
 	// library's Replay, with policies written by the tests.
 	"replay": {".", "policy"},
