@@ -115,14 +115,8 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.Evidence = evidenceFlags(t.Evidence)
 		pe.AgentRetries = t.AgentRetries()
 	}
-	if v.RetryAfter != nil {
-		ms := v.RetryAfter.Milliseconds()
-		pe.RetryAfterMs = &ms
-	}
-	if v.ResetAt != nil {
-		s := v.ResetAt.UTC().Format(time.RFC3339)
-		pe.ResetAt = &s
-	}
+	hints := v.Timing()
+	pe.RetryAfterMs, pe.ResetAt = hints.RetryAfterMs, hints.ResetAt
 	return pe
 }
 
