@@ -51,7 +51,7 @@ var rules = map[string][]string{
 	"bench/cmd/otlpsink":       {"bench"},
 	"interop/fakeprovider":     {},
 	"interop/capture":          {"interop/fakeprovider"},
-	"interop/suite":            {".", "interop/capture", "interop/fakeprovider"}, // the library's stable names only
+	"interop/suite":            {".", "interop/capture", "interop/fakeprovider", "internal/acptest"}, // the library's stable names only
 	"interop/cmd/capture":      {"interop/capture"},
 	"interop/cmd/fakeprovider": {"interop/fakeprovider"},
 
@@ -59,6 +59,7 @@ var rules = map[string][]string{
 	// name one).
 	"demoagent":          {},
 	"internal/testbin":   {},
+	"internal/acptest":   {"internal/testbin"},
 	"internal/acpschema": {},
 	"internal/archtest":  {},
 
@@ -74,7 +75,7 @@ var rules = map[string][]string{
 var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio"}
 
 // testSupport may be imported by any package's tests.
-var testSupport = []string{"demoagent", "internal/testbin", "internal/acpschema"}
+var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema"}
 
 // testRules are the further arrows a package's tests may draw (from
 // _test.go files, which no other package imports, so they cannot make a

@@ -1,0 +1,519 @@
+package acptest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
+)
+
+// DefaultWatchdog bounds how long one process may live in a test. It is a
+// guard against hangs, not an assertion: when it fires the process group
+// is killed, its stdout ends, and the test fails on the data it did not
+// get — and on the watchdog, in the cleanup.
+const DefaultWatchdog = 90 * time.Second
+
+// Options start a process.
+type Options struct {
+	Env []string // its whole environment; nil: this process's
+	Dir string   // its working directory; "": this process's
+	// Stdin is written to the process's stdin before it starts: bytes
+	// already waiting when it first reads.
+	Stdin []byte
+	// Watchdog kills the process group after this long (Start: default
+	// DefaultWatchdog; Spawn: none unless set).
+	Watchdog time.Duration
+	// Answer, if set, answers the agent→client requests that Next,
+	// Until and Rest read (Permissive answers as an editor that grants
+	// what it is asked).
+	Answer Answerer
+	// Record keeps every stdout line read (Proc.Lines).
+	Record bool
+	// Stderr, if set, receives a copy of the process's stderr.
+	Stderr io.Writer
+}
+
+// Proc is one running process seen from the client's side: its stdin, its
+// stdout read line by line on the test's goroutine (nothing reads ahead:
+// a test that stops reading applies backpressure), and its stderr collected
+// in the background.
+type Proc struct {
+	t      testing.TB // nil: spawned without a test
+	Cmd    *exec.Cmd
+	Out    *bufio.Reader // stdout; read it directly to set the pace byte by byte
+	Stderr *testbin.Stream
+	answer Answerer
+	record bool
+	lines  [][]byte
+
+	mu     sync.Mutex
+	in     *os.File // nil once closed
+	outF   *os.File
+	done   chan struct{} // closed once the process has been waited for
+	state  *os.ProcessState
+	dog    *time.Timer
+	bitten bool // the watchdog fired
+}
+
+// Spawn starts argv in its own process group with pipes on all three
+// standard streams. The caller ends it (Kill) and waits for it (Exited).
+func Spawn(argv []string, o Options) (*Proc, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("acptest: empty command")
+	}
+	var files []*os.File
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		files = append(files, r, w)
+		return r, w, err
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeAll()
+		return nil, err
+	}
+	if len(o.Stdin) > 0 {
+		if _, err := inW.Write(o.Stdin); err != nil { // a pipe holds 64 KiB
+			closeAll()
+			return nil, fmt.Errorf("acptest: writing stdin before the start: %w", err)
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = o.Env, o.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	// Its own process group: signals a test sends stay with it, and the
+	// cleanup ends whatever it started in the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("acptest: starting %s: %w", argv[0], err)
+	}
+	inR.Close()
+	outW.Close()
+	errW.Close()
+	p := &Proc{
+		Cmd:    cmd,
+		Out:    bufio.NewReaderSize(outR, 1<<20),
+		Stderr: testbin.NewStream(),
+		answer: o.Answer,
+		record: o.Record,
+		in:     inW,
+		outF:   outR,
+		done:   make(chan struct{}),
+	}
+	// The stderr copier ends at EOF: when the process and everything it
+	// started that held the pipe are gone.
+	if o.Stderr != nil {
+		go p.Stderr.Fill(teeCloser{io.TeeReader(errR, o.Stderr), errR})
+	} else {
+		go p.Stderr.Fill(errR)
+	}
+	// The waiter ends when the process does; done tells the others.
+	go func() {
+		_ = cmd.Wait()
+		p.mu.Lock()
+		p.state = cmd.ProcessState
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	if o.Watchdog > 0 {
+		p.dog = time.AfterFunc(o.Watchdog, func() {
+			p.mu.Lock()
+			p.bitten = true
+			p.mu.Unlock()
+			p.killGroup()
+		})
+	}
+	return p, nil
+}
+
+// Start is Spawn under a test: it fails t if the process cannot start,
+// and t's cleanup ends the process, reports a watchdog that fired, and
+// checks that the agent's process group (when acp-guard logged its pid:
+// --log-level info) is gone.
+func Start(t testing.TB, argv []string, o Options) *Proc {
+	t.Helper()
+	if o.Watchdog <= 0 {
+		o.Watchdog = DefaultWatchdog
+	}
+	p, err := Spawn(argv, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.t = t
+	t.Cleanup(p.cleanup)
+	return p
+}
+
+func (p *Proc) killGroup() { _ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL) }
+
+// Kill closes stdin, kills the process group and waits for the process.
+// It may be called more than once, and after the process exited.
+func (p *Proc) Kill() {
+	p.CloseStdin()
+	if !p.Exited() {
+		p.killGroup()
+	}
+	<-p.done
+	if p.dog != nil {
+		p.dog.Stop()
+	}
+}
+
+func (p *Proc) cleanup() {
+	p.Kill()
+	p.outF.Close()
+	p.mu.Lock()
+	bitten := p.bitten
+	p.mu.Unlock()
+	if bitten {
+		p.t.Errorf("%s still running after the watchdog; killed it. stderr:\n%s", p.Cmd.Path, p.Stderr.Tail(4000))
+	}
+	pgid, ok := p.agentPID()
+	if !ok {
+		return
+	}
+	if err := WaitGroupGone(pgid); err != nil {
+		p.t.Errorf("agent process group %d: %v", pgid, err)
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // do not leak it into other tests
+	}
+}
+
+// Pid is the process's pid (and process group id).
+func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
+
+// Signal sends sig to the process.
+func (p *Proc) Signal(sig os.Signal) {
+	if err := p.Cmd.Process.Signal(sig); err != nil && p.t != nil {
+		p.t.Fatalf("signal %v: %v", sig, err)
+	}
+}
+
+// Write writes s to stdin.
+func (p *Proc) Write(s string) error {
+	p.mu.Lock()
+	in := p.in
+	p.mu.Unlock()
+	if in == nil {
+		return os.ErrClosed
+	}
+	_, err := io.WriteString(in, s)
+	return err
+}
+
+// Send writes frames to stdin; a failed write fails the test.
+func (p *Proc) Send(frames ...string) {
+	p.t.Helper()
+	for _, f := range frames {
+		if err := p.Write(f); err != nil {
+			p.t.Fatalf("writing to %s: %v", p.Cmd.Path, err)
+		}
+	}
+}
+
+// TrySend writes frames to stdin and ignores a failed write: the process
+// may have exited already, and what it answered is what the test checks.
+func (p *Proc) TrySend(frames ...string) {
+	for _, f := range frames {
+		_ = p.Write(f)
+	}
+}
+
+// WriteAsync writes b to stdin from another goroutine, then closes stdin
+// when closeAfter is set; the channel yields the write's error. The
+// goroutine ends when the write does.
+func (p *Proc) WriteAsync(b []byte, closeAfter bool) <-chan error {
+	p.mu.Lock()
+	in := p.in
+	if closeAfter {
+		p.in = nil
+	}
+	p.mu.Unlock()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := in.Write(b)
+		if closeAfter {
+			in.Close()
+		}
+		errc <- err
+	}()
+	return errc
+}
+
+// CloseStdin closes the client's end of stdin: EOF for the process.
+func (p *Proc) CloseStdin() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.in != nil {
+		p.in.Close()
+		p.in = nil
+	}
+}
+
+// ReadLine returns the next stdout line, terminator included; at the end
+// of stdout it returns what was left with the error.
+func (p *Proc) ReadLine() ([]byte, error) {
+	b, err := p.Out.ReadBytes('\n')
+	if p.record && len(b) > 0 {
+		p.lines = append(p.lines, b)
+	}
+	return b, err
+}
+
+// Lines returns every stdout line read so far (Options.Record).
+func (p *Proc) Lines() [][]byte { return p.lines }
+
+// Line returns the next stdout line, terminator included; the end of
+// stdout fails the test.
+func (p *Proc) Line() []byte {
+	p.t.Helper()
+	b, err := p.ReadLine()
+	if err != nil {
+		p.t.Fatalf("reading stdout: %v (got %q so far); stderr:\n%s", err, trunc(b, 200), p.Stderr.Tail(2000))
+	}
+	return b
+}
+
+// TryNext returns the next stdout frame; ok is false at the end of stdout.
+// A line that is not JSON, or stdout ending inside a line, fails the test.
+func (p *Proc) TryNext() (Frame, bool) {
+	p.t.Helper()
+	b, err := p.ReadLine()
+	if err != nil {
+		if len(b) > 0 {
+			p.t.Fatalf("stdout ended inside a frame: %q", trunc(b, 200))
+		}
+		return Frame{}, false
+	}
+	return p.frame(b), true
+}
+
+// Next returns the next stdout frame; the end of stdout fails the test.
+func (p *Proc) Next() Frame {
+	p.t.Helper()
+	return p.frame(p.Line())
+}
+
+func (p *Proc) frame(b []byte) Frame {
+	p.t.Helper()
+	f, err := Parse(b)
+	if err != nil {
+		p.t.Fatalf("stdout line is not JSON: %v: %q", err, trunc(b, 200))
+	}
+	if p.answer != nil && f.IsRequest() {
+		if reply, ok := p.answer(f); ok {
+			_ = p.Write(reply) // an agent that is gone gets no answer
+		}
+	}
+	return f
+}
+
+// Until returns the frames up to and including the response to id (its
+// JSON text: "3", `"a"`).
+func (p *Proc) Until(id string) []Frame {
+	p.t.Helper()
+	var got []Frame
+	for {
+		f, ok := p.TryNext()
+		if !ok {
+			p.t.Fatalf("stdout ended before the response to %s; stderr:\n%s", id, p.Stderr.Tail(4000))
+		}
+		got = append(got, f)
+		if f.Answers(id) {
+			return got
+		}
+	}
+}
+
+// UntilMatch returns the frames up to and including the first that match
+// accepts.
+func (p *Proc) UntilMatch(match func(Frame) bool) []Frame {
+	p.t.Helper()
+	var got []Frame
+	for {
+		f, ok := p.TryNext()
+		if !ok {
+			p.t.Fatalf("stdout ended before the awaited frame; stderr:\n%s", p.Stderr.Tail(4000))
+		}
+		got = append(got, f)
+		if match(f) {
+			return got
+		}
+	}
+}
+
+// RestBytes reads stdout to its end.
+func (p *Proc) RestBytes() []byte {
+	p.t.Helper()
+	b, err := io.ReadAll(p.Out)
+	if err != nil {
+		p.t.Fatalf("reading stdout: %v", err)
+	}
+	if p.record {
+		for _, ln := range bytes.SplitAfter(b, []byte("\n")) {
+			if len(ln) > 0 {
+				p.lines = append(p.lines, ln)
+			}
+		}
+	}
+	return b
+}
+
+// Rest reads stdout to its end and decodes every line.
+func (p *Proc) Rest() []Frame {
+	p.t.Helper()
+	var out []Frame
+	for {
+		f, ok := p.TryNext()
+		if !ok {
+			return out
+		}
+		out = append(out, f)
+	}
+}
+
+// Finish closes stdin, reads stdout to its end and waits for the exit: the
+// remaining frames and the exit code.
+func (p *Proc) Finish() ([]Frame, int) {
+	p.t.Helper()
+	p.CloseStdin()
+	rest := p.Rest()
+	return rest, p.Wait()
+}
+
+// Exited reports whether the process has exited (and was waited for).
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Done is closed once the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// ExitCode waits for the process and returns its exit code: 128+N when
+// signal N killed it.
+func (p *Proc) ExitCode() int {
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return p.state.ExitCode()
+}
+
+// Wait is ExitCode under the test: a process the watchdog had to kill
+// fails it.
+func (p *Proc) Wait() int {
+	p.t.Helper()
+	code := p.ExitCode()
+	p.mu.Lock()
+	bitten := p.bitten
+	p.mu.Unlock()
+	if bitten {
+		p.t.Fatalf("%s hung; the watchdog killed it. stderr:\n%s", p.Cmd.Path, p.Stderr.Tail(4000))
+	}
+	return code
+}
+
+// WaitStderr waits until stderr holds s and returns all of it so far.
+func (p *Proc) WaitStderr(s string) string {
+	p.t.Helper()
+	if !p.Stderr.WaitFor(s) {
+		p.t.Fatalf("stderr ended without %q:\n%s", s, p.Stderr.Tail(4000))
+	}
+	return p.Stderr.String()
+}
+
+// AllStderr waits for stderr to end (the process and what it started are
+// gone) and returns it.
+func (p *Proc) AllStderr() string {
+	p.Stderr.WaitEOF()
+	return p.Stderr.String()
+}
+
+var agentStartedRe = regexp.MustCompile(`msg="agent started" pid=(\d+)`)
+
+// agentPID returns the pid (and process group id) acp-guard logged for the
+// agent, if it logged one.
+func (p *Proc) agentPID() (int, bool) {
+	m := agentStartedRe.FindStringSubmatch(p.Stderr.String())
+	if m == nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(m[1])
+	return pid, err == nil
+}
+
+// AgentPID waits until acp-guard has logged the agent's pid (it runs with
+// --log-level info) and returns it.
+func (p *Proc) AgentPID() int {
+	p.t.Helper()
+	p.WaitStderr(`msg="agent started"`)
+	pid, ok := p.agentPID()
+	if !ok {
+		p.t.Fatalf("no agent pid in the log:\n%s", p.Stderr.Tail(2000))
+	}
+	return pid
+}
+
+// Open initializes the agent (request 1) and opens a session (request 2):
+// the frames the client saw, and the session id.
+func (p *Proc) Open() ([]Frame, string) {
+	p.t.Helper()
+	p.Send(Initialize(1), SessionNew(2))
+	frames := p.Until("1")
+	frames = append(frames, p.Until("2")...)
+	sid, err := SessionID(frames[len(frames)-1])
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return frames, sid
+}
+
+func trunc(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// teeCloser is a reader that copies what it reads, closing the source.
+type teeCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// Run runs argv to its end with stdin as its input: its stdout, its stderr
+// and its exit code.
+func Run(t testing.TB, argv []string, o Options, stdin string) (stdout, stderr string, code int) {
+	t.Helper()
+	p := Start(t, argv, o)
+	p.TrySend(stdin)
+	p.CloseStdin()
+	out := p.RestBytes()
+	code = p.Wait()
+	return string(out), p.AllStderr(), code
+}
