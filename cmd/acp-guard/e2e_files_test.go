@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/policy"
-
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/policy"
 )
 
 // precious makes a file that must survive a refused open untouched, and a

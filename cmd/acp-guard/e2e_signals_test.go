@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/internal/testbin"
-
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
 // stopsigReady is the runtime's initialization trace line (GODEBUG=

@@ -1,8 +1,6 @@
 package acptest
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -49,16 +47,11 @@ type Options struct {
 // a test that stops reading applies backpressure), and its stderr collected
 // in the background.
 type Proc struct {
-	t      testing.TB // nil: spawned without a test
+	*Conn
 	Cmd    *exec.Cmd
-	Out    *bufio.Reader // stdout; read it directly to set the pace byte by byte
 	Stderr *testbin.Stream
-	answer Answerer
-	record bool
-	lines  [][]byte
 
 	mu     sync.Mutex
-	in     *os.File // nil once closed
 	outF   *os.File
 	done   chan struct{} // closed once the process has been waited for
 	state  *os.ProcessState
@@ -110,15 +103,13 @@ func Spawn(argv []string, o Options) (*Proc, error) {
 	outW.Close()
 	errW.Close()
 	p := &Proc{
+		Conn:   newConn(nil, inW, outR, o),
 		Cmd:    cmd,
-		Out:    bufio.NewReaderSize(outR, 1<<20),
 		Stderr: testbin.NewStream(),
-		answer: o.Answer,
-		record: o.Record,
-		in:     inW,
 		outF:   outR,
 		done:   make(chan struct{}),
 	}
+	p.diag = func() string { return "; stderr:\n" + p.Stderr.Tail(4000) }
 	// The stderr copier ends at EOF: when the process and everything it
 	// started that held the pipe are gone.
 	if o.Stderr != nil {
@@ -204,189 +195,6 @@ func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
 func (p *Proc) Signal(sig os.Signal) {
 	if err := p.Cmd.Process.Signal(sig); err != nil && p.t != nil {
 		p.t.Fatalf("signal %v: %v", sig, err)
-	}
-}
-
-// Write writes s to stdin.
-func (p *Proc) Write(s string) error {
-	p.mu.Lock()
-	in := p.in
-	p.mu.Unlock()
-	if in == nil {
-		return os.ErrClosed
-	}
-	_, err := io.WriteString(in, s)
-	return err
-}
-
-// Send writes frames to stdin; a failed write fails the test.
-func (p *Proc) Send(frames ...string) {
-	p.t.Helper()
-	for _, f := range frames {
-		if err := p.Write(f); err != nil {
-			p.t.Fatalf("writing to %s: %v", p.Cmd.Path, err)
-		}
-	}
-}
-
-// TrySend writes frames to stdin and ignores a failed write: the process
-// may have exited already, and what it answered is what the test checks.
-func (p *Proc) TrySend(frames ...string) {
-	for _, f := range frames {
-		_ = p.Write(f)
-	}
-}
-
-// WriteAsync writes b to stdin from another goroutine, then closes stdin
-// when closeAfter is set; the channel yields the write's error. The
-// goroutine ends when the write does.
-func (p *Proc) WriteAsync(b []byte, closeAfter bool) <-chan error {
-	p.mu.Lock()
-	in := p.in
-	if closeAfter {
-		p.in = nil
-	}
-	p.mu.Unlock()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := in.Write(b)
-		if closeAfter {
-			in.Close()
-		}
-		errc <- err
-	}()
-	return errc
-}
-
-// CloseStdin closes the client's end of stdin: EOF for the process.
-func (p *Proc) CloseStdin() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.in != nil {
-		p.in.Close()
-		p.in = nil
-	}
-}
-
-// ReadLine returns the next stdout line, terminator included; at the end
-// of stdout it returns what was left with the error.
-func (p *Proc) ReadLine() ([]byte, error) {
-	b, err := p.Out.ReadBytes('\n')
-	if p.record && len(b) > 0 {
-		p.lines = append(p.lines, b)
-	}
-	return b, err
-}
-
-// Lines returns every stdout line read so far (Options.Record).
-func (p *Proc) Lines() [][]byte { return p.lines }
-
-// Line returns the next stdout line, terminator included; the end of
-// stdout fails the test.
-func (p *Proc) Line() []byte {
-	p.t.Helper()
-	b, err := p.ReadLine()
-	if err != nil {
-		p.t.Fatalf("reading stdout: %v (got %q so far); stderr:\n%s", err, trunc(b, 200), p.Stderr.Tail(2000))
-	}
-	return b
-}
-
-// TryNext returns the next stdout frame; ok is false at the end of stdout.
-// A line that is not JSON, or stdout ending inside a line, fails the test.
-func (p *Proc) TryNext() (Frame, bool) {
-	p.t.Helper()
-	b, err := p.ReadLine()
-	if err != nil {
-		if len(b) > 0 {
-			p.t.Fatalf("stdout ended inside a frame: %q", trunc(b, 200))
-		}
-		return Frame{}, false
-	}
-	return p.frame(b), true
-}
-
-// Next returns the next stdout frame; the end of stdout fails the test.
-func (p *Proc) Next() Frame {
-	p.t.Helper()
-	return p.frame(p.Line())
-}
-
-func (p *Proc) frame(b []byte) Frame {
-	p.t.Helper()
-	f, err := Parse(b)
-	if err != nil {
-		p.t.Fatalf("stdout line is not JSON: %v: %q", err, trunc(b, 200))
-	}
-	if p.answer != nil && f.IsRequest() {
-		if reply, ok := p.answer(f); ok {
-			_ = p.Write(reply) // an agent that is gone gets no answer
-		}
-	}
-	return f
-}
-
-// Until returns the frames up to and including the response to id (its
-// JSON text: "3", `"a"`).
-func (p *Proc) Until(id string) []Frame {
-	p.t.Helper()
-	var got []Frame
-	for {
-		f, ok := p.TryNext()
-		if !ok {
-			p.t.Fatalf("stdout ended before the response to %s; stderr:\n%s", id, p.Stderr.Tail(4000))
-		}
-		got = append(got, f)
-		if f.Answers(id) {
-			return got
-		}
-	}
-}
-
-// UntilMatch returns the frames up to and including the first that match
-// accepts.
-func (p *Proc) UntilMatch(match func(Frame) bool) []Frame {
-	p.t.Helper()
-	var got []Frame
-	for {
-		f, ok := p.TryNext()
-		if !ok {
-			p.t.Fatalf("stdout ended before the awaited frame; stderr:\n%s", p.Stderr.Tail(4000))
-		}
-		got = append(got, f)
-		if match(f) {
-			return got
-		}
-	}
-}
-
-// RestBytes reads stdout to its end.
-func (p *Proc) RestBytes() []byte {
-	p.t.Helper()
-	b, err := io.ReadAll(p.Out)
-	if err != nil {
-		p.t.Fatalf("reading stdout: %v", err)
-	}
-	if p.record {
-		for _, ln := range bytes.SplitAfter(b, []byte("\n")) {
-			if len(ln) > 0 {
-				p.lines = append(p.lines, ln)
-			}
-		}
-	}
-	return b
-}
-
-// Rest reads stdout to its end and decodes every line.
-func (p *Proc) Rest() []Frame {
-	p.t.Helper()
-	var out []Frame
-	for {
-		f, ok := p.TryNext()
-		if !ok {
-			return out
-		}
-		out = append(out, f)
 	}
 }
 
@@ -477,27 +285,6 @@ func (p *Proc) AgentPID() int {
 		p.t.Fatalf("no agent pid in the log:\n%s", p.Stderr.Tail(2000))
 	}
 	return pid
-}
-
-// Open initializes the agent (request 1) and opens a session (request 2):
-// the frames the client saw, and the session id.
-func (p *Proc) Open() ([]Frame, string) {
-	p.t.Helper()
-	p.Send(Initialize(1), SessionNew(2))
-	frames := p.Until("1")
-	frames = append(frames, p.Until("2")...)
-	sid, err := SessionID(frames[len(frames)-1])
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return frames, sid
-}
-
-func trunc(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }
 
 // teeCloser is a reader that copies what it reads, closing the source.
