@@ -81,6 +81,19 @@ func (p *Conn) WriteAsync(b []byte, closeAfter bool) <-chan error {
 	return errc
 }
 
+// Writer is stdin as an io.Writer (Write, for a test that streams a
+// frame in pieces).
+func (p *Conn) Writer() io.Writer { return connWriter{p} }
+
+type connWriter struct{ p *Conn }
+
+func (w connWriter) Write(b []byte) (int, error) {
+	if err := w.p.Write(string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
 // CloseStdin closes the client's end of stdin: EOF for the process.
 func (p *Conn) CloseStdin() {
 	p.inMu.Lock()
@@ -110,7 +123,7 @@ func (p *Conn) Line() []byte {
 	p.t.Helper()
 	b, err := p.ReadLine()
 	if err != nil {
-		p.t.Fatalf("reading stdout: %v (got %q so far)%s", err, trunc(b, 200), p.diag())
+		p.t.Fatalf("reading stdout: %v (got %q so far)%s", err, Trunc(b, 200), p.diag())
 	}
 	return b
 }
@@ -122,7 +135,7 @@ func (p *Conn) TryNext() (Frame, bool) {
 	b, err := p.ReadLine()
 	if err != nil {
 		if len(b) > 0 {
-			p.t.Fatalf("stdout ended inside a frame: %q", trunc(b, 200))
+			p.t.Fatalf("stdout ended inside a frame: %q", Trunc(b, 200))
 		}
 		return Frame{}, false
 	}
@@ -139,7 +152,7 @@ func (p *Conn) frame(b []byte) Frame {
 	p.t.Helper()
 	f, err := Parse(b)
 	if err != nil {
-		p.t.Fatalf("stdout line is not JSON: %v: %q", err, trunc(b, 200))
+		p.t.Fatalf("stdout line is not JSON: %v: %q", err, Trunc(b, 200))
 	}
 	if p.answer != nil && f.IsRequest() {
 		if reply, ok := p.answer(f); ok {
@@ -227,7 +240,8 @@ func (p *Conn) Open() ([]Frame, string) {
 	return frames, sid
 }
 
-func trunc(b []byte, n int) []byte {
+// Trunc cuts b to at most n bytes, for messages.
+func Trunc(b []byte, n int) []byte {
 	if len(b) > n {
 		return b[:n]
 	}

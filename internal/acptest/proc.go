@@ -188,6 +188,17 @@ func (p *Proc) cleanup() {
 	}
 }
 
+// RawOut is stdout without Out's buffer, for a client that reads at its
+// own pace down to the byte (backpressure); never read both.
+func (p *Proc) RawOut() io.Reader { return p.outF }
+
+// Hung reports whether the watchdog killed the process.
+func (p *Proc) Hung() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bitten
+}
+
 // Pid is the process's pid (and process group id).
 func (p *Proc) Pid() int { return p.Cmd.Process.Pid }
 
