@@ -19,6 +19,7 @@ type Conn struct {
 	Out    *bufio.Reader // stdout; read it directly to set the pace byte by byte
 	answer Answerer
 	record bool
+	skip   bool // Options.SkipInvalid
 	lines  [][]byte
 	diag   func() string // what failure messages add (the peer's stderr)
 
@@ -27,7 +28,7 @@ type Conn struct {
 }
 
 func newConn(t testing.TB, in io.WriteCloser, out io.Reader, o Options) *Conn {
-	return &Conn{t: t, Out: bufio.NewReaderSize(out, 1<<20), answer: o.Answer, record: o.Record, in: in, diag: func() string { return "" }}
+	return &Conn{t: t, Out: bufio.NewReaderSize(out, 1<<20), answer: o.Answer, record: o.Record, skip: o.SkipInvalid, in: in, diag: func() string { return "" }}
 }
 
 // Write writes s to stdin.
@@ -129,29 +130,43 @@ func (p *Conn) Line() []byte {
 }
 
 // TryNext returns the next stdout frame; ok is false at the end of stdout.
-// A line that is not JSON, or stdout ending inside a line, fails the test.
+// A line that is not JSON (unless Options.SkipInvalid), or stdout ending
+// inside a line, fails the test.
 func (p *Conn) TryNext() (Frame, bool) {
 	p.t.Helper()
-	b, err := p.ReadLine()
-	if err != nil {
-		if len(b) > 0 {
-			p.t.Fatalf("stdout ended inside a frame: %q", Trunc(b, 200))
+	for {
+		b, err := p.ReadLine()
+		if err != nil {
+			if len(b) > 0 && !p.skip {
+				p.t.Fatalf("stdout ended inside a frame: %q", Trunc(b, 200))
+			}
+			return Frame{}, false
 		}
-		return Frame{}, false
+		if f, ok := p.frame(b); ok {
+			return f, true
+		}
 	}
-	return p.frame(b), true
 }
 
 // Next returns the next stdout frame; the end of stdout fails the test.
 func (p *Conn) Next() Frame {
 	p.t.Helper()
-	return p.frame(p.Line())
+	f, ok := p.TryNext()
+	if !ok {
+		p.t.Fatalf("stdout ended%s", p.diag())
+	}
+	return f
 }
 
-func (p *Conn) frame(b []byte) Frame {
+// frame decodes a line read and answers it if it is a request; ok is false
+// for a line skipped as not JSON.
+func (p *Conn) frame(b []byte) (Frame, bool) {
 	p.t.Helper()
 	f, err := Parse(b)
 	if err != nil {
+		if p.skip {
+			return Frame{}, false
+		}
 		p.t.Fatalf("stdout line is not JSON: %v: %q", err, Trunc(b, 200))
 	}
 	if p.answer != nil && f.IsRequest() {
@@ -159,7 +174,7 @@ func (p *Conn) frame(b []byte) Frame {
 			_ = p.Write(reply) // an agent that is gone gets no answer
 		}
 	}
-	return f
+	return f, true
 }
 
 // Until returns the frames up to and including the response to id (its

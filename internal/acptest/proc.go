@@ -36,8 +36,11 @@ type Options struct {
 	// Until and Rest read (Permissive answers as an editor that grants
 	// what it is asked).
 	Answer Answerer
-	// Record keeps every stdout line read (Proc.Lines).
+	// Record keeps every stdout line read (Conn.Lines).
 	Record bool
+	// SkipInvalid makes Next, Until and Rest pass over stdout lines that
+	// are not JSON (Record still keeps them) instead of failing the test.
+	SkipInvalid bool
 	// Stderr, if set, receives a copy of the process's stderr.
 	Stderr io.Writer
 }
