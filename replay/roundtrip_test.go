@@ -1,29 +1,21 @@
 package replay_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
 func TestMain(m *testing.M) { testbin.Main(m) }
-
-// watchdog bounds one acp-guard process's life in a round trip: a guard
-// against hangs (the test then fails on missing frames), not an assertion.
-const watchdog = 60 * time.Second
 
 const retryPolicy = `{"version":1,
  "transient":{"retry":{"enabled":true,"max_retries":2,"initial_interval_seconds":1},
@@ -46,77 +38,21 @@ func drive(t *testing.T, flags []string, agent ...string) [][]byte {
 // driveArgs is drive with acp-guard's whole command line.
 func driveArgs(t *testing.T, args ...string) [][]byte {
 	t.Helper()
-	bin := testbin.Path(t)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	p := acptest.Start(t, append([]string{acptest.Bin(t)}, args...), acptest.Options{Answer: acptest.Permissive, Record: true, SkipInvalid: true})
+	p.Send(acptest.InitializeAll(1))
+	p.Until("1")
+	p.Send(acptest.SessionNew(2))
+	got := p.Until("2")
+	sid, err := acptest.SessionID(got[len(got)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	dog := time.AfterFunc(watchdog, func() { _ = cmd.Process.Kill() })
-	defer dog.Stop()
-	out := bufio.NewReader(outPipe)
-	var frames [][]byte
-	send := func(s string) {
-		if _, err := in.Write([]byte(s + "\n")); err != nil {
-			t.Fatalf("writing to acp-guard: %v", err)
-		}
-	}
-	// await reads frames until the response to id, answering agent requests.
-	await := func(id string) map[string]json.RawMessage {
-		for {
-			line, err := out.ReadBytes('\n')
-			if err != nil {
-				t.Fatalf("waiting for the response to %s: %v (frames so far %q)", id, err, frames)
-			}
-			frames = append(frames, line)
-			var m map[string]json.RawMessage
-			if json.Unmarshal(line, &m) != nil {
-				continue
-			}
-			_, isReq := m["method"]
-			switch {
-			case isReq && m["id"] != nil:
-				result := `{}`
-				if strings.Contains(string(m["method"]), "fs/read_text_file") {
-					result = `{"content":"hello\n"}`
-				}
-				send(`{"jsonrpc":"2.0","id":` + string(m["id"]) + `,"result":` + result + `}`)
-			case !isReq && string(m["id"]) == id:
-				return m
-			}
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}}}`)
-	await("1")
-	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
-	var sid string
-	if err := json.Unmarshal(await("2")["result"], &struct {
-		SessionID *string `json:"sessionId"`
-	}{&sid}); err != nil {
-		t.Fatal(err)
-	}
-	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hello"}]}}`)
-	await("3")
-	in.Close()
-	for {
-		line, err := out.ReadBytes('\n')
-		if len(line) > 0 {
-			frames = append(frames, line)
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
-	return frames
+	p.Send(acptest.Request(3, "session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"hello"}]}`))
+	p.Until("3")
+	p.CloseStdin()
+	p.RestBytes()
+	p.Wait()
+	return p.Lines()
 }
 
 // wallTimes matches the fields that hold acp-guard's wall clock.

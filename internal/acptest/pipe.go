@@ -18,8 +18,8 @@ type Piped struct {
 // Pipe runs serve on its own goroutine with the other ends of a Conn's
 // pipes; serve's stdout closes when it returns (the client's EOF). Its ctx
 // ends after Options.Watchdog (default DefaultWatchdog: a guard against
-// hangs) or at the end of the test, after the client's stdin was closed
-// and stdout drained.
+// hangs) or at the end of the test, when the client's stdin is closed;
+// the cleanup then drains stdout and waits for serve.
 func Pipe(t testing.TB, o Options, serve func(ctx context.Context, stdin io.Reader, stdout io.Writer) error) *Piped {
 	t.Helper()
 	if o.Watchdog <= 0 {
@@ -38,12 +38,15 @@ func Pipe(t testing.TB, o Options, serve func(ctx context.Context, stdin io.Read
 	}()
 	t.Cleanup(func() {
 		p.CloseStdin()
+		cancel()
 		_, _ = io.Copy(io.Discard, outR)
 		<-p.done
-		cancel()
 	})
 	return p
 }
+
+// Done is closed when serve has returned.
+func (p *Piped) Done() <-chan struct{} { return p.done }
 
 // Err waits for serve to return and returns its error.
 func (p *Piped) Err() error {
