@@ -53,7 +53,7 @@ func TestServeMatchesLive(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			events := readTranscript(t, filepath.Join(terminalDir, name+".jsonl"))
 			got := serveAsRecorded(t, acpguard.Config{}, events)
-			equalFrames(t, normalizeTimes(got), normalizeTimes(clientView(events)))
+			acptest.EqualFrames(t, "client frames, served (got) and live (want)", normalizeTimes(got), normalizeTimes(replay.ClientView(events)))
 		})
 	}
 	if entries, _ := os.ReadDir(state); len(entries) > 0 {
@@ -74,7 +74,7 @@ func TestReplayEphemeralState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		equalFrames(t, normalizeTimes(res.Client), normalizeTimes(clientView(events)))
+		acptest.EqualFrames(t, "client frames, replayed (got) and live (want)", normalizeTimes(res.Client), normalizeTimes(replay.ClientView(events)))
 		if t.Failed() {
 			t.Fatalf("replay %d differs from the recording", i+1)
 		}

@@ -159,7 +159,7 @@ func TestTerminalGoldens(t *testing.T) {
 				t.Fatalf("%s was recorded with catalogue %s, acp-guard embeds %s: classification may have changed; "+
 					"re-record the goldens (go generate ., see terminal_test.go) and review the diff", path, meta.Catalogue, catalogue.Default().Version())
 			}
-			live := clientView(events)
+			live := replay.ClientView(events)
 			checkAnswers(t, tc, live)
 			res, err := acpguard.Replay(events, acpguard.Config{})
 			if err != nil {
@@ -168,7 +168,7 @@ func TestTerminalGoldens(t *testing.T) {
 			for _, e := range res.Errors {
 				t.Errorf("replay: %v", e)
 			}
-			equalFrames(t, normalizeTimes(res.Client), normalizeTimes(live))
+			acptest.EqualFrames(t, "client frames, replayed (got) and live (want)", normalizeTimes(res.Client), normalizeTimes(live))
 			for _, a := range tc.answers {
 				covered[a.reason] = true
 			}
@@ -210,47 +210,13 @@ func normalizeTimes(frames [][]byte) []string {
 	return out
 }
 
-func equalFrames(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("replay wrote %d client frames, live %d:\nreplay %q\nlive   %q", len(got), len(want), got, want)
-		return
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("client frame %d:\nreplay %s\nlive   %s", i, got[i], want[i])
-		}
-	}
-}
-
 func readTranscript(t *testing.T, path string) []replay.Event {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("%v (record it: go test -run 'TestTerminalGoldens' -record .)", err)
-	}
-	defer f.Close()
-	events, errs := replay.ReadAll(f)
+	events, errs := replay.ReadFile(path)
 	if len(errs) > 0 {
-		t.Fatalf("%s: %v", path, errs)
+		t.Fatalf("%s: %v (record it: go test -run 'TestTerminalGoldens' -record .)", path, errs)
 	}
 	return events
-}
-
-// clientView is what the live client received: the a2c frames not
-// suppressed.
-func clientView(events []replay.Event) [][]byte {
-	var out [][]byte
-	for _, ev := range events {
-		if ev.Dir == replay.DirA2C && !ev.Suppressed {
-			eol := "\n"
-			if ev.CRLF {
-				eol = "\r\n"
-			}
-			out = append(out, append(append([]byte(nil), ev.Bytes()...), eol...))
-		}
-	}
-	return out
 }
 
 // checkAnswers checks that the live client got exactly one answer to each

@@ -7,7 +7,6 @@ package guard_test
 
 import (
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
@@ -150,12 +149,7 @@ func stopReason(t *testing.T, f acptest.Frame) string {
 // transcript reads a --record transcript.
 func transcript(t *testing.T, path string) []replay.Event {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	evs, errs := replay.ReadAll(f)
+	evs, errs := replay.ReadFile(path)
 	if len(errs) > 0 {
 		t.Fatalf("transcript %s: %v", path, errs)
 	}

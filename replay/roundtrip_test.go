@@ -67,33 +67,6 @@ func normalize(frames [][]byte) []string {
 	return out
 }
 
-func clientView(events []replay.Event) [][]byte {
-	var out [][]byte
-	for _, ev := range events {
-		if ev.Dir == replay.DirA2C && !ev.Suppressed {
-			eol := "\n"
-			if ev.CRLF {
-				eol = "\r\n"
-			}
-			out = append(out, append(append([]byte(nil), ev.Bytes()...), eol...))
-		}
-	}
-	return out
-}
-
-func equalFrames(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: got %d frames, want %d:\ngot  %q\nwant %q", what, len(got), len(want), got, want)
-		return
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("%s: frame %d:\ngot  %s\nwant %s", what, i, got[i], want[i])
-		}
-	}
-}
-
 // TestRoundTrip records demo-agent sessions through the real proxy, plays
 // each recording offline (the same client frames and verdicts as live) and
 // serves it as the agent behind acp-guard (the same client frames as the
@@ -144,7 +117,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("reading the recording: %v", errs)
 			}
 			// The recording holds exactly what the client saw.
-			equalFrames(t, "recorded client view", normalize(clientView(events)), normalize(live))
+			acptest.EqualFrames(t, "recorded client view", normalize(replay.ClientView(events)), normalize(live))
 
 			// Offline: the same frames to the client and the expected verdict.
 			res, err := acpguard.Replay(events, cfg)
@@ -154,7 +127,7 @@ func TestRoundTrip(t *testing.T) {
 			if len(res.Errors) > 0 {
 				t.Errorf("offline replay errors: %v", res.Errors)
 			}
-			equalFrames(t, "offline client frames", normalize(res.Client), normalize(live))
+			acptest.EqualFrames(t, "offline client frames", normalize(res.Client), normalize(live))
 			if len(res.Turns) != 1 || res.Turns[0].Outcome != tt.outcome {
 				t.Errorf("offline turns = %+v, want one %q", res.Turns, tt.outcome)
 			}
@@ -164,7 +137,7 @@ func TestRoundTrip(t *testing.T) {
 			// process (replay --serve, with the recorded configuration) or
 			// as another process.
 			served := driveArgs(t, "replay", "--serve", "--no-delay", rec)
-			equalFrames(t, "served client frames", normalize(served), normalize(live))
+			acptest.EqualFrames(t, "served client frames", normalize(served), normalize(live))
 			// A separate acp-guard draws its retry jitter from the recorded
 			// seed only when told.
 			if m, ok := replay.MetaOf(events); !ok || m.JitterSeed == 0 {
@@ -173,7 +146,7 @@ func TestRoundTrip(t *testing.T) {
 				flags = append(flags, "--jitter-seed", strconv.FormatUint(m.JitterSeed, 10))
 			}
 			behind := drive(t, flags, "replay", "--serve", "--agent-only", "--no-delay", rec)
-			equalFrames(t, "client frames served behind acp-guard", normalize(behind), normalize(live))
+			acptest.EqualFrames(t, "client frames served behind acp-guard", normalize(behind), normalize(live))
 		})
 	}
 }
@@ -212,5 +185,5 @@ func TestPlayLinesUpProxyIDs(t *testing.T) {
 	for _, f := range res.Agent {
 		got = append(got, string(f))
 	}
-	equalFrames(t, "agent-bound frames", got, want)
+	acptest.EqualFrames(t, "agent-bound frames", got, want)
 }

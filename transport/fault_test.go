@@ -625,12 +625,7 @@ func clipQ(b []byte) string {
 }
 
 func readTranscript(path string) []replay.Event {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	evs, _ := replay.ReadAll(f)
+	evs, _ := replay.ReadFile(path)
 	return evs
 }
 

@@ -1,7 +1,9 @@
 package acpschema_test
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,15 +139,10 @@ func (s *session) finish() {
 // readRecording returns the transcript's events (none if there is no file).
 func readRecording(t *testing.T, path string) []replay.Event {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil
-		}
-		t.Fatal(err)
+	evs, errs := replay.ReadFile(path)
+	if len(errs) == 1 && errors.Is(errs[0], fs.ErrNotExist) {
+		return nil
 	}
-	defer f.Close()
-	evs, errs := replay.ReadAll(f)
 	if len(errs) > 0 {
 		t.Fatalf("transcript: %v", errs)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"testing"
 )
 
 // Frame is one JSON-RPC message as the client received it.
@@ -137,4 +138,20 @@ func SessionID(f Frame) (string, error) {
 		return "", fmt.Errorf("session/new answered %s", f.Raw)
 	}
 	return r.SessionID, nil
+}
+
+// EqualFrames compares two runs' frames (as text, already normalized) and
+// reports each difference on t: what names the comparison, and the two
+// runs.
+func EqualFrames(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %d frames, want %d:\ngot  %q\nwant %q", what, len(got), len(want), got, want)
+		return
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("%s: frame %d:\ngot  %s\nwant %s", what, i, got[i], want[i])
+		}
+	}
 }
