@@ -103,6 +103,12 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, OnLate: cfg.OnLate, Logger: pl.log,
 		CircuitNamespace: set.namespace, JitterSeed: set.jitter,
 	}
+	if o.recorded {
+		// A recorded session's circuits are its own (memory, or off): a
+		// fixed holder keeps its leases and wake offsets the same in every
+		// process that replays it.
+		gc.CircuitHolder = "replay"
+	}
 	storeKind := ""
 	if set.circuits != "" {
 		var closeStore func() error

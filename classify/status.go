@@ -76,6 +76,11 @@ var (
 		// "Request failed with status code 503", "returned 429", "responded with 500",
 		// "failed with 429", "received 503"
 		regexp.MustCompile(`(?i)\b(?:with status(?: code)?|returned(?: status)?|responded with|failed with|received(?: status)?)\s+([45]\d\d)\b`),
+		// "ErrorStatus(500, \"\")", "HttpStatus(429)" (Rust and Java enums)
+		regexp.MustCompile(`\b\w*Status\(\s*([45]\d\d)\b`),
+		// "…request: 400 Invalid 'messages'" — after a colon or dash, followed
+		// by a capitalised word (a lower-case one is prose: "500 lines")
+		regexp.MustCompile(`[:\-]\s+([45]\d\d)\s+[A-Z]`),
 		// "503 status code (no body)" (openai-node)
 		regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
 		// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"

@@ -93,13 +93,17 @@ var guards atomic.Uint64
 // holder names p's turn uniquely across processes and machines:
 // host/pid/guard/session/request.
 func (g *Guard) holder(p *prompt) string {
-	if g.circID == 0 {
-		g.circID = guards.Add(1)
+	base := g.cfg.CircuitHolder
+	if base == "" {
+		if g.circID == 0 {
+			g.circID = guards.Add(1)
+		}
+		base = fmt.Sprintf("%s/%d", holderBase, g.circID)
 	}
-	s := fmt.Sprintf("%s/%d/%s/%s", holderBase, g.circID, p.session, p.client.ID)
+	s := fmt.Sprintf("%s/%s/%s", base, p.session, p.client.ID)
 	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		sum := sha256.Sum256([]byte(s)) // long or unprintable session or request ids: still unique
-		s = fmt.Sprintf("%s/%x", holderBase, sum[:16])
+		s = fmt.Sprintf("%s/%x", base, sum[:16])
 	}
 	return s
 }

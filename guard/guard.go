@@ -45,6 +45,11 @@ type Config struct {
 	// Circuits are the shared circuits (circuit.go); nil: off.
 	Circuits         *circuit.Circuits
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
+	// CircuitHolder, when set, names this guard's sessions to the
+	// circuits in place of host/pid and the guard's number in the process:
+	// a replay's probe leases and wake offsets (hashed from the holder)
+	// then do not depend on which process replays it.
+	CircuitHolder string
 	// StallTimeout arms the stall watchdog (0: off; stall.go).
 	StallTimeout time.Duration
 	// JitterSeed seeds the full jitter of retry delays (policy.NewJitter):
