@@ -25,7 +25,7 @@ var (
 	mdRefDef = regexp.MustCompile(`(?m)^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)`)
 	// repoPath is a path into the repository's document and data trees, or
 	// a top-level document, as prose names them.
-	repoPath = regexp.MustCompile(`(?:^|[^\w./-])((?:docs|testdata|spec|specs)/[\w.*…/-]*[\w*…]|[A-Z][A-Z_-]*\.md)`)
+	repoPath = regexp.MustCompile(`(?:^|[^\w./-])((?:docs|testdata|spec|specs)/[\w.*…/-]*[\w*…]|[A-Z][A-Z0-9_-]*\.md)`)
 	// goFile is a Go source file named in a comment: a file of the same
 	// package, or one named by its path from the root.
 	goFile = regexp.MustCompile(`(?:^|[^\w./-])((?:[\w-]+/)*[a-z][\w]*\.go)\b`)
