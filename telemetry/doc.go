@@ -32,8 +32,4 @@
 // about 19 MB smaller and about 8 MiB less resident; see docs/PERFORMANCE.md):
 // New then returns ErrNotBuilt and the proxy logs one warning if telemetry
 // was asked for.
-//
-//	cmd/acp-guard ──► telemetry ──► guard (TurnReport), transport (Hooks),
-//	                               policy (Record), observers (Identity),
-//	                               go.opentelemetry.io/otel/...
 package telemetry
