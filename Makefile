@@ -4,7 +4,7 @@ BIN ?= bin/acp-guard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short test-busy test-collector lint fuzz clean acp-schema fleet
+.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet bench-jsonrpc2 test-collector
 
 help:
 	@echo "make build        build $(BIN)"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
 	@echo "make bench-otel   the end-to-end benchmark with OpenTelemetry export on"
 	@echo "make test-collector  acp-guard against the OpenTelemetry Collector's own OTLP receiver (a module of its own)"
+	@echo "make bench-jsonrpc2  the relay against a sourcegraph/jsonrpc2 forwarder (ARCHITECTURE.md)"
 	@echo "make fleet        shared circuits at N = 50/100/200 acp-guard processes (NATS, file store, a store restart)"
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
@@ -58,6 +59,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME) ./classify
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./replay
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy
+
+# Why the relay is not built on a JSON-RPC library (ARCHITECTURE.md): a
+# module of its own (bench/jsonrpc2cmp), so the library stays out of go.mod.
+bench-jsonrpc2:
+	cd bench/jsonrpc2cmp && $(GO) test -count=1 -run Fidelity -v . && $(GO) test -count=1 -run '^$$' -bench . -count 3 .
 
 # The fleet measurement of shared circuits (fleet/, docs/CIRCUITS.md):
 # FLEET_FLAGS passes flags to fleet/cmd/fleet (e.g. -n 20 -stores nats).

@@ -111,10 +111,17 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		Notices: set.notices, StallTimeout: set.stall, Logger: pl.log,
 		CircuitNamespace: set.namespace, JitterSeed: set.jitter,
 	}
-	if o.recorded {
-		// A recorded session's circuits are its own (memory, or off): a
-		// fixed holder keeps its leases and wake offsets the same in every
-		// process that replays it.
+	// The sessions' name to the circuits (probe leases and wake offsets
+	// hash it): the live proxy's own, kept in the recording, so that a
+	// replay — whose circuits are its own — decides as the live proxy did;
+	// a recording that does not say replays with a fixed one, the same in
+	// every process.
+	switch {
+	case !o.recorded:
+		gc.CircuitHolder = guard.NewCircuitHolder()
+	case o.meta().CircuitHolder != "":
+		gc.CircuitHolder = o.meta().CircuitHolder
+	default:
 		gc.CircuitHolder = "replay"
 	}
 	storeKind := ""
@@ -145,7 +152,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
 			Policy: policyJSON(set.policy), Fallback: set.fallback,
 			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
-			AttemptLog: set.logKind(&cfg, o), JitterSeed: set.jitter,
+			AttemptLog: set.logKind(&cfg, o), JitterSeed: set.jitter, CircuitHolder: gc.CircuitHolder,
 		}, pl.log)
 		if err != nil {
 			return nil, err
@@ -255,7 +262,7 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 		s.stall = time.Duration(doc.StallTimeoutSeconds) * time.Second
 	}
 	s.namespace = firstOf(cfg.CircuitNamespace, meta.CircuitNamespace)
-	// Retry delays are drawn with full jitter (seed 004): from the given
+	// Retry delays are drawn with full jitter: from the given
 	// seed, else the recording's (a replay then decides as the live proxy
 	// did), else a random one per live session.
 	switch {

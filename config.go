@@ -151,8 +151,8 @@ type Config struct {
 type TurnReport = guard.TurnReport
 
 // ProviderError is the structured failure acp-guard answers a client
-// request with, under error.data.providerError (DESIGN.md, "Wire
-// contracts").
+// request with, under error.data.providerError (its fields and their
+// wire order are guard.ProviderError's).
 type ProviderError = guard.ProviderError
 
 // Notice channels (Config.Notices).

@@ -1,83 +1,41 @@
 package acpguard_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
-// serveGuard bounds one served session: a guard against hangs, not an
-// assertion (the test then fails on the frames it did not get).
-const serveGuard = 30 * time.Second
-
 // serveAsRecorded serves events through acpguard.Serve in this process to
-// a client that sends what the recorded client sent, each frame once the
-// frames the recorded client had received before it have arrived, and
-// returns every frame the client got.
+// a client (internal/acptest) that sends what the recorded client sent,
+// each frame once the frames the recorded client had received before it
+// have arrived, and returns every frame the client got.
 func serveAsRecorded(t *testing.T, cfg acpguard.Config, events []replay.Event) [][]byte {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	served := make(chan error, 1)
-	go func() { // ends when the served session does
-		_, err := acpguard.Serve(context.Background(), cfg, events, replay.ServeOptions{NoDelay: true}, acpguard.Streams{In: inR, Out: outW})
-		outW.Close()
-		served <- err
-	}()
-	frames := make(chan []byte)
-	go func() { // ends at the end of the served output
-		defer close(frames)
-		br := bufio.NewReader(outR)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(line) > 0 {
-				frames <- line
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	hang := time.After(serveGuard)
-	var got [][]byte
-	receive := func() bool {
-		select {
-		case f, ok := <-frames:
-			if ok {
-				got = append(got, f)
-			}
-			return ok
-		case <-hang:
-			t.Fatalf("hang guard: served session stalled after %d frames", len(got))
-			return false
-		}
-	}
+	p := acptest.Pipe(t, acptest.Options{Record: true}, func(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+		_, err := acpguard.Serve(ctx, cfg, events, replay.ServeOptions{NoDelay: true}, acpguard.Streams{In: stdin, Out: stdout})
+		return err
+	})
 	for _, ev := range events {
 		switch {
 		case ev.Dir == replay.DirA2C && !ev.Suppressed:
-			if !receive() {
-				t.Fatalf("served output ended after %d frames", len(got))
-			}
+			p.Line()
 		case ev.Dir == replay.DirC2A && ev.Original():
-			if _, err := inW.Write(append(append([]byte(nil), ev.Bytes()...), '\n')); err != nil {
-				t.Fatal(err)
-			}
+			p.Send(string(ev.Bytes()) + "\n")
 		}
 	}
-	inW.Close()
-	for receive() {
-	}
-	if err := <-served; err != nil {
+	p.CloseStdin()
+	p.RestBytes()
+	if err := p.Err(); err != nil {
 		t.Fatal(err)
 	}
-	return got
+	return p.Lines()
 }
 
 // A recorded session served through acpguard.Serve (replay --serve) gets
@@ -95,7 +53,7 @@ func TestServeMatchesLive(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			events := readTranscript(t, filepath.Join(terminalDir, name+".jsonl"))
 			got := serveAsRecorded(t, acpguard.Config{}, events)
-			equalFrames(t, normalizeTimes(got), normalizeTimes(clientView(events)))
+			acptest.EqualFrames(t, "client frames, served (got) and live (want)", normalizeTimes(got), normalizeTimes(replay.ClientView(events)))
 		})
 	}
 	if entries, _ := os.ReadDir(state); len(entries) > 0 {
@@ -116,7 +74,7 @@ func TestReplayEphemeralState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		equalFrames(t, normalizeTimes(res.Client), normalizeTimes(clientView(events)))
+		acptest.EqualFrames(t, "client frames, replayed (got) and live (want)", normalizeTimes(res.Client), normalizeTimes(replay.ClientView(events)))
 		if t.Failed() {
 			t.Fatalf("replay %d differs from the recording", i+1)
 		}

@@ -1,21 +1,18 @@
 package acpguard_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"syscall"
 	"testing"
-	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/catalogue"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -141,7 +138,7 @@ var terminalCases = []terminalCase{
 }
 
 // requiredReasons are the terminal reasons the goldens must cover between
-// them (issue 25): a case removed or re-recorded into another answer
+// them: a case removed or re-recorded into another answer
 // fails the test.
 var requiredReasons = []string{
 	"agent_stalled", "circuit_open", "late_activity", "state_unwritable", "shutting_down", "exhausted",
@@ -171,7 +168,7 @@ func TestTerminalGoldens(t *testing.T) {
 				t.Fatalf("%s was recorded with catalogue %s, acp-guard embeds %s: classification may have changed; "+
 					"re-record the goldens (go generate ., see terminal_test.go) and review the diff", path, meta.Catalogue, catalogue.Default().Version())
 			}
-			live := clientView(events)
+			live := replay.ClientView(events)
 			checkAnswers(t, tc, live)
 			res, err := acpguard.Replay(events, acpguard.Config{})
 			if err != nil {
@@ -180,7 +177,7 @@ func TestTerminalGoldens(t *testing.T) {
 			for _, e := range res.Errors {
 				t.Errorf("replay: %v", e)
 			}
-			equalFrames(t, normalizeTimes(res.Client), normalizeTimes(live))
+			acptest.EqualFrames(t, "client frames, replayed (got) and live (want)", normalizeTimes(res.Client), normalizeTimes(live))
 			for _, a := range tc.answers {
 				covered[a.reason] = true
 			}
@@ -222,47 +219,13 @@ func normalizeTimes(frames [][]byte) []string {
 	return out
 }
 
-func equalFrames(t *testing.T, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("replay wrote %d client frames, live %d:\nreplay %q\nlive   %q", len(got), len(want), got, want)
-		return
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("client frame %d:\nreplay %s\nlive   %s", i, got[i], want[i])
-		}
-	}
-}
-
 func readTranscript(t *testing.T, path string) []replay.Event {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("%v (record it: go test -run 'TestTerminalGoldens' -record .)", err)
-	}
-	defer f.Close()
-	events, errs := replay.ReadAll(f)
+	events, errs := replay.ReadFile(path)
 	if len(errs) > 0 {
-		t.Fatalf("%s: %v", path, errs)
+		t.Fatalf("%s: %v (record it: go test -run 'TestTerminalGoldens' -record .)", path, errs)
 	}
 	return events
-}
-
-// clientView is what the live client received: the a2c frames not
-// suppressed.
-func clientView(events []replay.Event) [][]byte {
-	var out [][]byte
-	for _, ev := range events {
-		if ev.Dir == replay.DirA2C && !ev.Suppressed {
-			eol := "\n"
-			if ev.CRLF {
-				eol = "\r\n"
-			}
-			out = append(out, append(append([]byte(nil), ev.Bytes()...), eol...))
-		}
-	}
-	return out
 }
 
 // checkAnswers checks that the live client got exactly one answer to each
@@ -429,7 +392,7 @@ func signalDuringWait(c *client) {
 	sid := open(c, "2")
 	prompt(c, "3", sid)
 	c.awaitNotice()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		c.t.Fatal(err)
 	}
 	c.await("3")
@@ -468,71 +431,33 @@ func supersede(c *client) {
 	c.await("4")
 }
 
-// client is an ACP client of one acp-guard process over real pipes.
+// client is an ACP client of one acp-guard process over real pipes
+// (internal/acptest), answering the agent's requests as a permissive
+// client does and keeping the responses it reads ahead.
 type client struct {
+	*acptest.Proc
 	t    *testing.T
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *bufio.Reader
-	dog  *time.Timer
 	seen map[string][]byte // responses read ahead, by id
 }
 
-// clientWatchdog bounds one recorded process's life: a guard against
-// hangs (the process is killed, the script fails on what it did not get),
-// not an assertion.
-const clientWatchdog = 60 * time.Second
-
 func startClient(t *testing.T, bin string, args ...string) *client {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &client{t: t, cmd: cmd, in: in, out: bufio.NewReader(out), seen: map[string][]byte{}}
-	c.dog = time.AfterFunc(clientWatchdog, func() { _ = cmd.Process.Kill() })
-	return c
+	p := acptest.Start(t, append([]string{bin}, args...), acptest.Options{Answer: acptest.Permissive, SkipInvalid: true})
+	return &client{Proc: p, t: t, seen: map[string][]byte{}}
 }
 
 func (c *client) send(frame string) {
-	if _, err := io.WriteString(c.in, frame+"\n"); err != nil {
-		c.t.Fatalf("writing to acp-guard: %v", err)
-	}
+	c.t.Helper()
+	c.Send(frame + "\n")
 }
 
-// next reads one frame, answering the agent's requests as a permissive
-// client does.
+// next reads one frame; the agent's requests are answered as it is read.
 func (c *client) next() ([]byte, frame) {
-	line, err := c.out.ReadBytes('\n')
-	if err != nil {
-		c.t.Fatalf("reading from acp-guard: %v", err)
+	f := c.Next()
+	if f.IsResponse() {
+		c.seen[string(f.ID)] = f.Raw
 	}
-	f := decode(line)
-	if f.Method != "" && f.ID != nil {
-		result := `{}`
-		switch f.Method {
-		case "fs/read_text_file":
-			result = `{"content":"hello\n"}`
-		case "session/request_permission":
-			result = `{"outcome":{"outcome":"cancelled"}}`
-		case "terminal/create":
-			result = `{"terminalId":"term-1"}`
-		}
-		c.send(`{"jsonrpc":"2.0","id":` + string(f.ID) + `,"result":` + result + `}`)
-	}
-	if f.isResponse() {
-		c.seen[string(f.ID)] = line
-	}
-	return line, f
+	return f.Raw, decode(f.Raw)
 }
 
 // await reads until the response to id and returns it.
@@ -559,8 +484,7 @@ func (c *client) awaitNotice() {
 // finish closes the client's input, reads to the end and waits for the
 // process.
 func (c *client) finish() {
-	c.in.Close()
-	_, _ = io.Copy(io.Discard, c.out)
-	_ = c.cmd.Wait()
-	c.dog.Stop()
+	c.CloseStdin()
+	c.RestBytes()
+	c.Wait()
 }

@@ -128,7 +128,7 @@ func corpusFamily(p string) string {
 
 func TestPublicCorpus(t *testing.T) { testCorpus(t, corpusFile, corpusMinAccuracy) }
 
-// TestHoldoutCorpus: testdata/corpus/holdout.jsonl (HOLDOUT.md) was
+// TestHoldoutCorpus: testdata/corpus/holdout.jsonl (testdata/corpus/HOLDOUT.md) was
 // collected by someone else from sources public.jsonl does not use, and
 // measured before any rule was written for it (66–73 % by shape at first
 // contact); since then its misses taught the phrase table too, so it

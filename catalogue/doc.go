@@ -2,8 +2,6 @@
 // data, with the fixtures that prove them, and builds classify engines
 // from them.
 //
-//	cmd → replay → transport/observers → classify ← catalogue
-//
 // The embedded catalogue is catalogue.json (its version), rules/*.json (one
 // JSON array of rules per file: a provider's typed codes, an agent's
 // signatures, the phrase table 12-phrase.json, the status table

@@ -55,7 +55,7 @@ var realExpect = map[string]string{
 	"claude/no_api_key":     classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
 	"overloaded_529":        classify.CodeProviderOverloaded,
 
-	// Cline CLI 3.0.65 (issue 20) hands over the provider's message alone,
+	// Cline CLI 3.0.65 hands over the provider's message alone,
 	// without status or type.
 	"cline/forbidden_403": classify.CodeProviderNotConfigured, // codex/forbidden_403's region text
 	"cline/no_api_key":    classify.CodeAuthRequired,          // session/new: -32000 "Call authenticate"
@@ -71,7 +71,7 @@ var realExpect = map[string]string{
 	// Value: {…}" with the event embedded: the provider's server_error, as
 	// codex-acp's (above).
 
-	// pi through pi-acp 0.0.34 (issue 20) relays no error: a failed turn
+	// pi through pi-acp 0.0.34 relays no error: a failed turn
 	// ends end_turn, with only pi's retry notes when pi retried. Every
 	// failure is listed here by agent, which makes a turn without an error
 	// a miss (see TestRealAgentCaptures).
@@ -96,13 +96,11 @@ var realExpect = map[string]string{
 	"pi/no_api_key":             classify.CodeAuthRequired, // session/new: ACP's -32000 "Authentication required: Configure an API key or log in…", as claude and cline
 }
 
-// knownMisses are captures of the agents first captured for issue 20
-// (Cline CLI, pi through pi-acp) that today's classifier reads wrong:
-// key → the verdict it gives today ("none": the relay sees no failure at
+// knownMisses are captures of Cline CLI and pi (through pi-acp) that
+// today's classifier reads wrong: key → the verdict it gives today ("none": the relay sees no failure at
 // all). realExpect keeps what each failure means; the test logs these
 // instead of failing, fails on any other wrong verdict, and fails when a
-// listed capture comes out right, so the list only shrinks. The
-// classifier's rewrite (issue 20) empties it.
+// listed capture comes out right, so the list only shrinks.
 var knownMisses = map[string]string{
 	"pi/bad_gateway_502":        noVerdict,
 	"pi/billing":                noVerdict,

@@ -6,15 +6,15 @@
 //
 // # Place in the module
 //
-//	cmd/acp-guard ──► guard ──► circuit ──► internal/safefile (MkdirPrivate)
-//	                                    ──► github.com/gofrs/flock, github.com/nats-io/nats.go
-//
-// circuit imports nothing else of the module: the guard translates a
-// classify verdict into a [Key] and a [Failure]. It does no I/O besides its
-// store and starts no goroutines (the NATS client runs its own connection
-// goroutines, owned by the [NATSStore] and ended by its Close). Every
-// decision takes its now from the caller; the clock is read only to
-// measure store latency (for timeouts) and to wait out contention.
+// The guard uses it (and fleet, to read records); it imports nothing of
+// the module but internal/safefile (internal/archtest checks that), and
+// github.com/gofrs/flock and github.com/nats-io/nats.go for its stores.
+// The guard translates a classify verdict into a [Key] and a [Failure]. It
+// does no I/O besides its store and starts no goroutines (the NATS client
+// runs its own connection goroutines, owned by the [NATSStore] and ended
+// by its Close). Every decision takes its now from the caller; the clock
+// is read only to measure store latency (for timeouts) and to wait out
+// contention.
 //
 // # The model
 //
@@ -223,7 +223,7 @@
 //     package already logs store outages once) and the decision it came
 //     with is followed: a store failure means "as if no circuit".
 //
-// Cooldown-aware fallback (spec 002) reads a candidate model's circuit with
+// Cooldown-aware fallback reads a candidate model's circuit with
 // Get: Record.OpenAt, OpenUntil, Code and Class say whether it is cooling
 // down and whether a cooldown probe is allowed; a model switched to then
 // asks its circuit as in point 2, so a fallback onto a circuit about to

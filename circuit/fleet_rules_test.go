@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The rules that keep circuits sound with many sessions (issue 24): writes
+// The rules that keep circuits sound with many sessions: writes
 // only on change, the circuit's own schedule, probe rotation, stale
 // records, contention, latency-scaled timeouts and store recovery.
 

@@ -31,7 +31,7 @@ type NATSOptions struct {
 	Bucket string        // key-value bucket name
 	TTL    time.Duration // bucket max age (TTL of every entry since its last write)
 	Name   string        // client connection name shown by the server
-	// Extra are additional nats.go options (credentials, TLS).
+	// Extra are additional NATS client options (credentials, TLS).
 	Extra []nats.Option
 }
 

@@ -11,9 +11,8 @@ import (
 
 // ControlChunk is the control-chunk test of a prefix rule, handed to the
 // observers so that the projection that suppresses a chunk and the
-// classifier that names it share one definition (seed 000: "both layers
-// share the case-insensitive prefix, Unicode trim, and byte bound"; the
-// vetoes too).
+// classifier that names it share one definition: the case-insensitive
+// prefix, the Unicode trim, the byte bound and the vetoes.
 type ControlChunk struct {
 	Rule    string // the catalogue rule
 	Adapter string // the only adapter it applies to

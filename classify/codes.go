@@ -33,7 +33,7 @@ const (
 	CodeMaxTurnRequests = "max_turn_requests"
 )
 
-// registry is the fixed code → class table of DESIGN.md. A catalogue may
+// registry is the fixed code → class table (docs/CATALOGUE.md). A catalogue may
 // only use codes listed here; adding a code means adding it here, with its
 // class, in the same change.
 var registry = map[string]Class{

@@ -34,64 +34,144 @@ var (
 // to scheme and host), emails, account ids, home directories (→ ~) and long
 // opaque ids. Runs in time linear in len(s). Use it for logs; Sanitize for
 // excerpts; RedactFrame for recorded frames.
-func Redact(s string) string {
-	s = RedactSecrets(s)
-	lower := strings.ToLower(s)
-	s = redactURLs(s) // before emails: user info in a URL is dropped whole
-	s = redactEmails(s)
-	s = redactAccountIDs(s)
-	s = redactHomes(s)
-	if strings.Contains(lower, ":\\users\\") {
-		s = winHomeRe.ReplaceAllString(s, "~")
-	}
-	return redactIDs(s)
-}
+func Redact(s string) string { return personalData.apply(secrets.apply(s)) }
 
 // RedactFrame is the redaction of a recorded protocol frame: secrets,
 // emails and account ids (org-…, acct_…) go, while session ids, paths and
 // URLs stay intact so that the recording still replays. Linear time.
-func RedactFrame(s string) string {
-	return redactAccountIDs(redactEmails(RedactSecrets(s)))
-}
+func RedactFrame(s string) string { return frameData.apply(secrets.apply(s)) }
 
 // RedactSecrets replaces only credentials in s — API keys and tokens
 // (OpenAI, Anthropic, Google, GitHub, Slack, xAI, AWS access key ids and
 // secret access keys), bearer tokens, JWTs and key=value secrets — and
 // leaves everything else as it is. Linear time.
-func RedactSecrets(s string) string {
-	// Hand-written scanners find the common shapes in one pass each; the
-	// remaining patterns run only when a literal says they can match.
-	lower := strings.ToLower(s)
-	s = redactJWTs(s)
-	if strings.Contains(lower, "bearer") {
-		s = redactBearer(s)
+func RedactSecrets(s string) string { return secrets.apply(s) }
+
+// The redactions, in the order they run. Each is a table of redaction
+// entries; one driver (redactions.apply) runs them all.
+var (
+	// secrets are credentials: hand-written scanners find the common
+	// shapes in one pass each; the key=value pattern runs only when a
+	// literal says it can match.
+	secrets = redactions{
+		{name: "jwt", maybe: containsLit("eyJ"), next: nextJWT},
+		{name: "bearer", maybe: lowerContains("bearer"), next: nextBearer},
+	}.with(shapeRedactions(apiKeyShapes)...).with(
+		redaction{name: "aws-secret", maybe: func(s string, _ *lowered) bool { return len(s) >= awsSecretLen }, next: nextAWSSecret},
+		redaction{name: "key=value", maybe: lowerContains("key", "token", "secret", "passw"), re: kvRe, repl: "${1}" + redactedValue},
+	)
+	// personalData is what Redact removes besides secrets. URLs go before
+	// emails: user info in a URL is dropped whole.
+	personalData = redactions{
+		{name: "url", maybe: containsLit("://"), next: nextURL},
+		{name: "email", maybe: containsLit("@"), next: nextEmail},
+	}.with(shapeRedactions(accountIDShapes)...).with(
+		redaction{name: "home", maybe: containsLit("/home/", "/Users/", "/root"), next: nextHome},
+		redaction{name: "windows-home", maybe: lowerContains(":\\users\\"), re: winHomeRe, repl: "~"},
+		redaction{name: "id", next: nextID},
+	)
+	// frameData is what a recorded frame loses besides secrets: emails and
+	// account ids, nothing a replay needs.
+	frameData = redactions{{name: "email", maybe: containsLit("@"), next: nextEmail}}.with(shapeRedactions(accountIDShapes)...)
+)
+
+// A redaction is one kind of text Redact replaces: maybe, a cheap literal
+// test, says whether s can hold it at all; then either next, a scanner,
+// finds each occurrence, or re, a regular expression, replaces them all
+// (with repl, which may name re's groups).
+type redaction struct {
+	name  string
+	maybe func(s string, lower *lowered) bool // nil: always scan
+	// next returns the first occurrence in s that starts at or after from:
+	// s[start:end] is replaced by repl. Occurrences never overlap: the next
+	// search starts where the last replaced text ended.
+	next func(s string, from int) (start, end int, repl string, ok bool)
+	re   *regexp.Regexp
+	repl string
+}
+
+// redactions run in order, each on the output of the one before.
+type redactions []redaction
+
+func (rs redactions) with(more ...redaction) redactions {
+	return append(rs[:len(rs):len(rs)], more...)
+}
+
+// lowered is the lower-case form of the text a run of redactions started
+// from, made on first use: the literal tests that ignore case read it.
+type lowered struct {
+	s, lower string
+	done     bool
+}
+
+func (l *lowered) get() string {
+	if !l.done {
+		l.lower, l.done = strings.ToLower(l.s), true
 	}
-	for _, k := range apiKeyShapes {
-		s = redactPrefixed(s, k)
-	}
-	s = redactAWSSecrets(s)
-	if containsAny(lower, "key", "token", "secret", "passw") {
-		s = kvRe.ReplaceAllString(s, "${1}"+redactedValue)
+	return l.lower
+}
+
+func (rs redactions) apply(s string) string {
+	lower := &lowered{s: s}
+	for _, r := range rs {
+		s = r.apply(s, lower)
 	}
 	return s
+}
+
+// apply is the one scanner loop: copy what lies between occurrences,
+// write the replacement for each.
+func (r redaction) apply(s string, lower *lowered) string {
+	if r.maybe != nil && !r.maybe(s, lower) {
+		return s
+	}
+	if r.re != nil {
+		return r.re.ReplaceAllString(s, r.repl)
+	}
+	var b strings.Builder
+	last, replaced := 0, false
+	for {
+		st, end, repl, ok := r.next(s, last)
+		if !ok {
+			break
+		}
+		if !replaced {
+			b.Grow(len(s))
+			replaced = true
+		}
+		b.WriteString(s[last:st])
+		b.WriteString(repl)
+		last = end
+	}
+	if !replaced {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// containsLit is a maybe test: s holds one of the literals.
+func containsLit(lits ...string) func(string, *lowered) bool {
+	return func(s string, _ *lowered) bool { return containsAny(s, lits...) }
+}
+
+// lowerContains is a maybe test ignoring case: the text the run started
+// from holds one of the lower-case literals.
+func lowerContains(lits ...string) func(string, *lowered) bool {
+	return func(_ string, l *lowered) bool { return containsAny(l.get(), lits...) }
 }
 
 func isB64URL(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
-// redactJWTs replaces eyJ….….… tokens (three base64url segments of at
-// least four characters).
-func redactJWTs(s string) string {
-	if !strings.Contains(s, "eyJ") {
-		return s
-	}
-	var b strings.Builder
-	last, from := 0, 0
+// nextJWT finds an eyJ….….… token (three base64url segments of at least
+// four characters).
+func nextJWT(s string, from int) (int, int, string, bool) {
 	for {
 		i := strings.Index(s[from:], "eyJ")
 		if i < 0 {
-			break
+			return 0, 0, "", false
 		}
 		i += from
 		j, ok := i+3, true
@@ -110,36 +190,24 @@ func redactJWTs(s string) string {
 			}
 		}
 		if ok {
-			b.WriteString(s[last:i])
-			b.WriteString(redactedJWT)
-			last, from = j, j
-			continue
+			return i, j, redactedJWT, true
 		}
 		from = i + 1
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
 
 func isTokenByte(c byte) bool {
 	return isB64URL(c) || c == '.' || c == '~' || c == '+' || c == '/' || c == '='
 }
 
-// redactBearer replaces the credential after "Bearer" (any case) and
+// nextBearer finds the credential after "Bearer" (any case) and
 // whitespace when it is at least 8 token characters long.
-func redactBearer(s string) string {
-	lower := asciiLower(s) // byte offsets must match s
-	var b strings.Builder
-	last, from := 0, 0
+func nextBearer(s string, from int) (int, int, string, bool) {
 	for {
-		i := strings.Index(lower[from:], "bearer")
+		i := indexFold(s, from, "bearer")
 		if i < 0 {
-			break
+			return 0, 0, "", false
 		}
-		i += from
 		from = i + 6
 		if i > 0 && isIDByte(s[i-1]) {
 			continue
@@ -151,32 +219,30 @@ func redactBearer(s string) string {
 		if j == i+6 {
 			continue
 		}
-		k := j
-		for k < len(s) && isTokenByte(s[k]) {
-			k++
+		e := j
+		for e < len(s) && isTokenByte(s[e]) {
+			e++
 		}
-		if k-j < 8 {
+		if e-j < 8 {
 			continue
 		}
-		b.WriteString(s[last:j])
-		b.WriteString(redactedToken)
-		last, from = k, k
+		return j, e, redactedToken, true
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
 
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
+// indexFold returns the first index at or after from where s holds word,
+// a lower-case ASCII word, in any ASCII case; -1 if none.
+func indexFold(s string, from int, word string) int {
+	for i := from; i+len(word) <= len(s); i++ {
+		j := 0
+		for j < len(word) && s[i+j]|0x20 == word[j] {
+			j++
+		}
+		if j == len(word) {
+			return i
 		}
 	}
-	return string(b)
+	return -1
 }
 
 // charset is the set of characters that may follow a keyShape's prefix.
@@ -240,29 +306,25 @@ var accountIDShapes = []keyShape{
 	{prefix: "user-", min: 16, word: true, digit: true, repl: redactedID}, // OpenAI user
 }
 
-// redactAccountIDs replaces org-…, acct_… and similar account ids.
-func redactAccountIDs(s string) string {
-	for _, k := range accountIDShapes {
-		s = redactPrefixed(s, k)
+// shapeRedactions makes one redaction of each shape.
+func shapeRedactions(shapes []keyShape) []redaction {
+	out := make([]redaction, len(shapes))
+	for i, k := range shapes {
+		out[i] = redaction{name: k.prefix, maybe: containsLit(k.prefix), next: k.next}
 	}
-	return s
+	return out
 }
 
-// redactPrefixed replaces every prefix+run of k with its placeholder.
-func redactPrefixed(s string, k keyShape) string {
-	if !strings.Contains(s, k.prefix) {
-		return s
-	}
+// next finds the shape's prefix followed by its run.
+func (k keyShape) next(s string, from int) (int, int, string, bool) {
 	repl := k.repl
 	if repl == "" {
 		repl = redactedKey
 	}
-	var b strings.Builder
-	last, from := 0, 0
 	for {
 		i := strings.Index(s[from:], k.prefix)
 		if i < 0 {
-			break
+			return 0, 0, "", false
 		}
 		i += from
 		j, digit := i+len(k.prefix), false
@@ -275,17 +337,10 @@ func redactPrefixed(s string, k keyShape) string {
 			ok = false
 		}
 		if ok {
-			b.WriteString(s[last:i])
-			b.WriteString(repl)
-			last = j
+			return i, j, repl, true
 		}
 		from = max(j, i+1)
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
 
 // awsSecretLen is the length of an AWS secret access key.
@@ -295,18 +350,15 @@ func isB64Std(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '+'
 }
 
-// redactAWSSecrets replaces AWS secret access keys standing alone: a run of
+// nextAWSSecret finds an AWS secret access key standing alone: a run of
 // exactly 40 base64 characters ([0-9A-Za-z/+], not touching '=', '_', '-'
-// or more of them) that mixes upper and lower case and holds a digit. Hex digests (no upper case), words and longer base64 blobs do not
-// match. Secret keys written as aws_secret_access_key=… are also caught by
-// the key=value rule.
-func redactAWSSecrets(s string) string {
-	if len(s) < awsSecretLen {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); {
+// or more of them) that mixes upper and lower case and holds a digit. Hex
+// digests (no upper case), words and longer base64 blobs do not match.
+// Secret keys written as aws_secret_access_key=… are also caught by the
+// key=value rule.
+func nextAWSSecret(s string, i int) (int, int, string, bool) {
+	edge := func(k int) bool { return k < 0 || k >= len(s) || (s[k] != '=' && s[k] != '_' && s[k] != '-') }
+	for i < len(s) {
 		if !isB64Std(s[i]) {
 			i++
 			continue
@@ -318,37 +370,26 @@ func redactAWSSecrets(s string) string {
 			lower = lower || c >= 'a' && c <= 'z'
 			digit = digit || c >= '0' && c <= '9'
 		}
-		edge := func(k int) bool { return k < 0 || k >= len(s) || (s[k] != '=' && s[k] != '_' && s[k] != '-') }
 		if j-i == awsSecretLen && upper && lower && digit && edge(i-1) && edge(j) {
-			b.WriteString(s[last:i])
-			b.WriteString(redactedKey)
-			last = j
+			return i, j, redactedKey, true
 		}
 		i = j
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return 0, 0, "", false
 }
 
 func isURLEnd(c byte) bool {
 	return c <= ' ' || c == '"' || c == '\'' || c == '<' || c == '>' || c == 0x7f
 }
 
-// redactURLs cuts http(s), ws(s) and ftp URLs to scheme and host: paths,
-// queries and fragments carry keys, ids and names. User info is dropped.
-func redactURLs(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
-	}
-	var b strings.Builder
-	last, from := 0, 0
+// nextURL finds an http(s), ws(s) or ftp URL and cuts it to scheme and
+// host: paths, queries and fragments carry keys, ids and names. User info
+// is dropped.
+func nextURL(s string, from int) (int, int, string, bool) {
 	for {
 		i := strings.Index(s[from:], "://")
 		if i < 0 {
-			break
+			return 0, 0, "", false
 		}
 		i += from
 		st := i
@@ -382,20 +423,12 @@ func redactURLs(s string) string {
 			from = i + 3
 			continue
 		}
-		b.WriteString(s[last:st])
-		b.WriteString(scheme)
-		b.WriteString("://")
-		b.WriteString(host)
+		repl := scheme + "://" + host
 		if end > h {
-			b.WriteString("/…")
+			repl += "/…"
 		}
-		last, from = end, end
+		return st, end, repl, true
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
 
 func isEmailLocal(c byte) bool {
@@ -406,16 +439,17 @@ func isDomainByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.'
 }
 
-// redactEmails replaces local@domain.tld addresses.
-func redactEmails(s string) string {
-	if strings.IndexByte(s, '@') < 0 {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for i := strings.IndexByte(s, '@'); i >= 0; {
+// nextEmail finds a local@domain.tld address whose local part starts at
+// or after from.
+func nextEmail(s string, from int) (int, int, string, bool) {
+	for next := from; ; {
+		k := strings.IndexByte(s[next:], '@')
+		if k < 0 {
+			return 0, 0, "", false
+		}
+		i := next + k
 		st := i
-		for st > last && isEmailLocal(s[st-1]) {
+		for st > from && isEmailLocal(s[st-1]) {
 			st--
 		}
 		end := i + 1
@@ -426,24 +460,11 @@ func redactEmails(s string) string {
 		for end > i+1 && s[end-1] == '.' {
 			end--
 		}
-		ok := st < i && hasTLD(s[i+1:end])
-		next := i + 1
-		if ok {
-			b.WriteString(s[last:st])
-			b.WriteString(redactedEmail)
-			last, next = end, end
+		if st < i && hasTLD(s[i+1:end]) {
+			return st, end, redactedEmail, true
 		}
-		k := strings.IndexByte(s[next:], '@')
-		if k < 0 {
-			break
-		}
-		i = next + k
+		next = i + 1
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
 
 // hasTLD reports whether a domain has a dot followed by two letters.
@@ -456,14 +477,9 @@ func hasTLD(dom string) bool {
 	return false
 }
 
-// redactHomes replaces /home/<user>, /Users/<user> and /root with ~.
-func redactHomes(s string) string {
-	if !containsAny(s, "/home/", "/Users/", "/root") {
-		return s
-	}
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); i++ {
+// nextHome finds /home/<user>, /Users/<user> or /root, replaced by ~.
+func nextHome(s string, from int) (int, int, string, bool) {
+	for i := from; i < len(s); i++ {
 		if s[i] != '/' {
 			continue
 		}
@@ -484,16 +500,9 @@ func redactHomes(s string) string {
 		default:
 			continue
 		}
-		b.WriteString(s[last:i])
-		b.WriteString("~")
-		last = i + end
-		i = last - 1
+		return i, i + end, "~", true
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return 0, 0, "", false
 }
 
 func containsAny(s string, subs ...string) bool {
@@ -512,13 +521,11 @@ func isIDByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '+' || c == '=' || c == '-'
 }
 
-// redactIDs replaces long opaque ids (account, org and request ids, hashes,
-// UUIDs): runs of at least minIDLen id characters holding a digit and a
-// letter. One pass, no regular expression.
-func redactIDs(s string) string {
-	var b strings.Builder
-	last := 0
-	for i := 0; i < len(s); {
+// nextID finds a long opaque id (account, org and request ids, hashes,
+// UUIDs): a run of at least minIDLen id characters holding a digit and a
+// letter.
+func nextID(s string, i int) (int, int, string, bool) {
+	for i < len(s) {
 		if !isIDByte(s[i]) {
 			i++
 			continue
@@ -530,20 +537,11 @@ func redactIDs(s string) string {
 			letter = letter || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 		}
 		if j-i >= minIDLen && digit && letter {
-			if b.Len() == 0 {
-				b.Grow(len(s))
-			}
-			b.WriteString(s[last:i])
-			b.WriteString(redactedID)
-			last = j
+			return i, j, redactedID, true
 		}
 		i = j
 	}
-	if last == 0 {
-		return s
-	}
-	b.WriteString(s[last:])
-	return b.String()
+	return 0, 0, "", false
 }
 
 func isASCIILetter(r rune) bool { return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' }

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -225,5 +226,35 @@ func TestExtractTimingNeedsAClock(t *testing.T) {
 	d, _ := extractTiming([]string{TimingText}, vw, pinned)
 	if d == nil || *d != 20*time.Second {
 		t.Errorf("got %v, want 20s", d)
+	}
+}
+
+// TestVerdictTiming: one encoding of a verdict's hints for every output —
+// milliseconds, and RFC 3339 whole seconds never earlier than the hint.
+func TestVerdictTiming(t *testing.T) {
+	d := 1500 * time.Millisecond
+	whole := time.Date(2026, 11, 29, 12, 30, 0, 0, time.FixedZone("CET", 3600))
+	frac := time.Date(2026, 11, 29, 12, 30, 0, 500_000_000, time.UTC)
+	for _, tt := range []struct {
+		name      string
+		v         Verdict
+		ms        string
+		resetWant string
+	}{
+		{"none", Verdict{}, "null", "null"},
+		{"delay", Verdict{RetryAfter: &d}, "1500", "null"},
+		{"reset in another zone", Verdict{ResetAt: &whole}, "null", `"2026-11-29T11:30:00Z"`},
+		{"a fraction rounds up", Verdict{ResetAt: &frac}, "null", `"2026-11-29T12:30:01Z"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := json.Marshal(tt.v.Timing())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"retryAfterMs":` + tt.ms + `,"resetAt":` + tt.resetWant + `}`
+			if string(b) != want {
+				t.Errorf("got %s, want %s", b, want)
+			}
+		})
 	}
 }

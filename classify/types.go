@@ -60,3 +60,31 @@ type Verdict struct {
 	Reason           string         `json:"reason,omitempty"`    // why unclassified: no_match | stale | conflict
 	Conflicts        []string       `json:"conflicts,omitempty"` // rule IDs that disagreed (Reason conflict)
 }
+
+// Timing is a verdict's timing hints as the wire carries them — in a
+// ProviderError and in `acp-guard classify`'s output: the delay in whole
+// milliseconds and the reset instant in RFC 3339, UTC, whole seconds,
+// never earlier than the provider said (a fraction rounds up); null when
+// the verdict has none. Verdict.Timing is the one encoder of both.
+type Timing struct {
+	RetryAfterMs *int64  `json:"retryAfterMs"`
+	ResetAt      *string `json:"resetAt"`
+}
+
+// Timing returns v's timing hints in wire form.
+func (v Verdict) Timing() Timing {
+	var t Timing
+	if v.RetryAfter != nil {
+		ms := v.RetryAfter.Milliseconds()
+		t.RetryAfterMs = &ms
+	}
+	if v.ResetAt != nil {
+		at := v.ResetAt.UTC()
+		if at.Nanosecond() != 0 {
+			at = at.Truncate(time.Second).Add(time.Second)
+		}
+		s := at.Format(time.RFC3339)
+		t.ResetAt = &s
+	}
+	return t
+}

@@ -2,12 +2,10 @@
 // project (relay, projection, recovery and benchmark tests) and the agent
 // behind `acp-guard demo-agent --scenario NAME`.
 //
-// It owns nothing but itself: it imports only the ACP SDK's types and method
+// It owns nothing but itself: it uses only the ACP SDK's types and method
 // constants, never its Connection (several scenarios deliberately write
 // frames no SDK would), and nothing in acp-guard imports it except
-// cmd/acp-guard and tests.
-//
-//	cmd/acp-guard ──► demoagent ──► acp-go-sdk (types, constants)
+// cmd/acp-guard and tests (internal/archtest checks that).
 //
 // # Protocol
 //

@@ -1,7 +1,7 @@
 package demoagent
 
-// A provider outage shared by several agent processes (issue 13, shared
-// circuits): tests and measurements point every agent at one outage file
+// A provider outage shared by several agent processes (shared circuits):
+// tests and measurements point every agent at one outage file
 // and one attempts file through the environment.
 
 import (

@@ -1,6 +1,6 @@
 package demoagent
 
-// Hostile agents for the fault matrix (issue 11): each plays one fault the
+// Hostile agents for the fault matrix (docs/RELIABILITY.md): each plays one fault the
 // proxy must survive without costing the client an answer.
 
 import (

@@ -2,8 +2,7 @@ package demoagent
 
 import acp "github.com/coder/acp-go-sdk"
 
-// Scenarios of branch field (issue 12): what counts as output after a
-// Cursor control chunk.
+// What counts as output after a Cursor control chunk.
 func init() {
 	scenarios = append(scenarios,
 		&scenario{name: "cursor-then-image", agentName: "cursor-agent",

@@ -2,7 +2,7 @@ package demoagent
 
 import acp "github.com/coder/acp-go-sdk"
 
-// Text-reported failures and retry notes (issue 20), as agents the
+// Text-reported failures and retry notes, as agents the
 // catalogue has never heard of print them: a turn whose only text is one
 // error line, turns of nothing but the agent's own retry notes, a
 // transient note followed by a 401, an answer that arrives after end_turn,
@@ -72,7 +72,7 @@ func promptNoteThen401(t *turn) error {
 }
 
 // promptLateOutput ends the turn while "still retrying" and sends the
-// answer afterwards, as one agent did (issue 20).
+// answer afterwards, as one agent did.
 func promptLateOutput(t *turn) error {
 	if err := t.end(acp.StopReasonEndTurn); err != nil {
 		return err

@@ -36,7 +36,7 @@ import (
 const ReasonCircuitOpen = "circuit_open"
 
 // probeWindow: a fallback model whose circuit a transient failure opened
-// and whose cooldown ends within this is tried anyway (spec 002's cooldown
+// and whose cooldown ends within this is tried anyway (a cooldown
 // probe): the prompt parks on its circuit for up to this long, and takes
 // its probe lease like any retry.
 const probeWindow = 5 * time.Second
@@ -92,14 +92,14 @@ var guards atomic.Uint64
 
 // holder names p's turn uniquely across processes and machines:
 // host/pid/guard/session/request.
+// NewCircuitHolder names a new guard of this process to the circuits:
+// host/pid and the guard's number in the process, unique across processes
+// and machines sharing a store. Config.CircuitHolder takes it (the
+// recording keeps it, so a replay names its sessions the same).
+func NewCircuitHolder() string { return fmt.Sprintf("%s/%d", holderBase, guards.Add(1)) }
+
 func (g *Guard) holder(p *prompt) string {
-	base := g.cfg.CircuitHolder
-	if base == "" {
-		if g.circID == 0 {
-			g.circID = guards.Add(1)
-		}
-		base = fmt.Sprintf("%s/%d", holderBase, g.circID)
-	}
+	base := g.processID()
 	s := fmt.Sprintf("%s/%s/%s", base, p.session, p.client.ID)
 	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		sum := sha256.Sum256([]byte(s)) // long or unprintable session or request ids: still unique

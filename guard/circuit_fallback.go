@@ -8,7 +8,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Cooldown-aware fallback (spec 002) and the fallback summary.
+// Cooldown-aware fallback and the fallback summary.
 
 // switchTo starts the model switch a skip scheduled. With circuits, the
 // fallback models left are read from the store first (off the event

@@ -10,7 +10,7 @@ import (
 	"github.com/acp-guard/acp-guard/policy"
 )
 
-// Parking at fleet scale (issue 24), on virtual time: a parked prompt is
+// Parking at fleet scale, on virtual time: a parked prompt is
 // never failed by waiting, circuit_open means an open circuit, and a
 // fallback onto a cooling model takes its probe lease like any retry.
 

@@ -1,7 +1,6 @@
 package guard_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -92,69 +92,34 @@ func TestE2ESlowDecisionAgreesWithCircuit(t *testing.T) {
 	})
 	defer g.Close()
 
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	res := make(chan error, 1)
-	// Run's goroutine: the test waits for it on res.
-	go func() {
-		_, err := transport.Run(context.Background(), transport.Options{
-			Argv:  demoArgv(t, "--scenario", "empty-then-succeed", "--fail", "5"),
-			Grace: 5 * time.Second, Stdin: inR, Stdout: outW, Stderr: io.Discard,
+	p := acptest.Pipe(t, acptest.Options{}, func(ctx context.Context, stdin io.Reader, stdout io.Writer) error {
+		_, err := transport.Run(ctx, transport.Options{
+			Argv:  acptest.DemoAgent(t, "--scenario", "empty-then-succeed", "--fail", "5"),
+			Grace: 5 * time.Second, Stdin: stdin, Stdout: stdout, Stderr: io.Discard,
 			Hooks: slowHooks{Guard: g, burn: 200 * time.Millisecond, slow: new(bool)},
 		})
-		outW.Close()
-		res <- err
-	}()
-	lines := bufio.NewReader(outR)
-	answer := func(id string) map[string]json.RawMessage {
-		t.Helper()
-		for {
-			ln, err := lines.ReadBytes('\n')
-			if err != nil {
-				t.Fatalf("stdout ended before the answer to %s: %v", id, err)
-			}
-			var m map[string]json.RawMessage
-			if json.Unmarshal(ln, &m) == nil && string(m["id"]) == id && m["method"] == nil {
-				return m
-			}
-		}
-	}
-	send := func(s string) {
-		if _, err := io.WriteString(inW, s+"\n"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	answer("1")
-	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
-	var sess struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := json.Unmarshal(answer("2")["result"], &sess); err != nil {
-		t.Fatal(err)
-	}
-	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sess.SessionID + `","prompt":[{"type":"text","text":"hi"}]}}`)
+		return err
+	})
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	frames := p.Until("3")
 	var e struct {
-		Data struct {
-			PE struct {
-				Code     string `json:"code"`
-				Recovery struct {
-					Attempt int    `json:"attempt"`
-					Reason  string `json:"reason"`
-				} `json:"recovery"`
-			} `json:"providerError"`
-		} `json:"data"`
+		PE struct {
+			Code     string `json:"code"`
+			Recovery struct {
+				Attempt int    `json:"attempt"`
+				Reason  string `json:"reason"`
+			} `json:"recovery"`
+		} `json:"providerError"`
 	}
-	raw := answer("3")["error"]
-	if err := json.Unmarshal(raw, &e); err != nil {
+	raw := frames[len(frames)-1].Raw
+	if f := frames[len(frames)-1]; f.Error == nil || json.Unmarshal(f.Error.Data, &e) != nil {
 		t.Fatalf("answer to the prompt: %s", raw)
 	}
-	if e.Data.PE.Code != "empty_response" || e.Data.PE.Recovery.Reason != guard.ReasonEmptyRetry || e.Data.PE.Recovery.Attempt != 1 {
+	if e.PE.Code != "empty_response" || e.PE.Recovery.Reason != guard.ReasonEmptyRetry || e.PE.Recovery.Attempt != 1 {
 		t.Errorf("answer to the prompt: %s; want empty_response after one retry (%s), not parked behind its own circuit", raw, guard.ReasonEmptyRetry)
 	}
-	inW.Close()
-	_, _ = io.Copy(io.Discard, lines)
-	if err := <-res; err != nil && !strings.Contains(err.Error(), "exit") {
+	if _, err := p.Finish(); err != nil && !strings.Contains(err.Error(), "exit") {
 		t.Fatalf("Run: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Compaction (policy request.compact_then_retry; seed 004 §2). A
+// Compaction (policy request.compact_then_retry). A
 // replay-safe context overflow on an agent whose latest
 // available_commands_update advertises a compaction command ("compact",
 // else "compress") is recovered by acp-guard's own session/prompt with

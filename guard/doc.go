@@ -57,7 +57,7 @@
 //
 // # Recovery state machine
 //
-// One client session/prompt moves through spec 000's states; prompt.state
+// One client session/prompt moves through these states; prompt.state
 // holds them, and Guard.transit is the only code that changes it. A
 // transition not listed here is refused. "record X" writes an attempt-log
 // record with outcome X; "then the work" means the work the transition
@@ -161,11 +161,4 @@
 // Entering action_required answers the client with the one ProviderError
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.
-//
-//	cmd/acp-guard → acpguard → guard → transport
-//	                                 → observers
-//	                                 → classify ← catalogue
-//	                                 → policy
-//	                                 → circuit
-//	                                 → held
 package guard

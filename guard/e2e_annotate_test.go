@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Agent errors reach the client with the agent's code, message and data
@@ -33,9 +35,9 @@ func TestE2EAnnotatedErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			frames := promptTurn(t, startProxy(t, nil, tt.args...))
-			resp := responsesTo(frames, "3")
+			resp := acptest.ResponsesTo(frames, "3")
 			if len(resp) != 1 || resp[0].Error == nil {
-				t.Fatalf("responses to 3: got %d (%s), want one error", len(resp), frames[len(frames)-1].raw)
+				t.Fatalf("responses to 3: got %d (%s), want one error", len(resp), frames[len(frames)-1].Raw)
 			}
 			got := resp[0]
 			pe, rest := errorData(t, got)
@@ -63,10 +65,10 @@ func TestE2EAnnotatedErrors(t *testing.T) {
 			if !tt.direct {
 				return
 			}
-			dframes := promptTurn(t, startArgv(t, demoArgv(t, tt.args...)...))
+			dframes := promptTurn(t, startArgv(t, acptest.DemoAgent(t, tt.args...)...))
 			want := dframes[len(dframes)-1]
 			if want.Error == nil {
-				t.Fatalf("the demo agent answered %s, want an error", want.raw)
+				t.Fatalf("the demo agent answered %s, want an error", want.Raw)
 			}
 			if got.Error.Code != want.Error.Code || got.Error.Message != want.Error.Message {
 				t.Errorf("error: got %d %q, want the agent's %d %q", got.Error.Code, got.Error.Message, want.Error.Code, want.Error.Message)
@@ -100,12 +102,12 @@ func deref(s *string) string {
 // the exit and a ProviderError whose recovery reason is agent_exited.
 func TestE2EAgentDeathMidTurn(t *testing.T) {
 	t.Parallel()
-	p := startProxy(t, []string{"--policy", retryPolicyFile(t, 3, 1)}, "--scenario", "crash", "--exit-code", "3")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	frames := p.until("3")
-	rest, code := p.finish()
-	if n := len(responsesTo(append(frames, rest...), "3")); n != 1 {
+	p := startProxy(t, []string{"--policy", acptest.RetryPolicy(t, 3, 1)}, "--scenario", "crash", "--exit-code", "3")
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	frames := p.Until("3")
+	rest, code := p.Finish()
+	if n := len(acptest.ResponsesTo(append(frames, rest...), "3")); n != 1 {
 		t.Fatalf("responses to 3: got %d, want 1", n)
 	}
 	resp := frames[len(frames)-1]

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/acp-guard/acp-guard/demoagent"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Shared circuits through the built binary: several acp-guard processes,
@@ -100,7 +101,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the attempts so far), then reads every answer. A nil endOutage reads
 // the answers while the outage lasts.
 type outageRun struct {
-	answers  []e2eFrame
+	answers  []acptest.Frame
 	attempts []*agentAttempt
 	ended    time.Time // when the outage file was removed
 }
@@ -114,16 +115,16 @@ func runOutage(t *testing.T, n int, flags []string, endOutage func([]*agentAttem
 	}
 	t.Setenv(demoagent.EnvOutageFile, outage)
 	t.Setenv(demoagent.EnvAttemptsFile, attempts)
-	procs := make([]*e2eProc, n)
+	procs := make([]*acptest.Proc, n)
 	for i := range procs {
 		procs[i] = startProxy(t, append([]string{"--notices", "off"}, flags...), "--scenario", "outage", "--agent-name", "codex-acp")
 	}
 	sids := make([]string, n)
 	for i, p := range procs {
-		_, sids[i] = p.open()
+		_, sids[i] = p.Open()
 	}
 	for i, p := range procs {
-		p.send(e2ePrompt(3, sids[i]))
+		p.Send(acptest.Prompt(3, sids[i]))
 	}
 	var r outageRun
 	if endOutage != nil {
@@ -134,10 +135,10 @@ func runOutage(t *testing.T, n int, flags []string, endOutage func([]*agentAttem
 		r.ended = time.Now()
 	}
 	for i, p := range procs {
-		frames := p.until("3")
+		frames := p.Until("3")
 		r.answers = append(r.answers, frames[len(frames)-1])
-		rest, _ := p.finish()
-		if k := len(responsesTo(rest, "3")); k != 0 {
+		rest, _ := p.Finish()
+		if k := len(acptest.ResponsesTo(rest, "3")); k != 0 {
 			t.Errorf("process %d: prompt 3 answered %d more times", i, k)
 		}
 	}
@@ -175,7 +176,7 @@ func checkAllSucceeded(t *testing.T, r outageRun) {
 	t.Helper()
 	for i, f := range r.answers {
 		if f.Error != nil || stopReason(t, f) != "end_turn" {
-			t.Errorf("process %d: answered %s, want end_turn", i, f.raw)
+			t.Errorf("process %d: answered %s, want end_turn", i, f.Raw)
 		}
 	}
 }
@@ -183,7 +184,7 @@ func checkAllSucceeded(t *testing.T, r outageRun) {
 func TestE2ECircuitsOneProbePerOutage(t *testing.T) {
 	const n = 4
 	state := filepath.Join(t.TempDir(), "state")
-	flags := []string{"--policy", retryPolicyFile(t, 5, 1), "--state-dir", state}
+	flags := []string{"--policy", acptest.RetryPolicy(t, 5, 1), "--state-dir", state}
 	// The outage ends once two probes failed after every client's own
 	// prompt had failed.
 	r := runOutage(t, n, flags, func(as []*agentAttempt) bool {
@@ -212,7 +213,7 @@ func TestE2ECircuitsNATS(t *testing.T) {
 	}
 	url := fmt.Sprintf("nats://127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
 	const n = 2
-	flags := []string{"--policy", retryPolicyFile(t, 5, 1), "--circuits", url, "--circuit-namespace", "team-a"}
+	flags := []string{"--policy", acptest.RetryPolicy(t, 5, 1), "--circuits", url, "--circuit-namespace", "team-a"}
 	r := runOutage(t, n, flags, func(as []*agentAttempt) bool {
 		initial, retries := outageCounts(as)
 		return initial == n && retries >= 2
@@ -235,7 +236,7 @@ func TestE2ECircuitsNATS(t *testing.T) {
 func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 	const n = 3
 	state := filepath.Join(t.TempDir(), "state")
-	r := runOutage(t, n, []string{"--policy", retryPolicyFile(t, 1, 3), "--state-dir", state}, nil)
+	r := runOutage(t, n, []string{"--policy", acptest.RetryPolicy(t, 1, 3), "--state-dir", state}, nil)
 	_, retries := outageCounts(r.attempts)
 	parked := 0
 	for i, f := range r.answers {
@@ -244,15 +245,15 @@ func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 		case "circuit_open":
 			parked++
 			if parked == 1 {
-				t.Logf("process %d: %s", i, f.raw)
+				t.Logf("process %d: %s", i, f.Raw)
 			}
 			if pe.Circuit == nil || pe.Circuit.State == "closed" || pe.Circuit.CooldownUntil == nil ||
 				!strings.HasPrefix(pe.Circuit.Key, "default/codex-acp/") {
-				t.Errorf("process %d: circuit_open without the open circuit: %s", i, f.raw)
+				t.Errorf("process %d: circuit_open without the open circuit: %s", i, f.Raw)
 			}
 		case "exhausted":
 		default:
-			t.Errorf("process %d: answered %s, want exhausted or circuit_open", i, f.raw)
+			t.Errorf("process %d: answered %s, want exhausted or circuit_open", i, f.Raw)
 		}
 	}
 	t.Logf("%d sessions: %d retries reached the agents, %d parked out", n, retries, parked)
@@ -264,7 +265,7 @@ func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 // skipPolicyFile: no retries, no waits; exhausted failures skip to the
 // next fallback model.
 func skipPolicyFile(t *testing.T) string {
-	return writeFile(t, "skip.json", `{"version":1,
+	return acptest.WriteFile(t, "skip.json", `{"version":1,
 "transient":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"skip"},
 "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"skip"}}`)
 }
@@ -288,7 +289,7 @@ type e2eSummary struct {
 	} `json:"recovery"`
 }
 
-func summaryOf(t *testing.T, f e2eFrame) e2eSummary {
+func summaryOf(t *testing.T, f acptest.Frame) e2eSummary {
 	t.Helper()
 	_, data := errorData(t, f) // checks there is a providerError
 	_ = data
@@ -314,7 +315,7 @@ func TestE2EFallbackSummaryAndCooldownSkip(t *testing.T) {
 	first := runRecovery(t, flags, agent...)
 	pe := summaryOf(t, first.answer())
 	if first.prompts != 3 || len(pe.Attempts) != 3 {
-		t.Fatalf("first session: agent saw %d prompts, summary lists %d attempts (%s); want 3 and 3", first.prompts, len(pe.Attempts), first.answer().raw)
+		t.Fatalf("first session: agent saw %d prompts, summary lists %d attempts (%s); want 3 and 3", first.prompts, len(pe.Attempts), first.answer().Raw)
 	}
 	var soonest string
 	for i, a := range pe.Attempts {
@@ -344,7 +345,7 @@ func TestE2EFallbackSummaryAndCooldownSkip(t *testing.T) {
 	}
 	if pe.Recovery.Reason != "circuit_open" || pe.Circuit == nil || pe.Circuit.Key != "default/codex-acp/model-b/account" ||
 		pe.Circuit.State != "open" || pe.Circuit.CooldownUntil == nil {
-		t.Errorf("second session: %s, want recovery.reason circuit_open and model-b's open circuit", second.answer().raw)
+		t.Errorf("second session: %s, want recovery.reason circuit_open and model-b's open circuit", second.answer().Raw)
 	}
 	if len(pe.Attempts) != 1 || pe.Attempts[0].Model != "model-a" {
 		t.Errorf("second session: attempts %+v, want model-a only", pe.Attempts)
@@ -363,7 +364,7 @@ func TestMeasureCircuitOutage(t *testing.T) {
 	const n, outage = 4, 5 * time.Second
 	for _, mode := range []string{"file", "off"} {
 		t.Run(mode, func(t *testing.T) {
-			flags := []string{"--policy", retryPolicyFile(t, 4, 1), "--state-dir", filepath.Join(t.TempDir(), "state"), "--circuits", mode}
+			flags := []string{"--policy", acptest.RetryPolicy(t, 4, 1), "--state-dir", filepath.Join(t.TempDir(), "state"), "--circuits", mode}
 			var since time.Time
 			r := runOutage(t, n, flags, func(as []*agentAttempt) bool {
 				if initial, _ := outageCounts(as); initial == n && since.IsZero() {
@@ -394,16 +395,16 @@ func TestE2ECircuitsNATSUnreachable(t *testing.T) {
 	}
 	url := "nats://" + l.Addr().String()
 	l.Close() // nobody listens there any more
-	p := startProxy(t, []string{"--policy", retryPolicyFile(t, 3, 1), "--circuits", url, "--state-dir", filepath.Join(t.TempDir(), "state")},
+	p := startProxy(t, []string{"--policy", acptest.RetryPolicy(t, 3, 1), "--circuits", url, "--state-dir", filepath.Join(t.TempDir(), "state")},
 		"--scenario", "fail-then-succeed", "--fail", "2", "--agent-name", "codex-acp")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	frames := p.until("3")
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	frames := p.Until("3")
 	if f := frames[len(frames)-1]; stopReason(t, f) != "end_turn" {
-		t.Fatalf("answered %s, want end_turn", f.raw)
+		t.Fatalf("answered %s, want end_turn", f.Raw)
 	}
-	p.finish()
-	if n := strings.Count(p.stderr.String(), "circuit store unavailable"); n != 1 {
-		t.Errorf("store outage logged %d times, want once; stderr:\n%s", n, p.stderr.String())
+	p.Finish()
+	if n := strings.Count(p.Stderr.String(), "circuit store unavailable"); n != 1 {
+		t.Errorf("store outage logged %d times, want once; stderr:\n%s", n, p.Stderr.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -21,7 +22,7 @@ func compactPolicyFile(t *testing.T, compact bool) string {
 	if !compact {
 		req = ""
 	}
-	return writeFile(t, "policy.json", `{"version":1,
+	return acptest.WriteFile(t, "policy.json", `{"version":1,
 "transient":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
 "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}`+req+`}`)
 }
@@ -56,7 +57,7 @@ func guardPromptTexts(t *testing.T, evs []replay.Event) []string {
 
 // compactionMarked returns the text of the updates marked as the
 // compaction turn's, and whether any other update carried the mark.
-func compactionMarked(t *testing.T, frames []e2eFrame) (marked []string) {
+func compactionMarked(t *testing.T, frames []acptest.Frame) (marked []string) {
 	t.Helper()
 	for _, f := range frames {
 		if f.Method != "session/update" {
@@ -97,9 +98,9 @@ func TestE2ECompactThenRetry(t *testing.T) {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
 			r := runRecovery(t, []string{"--policy", compactPolicyFile(t, true)}, "--scenario", tt.scenario)
-			resp := responsesTo(r.frames, "3")
+			resp := acptest.ResponsesTo(r.frames, "3")
 			if len(resp) != 1 || stopReason(t, resp[0]) != "end_turn" {
-				t.Fatalf("responses to 3: got %d ending in %s, want one end_turn", len(resp), r.answer().raw)
+				t.Fatalf("responses to 3: got %d ending in %s, want one end_turn", len(resp), r.answer().Raw)
 			}
 			var res struct {
 				Meta struct {
@@ -188,13 +189,13 @@ func TestE2ECompactionStops(t *testing.T) {
 			rec := filepath.Join(dir, "session.jsonl")
 			p := startProxy(t, []string{"--record", rec, "--state-dir", filepath.Join(dir, "state"), "--policy", compactPolicyFile(t, tt.compact)},
 				"--scenario", tt.scenario)
-			_, sid := p.open()
-			p.send(e2ePrompt(3, sid))
-			frames := p.until("3")
-			rest, _ := p.finish()
-			resp := responsesTo(append(frames, rest...), "3")
+			_, sid := p.Open()
+			p.Send(acptest.Prompt(3, sid))
+			frames := p.Until("3")
+			rest, _ := p.Finish()
+			resp := acptest.ResponsesTo(append(frames, rest...), "3")
 			if len(resp) != 1 || resp[0].Error == nil {
-				t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].raw)
+				t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].Raw)
 			}
 			pe, _ := errorData(t, resp[0])
 			wantCode := "context_overflow" // an agent that dies during compaction: the failure recovery was for
@@ -219,25 +220,25 @@ func TestE2ECancelDuringCompaction(t *testing.T) {
 	rec := filepath.Join(dir, "session.jsonl")
 	p := startProxy(t, []string{"--record", rec, "--state-dir", filepath.Join(dir, "state"), "--policy", compactPolicyFile(t, true)},
 		"--scenario", "compact-hang")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	var frames []e2eFrame
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	var frames []acptest.Frame
 	for len(compactionMarked(t, frames)) == 0 { // the compaction turn is running
-		frames = append(frames, p.next())
+		frames = append(frames, p.Next())
 	}
-	p.send(e2eCancel(sid))
-	frames = append(frames, p.until("3")...)
-	resp := responsesTo(frames, "3")
+	p.Send(acptest.Cancel(sid))
+	frames = append(frames, p.Until("3")...)
+	resp := acptest.ResponsesTo(frames, "3")
 	if len(resp) != 1 || stopReason(t, resp[0]) != "cancelled" {
-		t.Fatalf("responses to 3: got %d, last %s; want one cancelled", len(resp), frames[len(frames)-1].raw)
+		t.Fatalf("responses to 3: got %d, last %s; want one cancelled", len(resp), frames[len(frames)-1].Raw)
 	}
-	p.send(e2ePrompt(4, sid))
-	next := p.until("4")
-	if r := responsesTo(next, "4"); len(r) != 1 || stopReason(t, r[0]) != "end_turn" {
-		t.Errorf("the next prompt: got %s, want end_turn (the session was compacted)", next[len(next)-1].raw)
+	p.Send(acptest.Prompt(4, sid))
+	next := p.Until("4")
+	if r := acptest.ResponsesTo(next, "4"); len(r) != 1 || stopReason(t, r[0]) != "end_turn" {
+		t.Errorf("the next prompt: got %s, want end_turn (the session was compacted)", next[len(next)-1].Raw)
 	}
-	rest, _ := p.finish()
-	if n := len(responsesTo(append(next, rest...), "3")); n != 0 {
+	rest, _ := p.Finish()
+	if n := len(acptest.ResponsesTo(append(next, rest...), "3")); n != 0 {
 		t.Errorf("prompt 3 answered %d more times", n)
 	}
 	if got := guardPromptTexts(t, transcript(t, rec)); len(got) != 1 || got[0] != "/compact" {
@@ -258,10 +259,10 @@ func TestE2ECompactionUnwritableLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := startProxy(t, []string{"--record", rec, "--state-dir", state, "--policy", compactPolicyFile(t, true)}, "--scenario", "compact")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	frames := p.until("3")
-	p.finish()
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	frames := p.Until("3")
+	p.Finish()
 	pe, _ := errorData(t, frames[len(frames)-1])
 	if pe.Code != "context_overflow" || pe.Recovery.Reason != "state_unwritable" {
 		t.Errorf("providerError: got %s recovery %+v, want context_overflow stopped with state_unwritable", pe.Code, pe.Recovery)
@@ -279,20 +280,20 @@ func TestE2ESignalDuringCompaction(t *testing.T) {
 	rec := filepath.Join(dir, "session.jsonl")
 	p := startProxy(t, []string{"--record", rec, "--state-dir", filepath.Join(dir, "state"), "--policy", compactPolicyFile(t, true)},
 		"--scenario", "compact-hang")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	var frames []e2eFrame
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	var frames []acptest.Frame
 	for len(compactionMarked(t, frames)) == 0 {
-		frames = append(frames, p.next())
+		frames = append(frames, p.Next())
 	}
-	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	frames = append(frames, p.until("3")...)
-	rest, _ := p.finish()
-	resp := responsesTo(append(frames, rest...), "3")
+	frames = append(frames, p.Until("3")...)
+	rest, _ := p.Finish()
+	resp := acptest.ResponsesTo(append(frames, rest...), "3")
 	if len(resp) != 1 || resp[0].Error == nil {
-		t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].raw)
+		t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].Raw)
 	}
 	pe, _ := errorData(t, resp[0])
 	if pe.Code != "context_overflow" || pe.Recovery.Action != "stop" || pe.Recovery.Reason != "shutting_down" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Cursor's constant diagnostic for a projected control chunk.
@@ -14,14 +16,14 @@ const cursorDiagnostic = "Error: RetriableError: HTTP/2 stream closed with error
 // promptTurn opens a session, sends prompt id 3 and returns the frames up
 // to its response; then it closes stdin and checks that nothing else
 // answered the prompt.
-func promptTurn(t *testing.T, p *e2eProc) []e2eFrame {
+func promptTurn(t *testing.T, p *acptest.Proc) []acptest.Frame {
 	t.Helper()
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	frames := p.until("3")
-	rest, _ := p.finish()
-	if n := len(responsesTo(rest, "3")); n != 0 {
-		t.Errorf("prompt 3 answered %d more times after its response: %s", n, rest[0].raw)
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	frames := p.Until("3")
+	rest, _ := p.Finish()
+	if n := len(acptest.ResponsesTo(rest, "3")); n != 0 {
+		t.Errorf("prompt 3 answered %d more times after its response: %s", n, rest[0].Raw)
 	}
 	return frames
 }
@@ -30,33 +32,33 @@ func promptTurn(t *testing.T, p *e2eProc) []e2eFrame {
 // of the prompt turn (every frame after session/new's response).
 func directTurn(t *testing.T, agentArgs ...string) []byte {
 	t.Helper()
-	return turnBytes(promptTurn(t, startArgv(t, demoArgv(t, agentArgs...)...)))
+	return turnBytes(promptTurn(t, startArgv(t, acptest.DemoAgent(t, agentArgs...)...)))
 }
 
-func turnBytes(frames []e2eFrame) []byte {
+func turnBytes(frames []acptest.Frame) []byte {
 	var b bytes.Buffer
 	for _, f := range frames {
-		b.Write(f.raw)
+		b.Write(f.Raw)
 	}
 	return b.Bytes()
 }
 
 // checkCursorRewrite checks the client saw no control chunk and exactly one
 // error for the prompt, Cursor's projection, and returns its ProviderError.
-func checkCursorRewrite(t *testing.T, frames []e2eFrame) e2ePE {
+func checkCursorRewrite(t *testing.T, frames []acptest.Frame) e2ePE {
 	t.Helper()
 	for _, f := range frames {
-		if bytes.Contains(f.raw, []byte("RetriableError")) && f.Method != "" {
-			t.Errorf("control chunk reached the client: %s", f.raw)
+		if bytes.Contains(f.Raw, []byte("RetriableError")) && f.Method != "" {
+			t.Errorf("control chunk reached the client: %s", f.Raw)
 		}
 	}
-	resp := responsesTo(frames, "3")
+	resp := acptest.ResponsesTo(frames, "3")
 	if len(resp) != 1 {
 		t.Fatalf("responses to 3: got %d, want 1", len(resp))
 	}
 	r := resp[0]
 	if r.Error == nil {
-		t.Fatalf("prompt answered %s, want an error", r.raw)
+		t.Fatalf("prompt answered %s, want an error", r.Raw)
 	}
 	if r.Error.Code != -32603 || r.Error.Message != cursorDiagnostic {
 		t.Errorf("error: got %d %q, want -32603 %q", r.Error.Code, r.Error.Message, cursorDiagnostic)
@@ -117,7 +119,7 @@ func TestE2ECursorProjection(t *testing.T) {
 			}
 			var kinds []string
 			for _, f := range frames {
-				if u, ok := f.update(t); ok {
+				if u, ok := updateOf(t, f); ok {
 					kinds = append(kinds, u.SessionUpdate)
 				}
 			}
@@ -189,19 +191,19 @@ func TestE2ESameReadOrdering(t *testing.T) {
 		// The demo agent writes the chunk and the response back to back
 		// with no pause; run several turns so some share a read.
 		p := startProxy(t, nil, "--scenario", "cursor-retriable")
-		_, sid := p.open()
+		_, sid := p.Open()
 		for id := 3; id < 13; id++ {
-			p.send(e2ePrompt(id, sid))
-			frames := p.until(strconv.Itoa(id))
+			p.Send(acptest.Prompt(id, sid))
+			frames := p.Until(strconv.Itoa(id))
 			resp := frames[len(frames)-1]
 			if resp.Error == nil || resp.Error.Message != cursorDiagnostic || len(frames) != 1 {
-				t.Fatalf("prompt %d: got %d frames ending in %s, want only the rewritten error", id, len(frames), resp.raw)
+				t.Fatalf("prompt %d: got %d frames ending in %s, want only the rewritten error", id, len(frames), resp.Raw)
 			}
 		}
 	})
 	t.Run("sh printf one write", func(t *testing.T) {
 		t.Parallel()
-		frames := promptTurn(t, startArgv(t, proxyArgv(t, nil, "sh", "-c", shCursorAgent)...))
+		frames := promptTurn(t, startArgv(t, acptest.GuardArgv(t, nil, "sh", "-c", shCursorAgent)...))
 		pe := checkCursorRewrite(t, frames)
 		if !pe.ReplaySafe {
 			t.Errorf("replaySafe: got false, want true")

@@ -3,15 +3,13 @@ package guard_test
 import (
 	"bytes"
 	"encoding/json"
-	"os/exec"
-	"strings"
 	"testing"
 
-	"github.com/acp-guard/acp-guard/internal/testbin"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // The Cursor veto is the catalogue's: chunks it vetoes reach the client as
-// the agent wrote them and end_turn passes (issue 12: the observer used to
+// the agent wrote them and end_turn passes (the observer used to
 // rewrite "[deadline_exceeded]" and let "retry limit reached" through to a
 // classifier that vetoed it).
 func TestE2ECursorVetoIsTheCatalogues(t *testing.T) {
@@ -70,7 +68,7 @@ func TestE2ECursorUnicodeBlankDoesNotClear(t *testing.T) {
 
 // shCodexOffline answers the prompt as codex-acp 0.16.0 does on a machine
 // without network (testdata/transcripts/real/codex/offline_dns.jsonl), with
-// a DNS error on stderr as in issue 12.
+// a DNS error on stderr as that capture has.
 const shCodexOffline = `while IFS= read -r line; do
   case "$line" in
   *'"initialize"'*) printf '%s\n' '{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"codex-acp","version":"0.16.0"}}}' ;;
@@ -84,8 +82,8 @@ done`
 // issue's opening example the same verdict: one evidence path.
 func TestE2ELiveAndClassifyAgree(t *testing.T) {
 	t.Parallel()
-	frames := promptTurn(t, startArgv(t, proxyArgv(t, nil, "sh", "-c", shCodexOffline)...))
-	resp := responsesTo(frames, "3")
+	frames := promptTurn(t, startArgv(t, acptest.GuardArgv(t, nil, "sh", "-c", shCodexOffline)...))
+	resp := acptest.ResponsesTo(frames, "3")
 	if len(resp) != 1 {
 		t.Fatalf("responses to 3: %d", len(resp))
 	}
@@ -93,14 +91,12 @@ func TestE2ELiveAndClassifyAgree(t *testing.T) {
 	envelope := `{"source":"rpc_error","adapter":"codex-acp","rpcCode":-32603,"message":"Internal error",` +
 		`"data":{"message":"stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)","codex_error_info":"other"},` +
 		`"stderr":["ERROR codex_core::client: dns error: failed to lookup address information: Temporary failure in name resolution"]}`
-	cmd := exec.Command(testbin.Path(t), "classify")
-	cmd.Stdin = strings.NewReader(envelope)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("acp-guard classify: %v", err)
+	out, stderr, code := acptest.Run(t, []string{acptest.Bin(t), "classify"}, acptest.Options{}, envelope)
+	if code != 0 {
+		t.Fatalf("acp-guard classify: exit %d: %s", code, stderr)
 	}
 	var cli e2ePE
-	if err := json.Unmarshal(out, &cli); err != nil {
+	if err := json.Unmarshal([]byte(out), &cli); err != nil {
 		t.Fatalf("%s: %v", out, err)
 	}
 	if live.Code != "network_unavailable" || live.Code != cli.Code || live.Rule != cli.Rule || live.Class != cli.Class {
@@ -127,20 +123,20 @@ done`
 // stays replay-safe).
 func TestE2ECopilotTextReportedFailure(t *testing.T) {
 	t.Parallel()
-	frames := promptTurn(t, startArgv(t, proxyArgv(t, nil, "sh", "-c", shCopilotAgent)...))
+	frames := promptTurn(t, startArgv(t, acptest.GuardArgv(t, nil, "sh", "-c", shCopilotAgent)...))
 	var notes int
 	for _, f := range frames {
-		if bytes.Contains(f.raw, []byte("Error: Failed to get response")) && f.Method != "" {
-			t.Errorf("the control chunk reached the client: %s", f.raw)
+		if bytes.Contains(f.Raw, []byte("Error: Failed to get response")) && f.Method != "" {
+			t.Errorf("the control chunk reached the client: %s", f.Raw)
 		}
-		if bytes.Contains(f.raw, []byte("Retrying...")) {
+		if bytes.Contains(f.Raw, []byte("Retrying...")) {
 			notes++
 		}
 	}
 	if notes != 1 {
 		t.Errorf("retry notes forwarded: %d, want 1", notes)
 	}
-	resp := responsesTo(frames, "3")
+	resp := acptest.ResponsesTo(frames, "3")
 	if len(resp) != 1 || resp[0].Error == nil {
 		t.Fatalf("want exactly one error response to the prompt, got %d", len(resp))
 	}

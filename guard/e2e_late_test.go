@@ -1,15 +1,13 @@
 package guard_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/acp-guard/acp-guard/internal/testbin"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // The gate holds until dispatch: an agent that fails a prompt and then,
@@ -30,7 +28,7 @@ func TestE2ELateActivityStopsRecovery(t *testing.T) {
 		flags []string
 		args  []string // demo-agent arguments after the scenario
 	}{
-		{"retry_wait", []string{"--policy", retryPolicyFile(t, 3, 20)}, []string{"--agent-name", "@zed-industries/claude-agent-acp"}},
+		{"retry_wait", []string{"--policy", acptest.RetryPolicy(t, 3, 20)}, []string{"--agent-name", "@zed-industries/claude-agent-acp"}},
 		{"waiting_for_reset", []string{"--policy", resetPolicyFile(t)}, []string{"--agent-name", "codex-acp", "--error", "quota", "--reset-in", "20s"}},
 		{"switching", []string{"--fallback-models", "model-b"}, []string{"--agent-name", "@zed-industries/claude-agent-acp"}},
 	}
@@ -58,17 +56,17 @@ func TestE2ELateActivityStopsRecovery(t *testing.T) {
 				flags := append([]string{"--record", rec, "--state-dir", filepath.Join(dir, "state")}, h.flags...)
 				args := append([]string{"--scenario", "late-" + k.name}, h.args...)
 				p := startProxy(t, flags, args...)
-				_, sid := p.open()
-				p.send(e2ePrompt(3, sid))
+				_, sid := p.Open()
+				p.Send(acptest.Prompt(3, sid))
 				frames, raws := readLenient(t, p, "3")
 				rest, nonJSON := drainLenient(t, p)
 				frames, raws = append(frames, rest...), raws+nonJSON
-				resp := responsesTo(frames, "3")
+				resp := acptest.ResponsesTo(frames, "3")
 				if len(resp) != 1 {
 					t.Fatalf("responses to 3: got %d, want 1", len(resp))
 				}
 				if resp[0].Error == nil {
-					t.Fatalf("prompt 3 answered %s: recovered despite late activity", resp[0].raw)
+					t.Fatalf("prompt 3 answered %s: recovered despite late activity", resp[0].Raw)
 				}
 				pe, _ := errorData(t, resp[0])
 				var ev struct {
@@ -109,54 +107,50 @@ type e2eLateEvidence struct {
 // to an hour, and never retries.
 func resetPolicyFile(t *testing.T) string {
 	t.Helper()
-	return writeFile(t, "policy.json", `{"version":1,
+	return acptest.WriteFile(t, "policy.json", `{"version":1,
 "transient":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
 "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":true,"max_wait_seconds":3600},"on_exhausted":"stop"}}`)
 }
 
 // readLenient reads stdout frames up to the response to id, counting
 // (instead of failing on) lines that are not JSON.
-func readLenient(t *testing.T, p *e2eProc, id string) (frames []e2eFrame, nonJSON int) {
+func readLenient(t *testing.T, p *acptest.Proc, id string) (frames []acptest.Frame, nonJSON int) {
 	t.Helper()
 	for {
-		b, err := p.out.ReadBytes('\n')
+		f, err := acptest.Parse(p.Line())
 		if err != nil {
-			t.Fatalf("reading stdout: %v (got %q); stderr:\n%s", err, b, p.stderr.String())
-		}
-		if !json.Valid(b) {
 			nonJSON++
 			continue
 		}
-		f := decodeFrame(t, b)
 		frames = append(frames, f)
-		if f.isResponse() && string(f.ID) == id {
+		if f.Answers(id) {
 			return frames, nonJSON
 		}
 	}
 }
 
 // drainLenient closes stdin and reads the rest of stdout like readLenient.
-func drainLenient(t *testing.T, p *e2eProc) (frames []e2eFrame, nonJSON int) {
+func drainLenient(t *testing.T, p *acptest.Proc) (frames []acptest.Frame, nonJSON int) {
 	t.Helper()
-	p.closeIn()
-	b, err := io.ReadAll(p.out)
-	if err != nil {
-		t.Fatalf("reading stdout: %v", err)
-	}
-	sc := bufio.NewScanner(strings.NewReader(string(b)))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if !json.Valid(sc.Bytes()) {
-			nonJSON++
-			continue
+	p.CloseStdin()
+	for {
+		b, err := p.ReadLine()
+		if len(b) > 0 {
+			if f, perr := acptest.Parse(b); perr != nil {
+				nonJSON++
+			} else {
+				frames = append(frames, f)
+			}
 		}
-		frames = append(frames, decodeFrame(t, append(sc.Bytes(), '\n')))
+		if err != nil {
+			break
+		}
 	}
-	p.waitExit()
+	p.Wait()
 	return frames, nonJSON
 }
 
-func hasRequest(frames []e2eFrame, method string) bool {
+func hasRequest(frames []acptest.Frame, method string) bool {
 	for _, f := range frames {
 		if f.Method == method && f.ID != nil {
 			return true
@@ -194,15 +188,15 @@ func TestE2EStateUnwritableStopsRecovery(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			rec := filepath.Join(t.TempDir(), "session.jsonl")
-			p := startProxy(t, []string{"--record", rec, "--state-dir", tt.state(t), "--policy", retryPolicyFile(t, 3, 1)},
+			p := startProxy(t, []string{"--record", rec, "--state-dir", tt.state(t), "--policy", acptest.RetryPolicy(t, 3, 1)},
 				"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "@zed-industries/claude-agent-acp")
-			_, sid := p.open()
-			p.send(e2ePrompt(3, sid))
-			frames := p.until("3")
-			rest, _ := p.finish()
-			resp := responsesTo(append(frames, rest...), "3")
+			_, sid := p.Open()
+			p.Send(acptest.Prompt(3, sid))
+			frames := p.Until("3")
+			rest, _ := p.Finish()
+			resp := acptest.ResponsesTo(append(frames, rest...), "3")
 			if len(resp) != 1 || resp[0].Error == nil {
-				t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].raw)
+				t.Fatalf("responses to 3: got %d, want one error (%s)", len(resp), frames[len(frames)-1].Raw)
 			}
 			pe, _ := errorData(t, resp[0])
 			if pe.Recovery.Reason != "state_unwritable" || pe.Code != "provider_overloaded" {
@@ -214,11 +208,9 @@ func TestE2EStateUnwritableStopsRecovery(t *testing.T) {
 			if n := len(retryNotices(t, frames)); n != 0 {
 				t.Errorf("retry notices: got %d, want none (nothing was scheduled)", n)
 			}
-			if !strings.Contains(p.stderr.String(), "attempt log unwritable") {
-				t.Errorf("stderr does not say the attempt log is unwritable:\n%s", p.stderr.String())
+			if !strings.Contains(p.Stderr.String(), "attempt log unwritable") {
+				t.Errorf("stderr does not say the attempt log is unwritable:\n%s", p.Stderr.String())
 			}
 		})
 	}
 }
-
-var _ = testbin.Path

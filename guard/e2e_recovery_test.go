@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -18,7 +19,7 @@ import (
 // client's frames up to the prompt's answer, everything after it, and the
 // session/prompt frames the agent received.
 type recoveryRun struct {
-	frames, rest    []e2eFrame
+	frames, rest    []acptest.Frame
 	prompts, viaPxy int
 	stateDir        string
 }
@@ -30,22 +31,22 @@ func runRecovery(t *testing.T, flags []string, agentArgs ...string) recoveryRun 
 	state := filepath.Join(dir, "state")
 	flags = append([]string{"--record", rec, "--state-dir", state}, flags...)
 	p := startProxy(t, flags, agentArgs...)
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	r := recoveryRun{frames: p.until("3"), stateDir: state}
-	r.rest, _ = p.finish()
-	if n := len(responsesTo(r.rest, "3")); n != 0 {
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	r := recoveryRun{frames: p.Until("3"), stateDir: state}
+	r.rest, _ = p.Finish()
+	if n := len(acptest.ResponsesTo(r.rest, "3")); n != 0 {
 		t.Errorf("prompt 3 answered %d more times", n)
 	}
 	r.prompts, r.viaPxy = promptsToAgent(t, transcript(t, rec))
 	return r
 }
 
-func (r recoveryRun) answer() e2eFrame { return r.frames[len(r.frames)-1] }
+func (r recoveryRun) answer() acptest.Frame { return r.frames[len(r.frames)-1] }
 
 func TestE2ERetryThenSucceed(t *testing.T) {
 	t.Parallel()
-	pol := retryPolicyFile(t, 3, 1)
+	pol := acptest.RetryPolicy(t, 3, 1)
 	for _, tt := range []struct {
 		name    string
 		notices string // --notices; "" for the default (thought)
@@ -64,9 +65,9 @@ func TestE2ERetryThenSucceed(t *testing.T) {
 			}
 			r := runRecovery(t, flags, "--scenario", "fail-then-succeed", "--fail", tt.fail, "--agent-name", "@zed-industries/claude-agent-acp")
 			fails := int(tt.fail[0] - '0')
-			resp := responsesTo(r.frames, "3")
+			resp := acptest.ResponsesTo(r.frames, "3")
 			if len(resp) != 1 || stopReason(t, resp[0]) != "end_turn" {
-				t.Fatalf("responses to 3: got %d ending in %s, want one end_turn", len(resp), r.answer().raw)
+				t.Fatalf("responses to 3: got %d ending in %s, want one end_turn", len(resp), r.answer().Raw)
 			}
 			if r.prompts != fails+1 || r.viaPxy != fails {
 				t.Errorf("prompts the agent saw: got %d (%d via guard), want %d (%d via guard)", r.prompts, r.viaPxy, fails+1, fails)
@@ -94,7 +95,7 @@ func TestE2ERetryThenSucceed(t *testing.T) {
 			}
 			var text strings.Builder
 			for _, f := range r.frames {
-				if u, ok := f.update(t); ok && u.SessionUpdate == "agent_message_chunk" && u.Meta.AcpGuard.Retry == nil {
+				if u, ok := updateOf(t, f); ok && u.SessionUpdate == "agent_message_chunk" && u.Meta.AcpGuard.Retry == nil {
 					text.WriteString(u.Content.Text)
 				}
 			}
@@ -108,10 +109,10 @@ func TestE2ERetryThenSucceed(t *testing.T) {
 // The attempt log of a recovered prompt, and the attempts command.
 func TestE2EAttemptLog(t *testing.T) {
 	t.Parallel()
-	r := runRecovery(t, []string{"--policy", retryPolicyFile(t, 3, 1)},
+	r := runRecovery(t, []string{"--policy", acptest.RetryPolicy(t, 3, 1)},
 		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")
 	if stopReason(t, r.answer()) != "end_turn" {
-		t.Fatalf("prompt answered %s", r.answer().raw)
+		t.Fatalf("prompt answered %s", r.answer().Raw)
 	}
 	st, err := os.Stat(r.stateDir)
 	if err != nil || st.Mode().Perm() != 0o700 {
@@ -158,7 +159,7 @@ func TestE2EAttemptLog(t *testing.T) {
 // annotated error and the agent saw one prompt (or the retries allowed).
 func TestE2ERecoveryStops(t *testing.T) {
 	t.Parallel()
-	pol := retryPolicyFile(t, 2, 1)
+	pol := acptest.RetryPolicy(t, 2, 1)
 	for _, tt := range []struct {
 		name             string
 		args             []string
@@ -178,7 +179,7 @@ func TestE2ERecoveryStops(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := runRecovery(t, []string{"--policy", pol}, tt.args...)
-			resp := responsesTo(r.frames, "3")
+			resp := acptest.ResponsesTo(r.frames, "3")
 			if len(resp) != 1 {
 				t.Fatalf("responses to 3: got %d, want 1", len(resp))
 			}
@@ -208,7 +209,7 @@ func TestE2EFallbackModel(t *testing.T) {
 	r := runRecovery(t, []string{"--fallback-models", "model-b"}, "--scenario", "fail-model", "--bad-model", "model-a", "--agent-name", "@zed-industries/claude-agent-acp")
 	resp := r.answer()
 	if stopReason(t, resp) != "end_turn" {
-		t.Fatalf("prompt answered %s", resp.raw)
+		t.Fatalf("prompt answered %s", resp.Raw)
 	}
 	var res struct {
 		Meta struct {
@@ -222,7 +223,7 @@ func TestE2EFallbackModel(t *testing.T) {
 	}
 	var text string
 	for _, f := range r.frames {
-		if u, ok := f.update(t); ok && u.SessionUpdate == "agent_message_chunk" {
+		if u, ok := updateOf(t, f); ok && u.SessionUpdate == "agent_message_chunk" {
 			text += u.Content.Text
 		}
 	}
@@ -241,7 +242,7 @@ func TestE2ECancelDuringWait(t *testing.T) {
 	t.Parallel()
 	// An hour: a timer that outlived the cancel would hang the test until
 	// the watchdog, not retry.
-	pol := retryPolicyFile(t, 3, 3600)
+	pol := acptest.RetryPolicy(t, 3, 3600)
 	for _, tt := range []struct {
 		name       string
 		disconnect bool
@@ -254,23 +255,23 @@ func TestE2ECancelDuringWait(t *testing.T) {
 			rec := filepath.Join(t.TempDir(), "session.jsonl")
 			p := startProxy(t, []string{"--policy", pol, "--record", rec, "--state-dir", t.TempDir()},
 				"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")
-			_, sid := p.open()
-			p.send(e2ePrompt(3, sid))
-			var frames []e2eFrame
+			_, sid := p.Open()
+			p.Send(acptest.Prompt(3, sid))
+			var frames []acptest.Frame
 			for len(retryNotices(t, frames)) == 0 {
-				f := p.next()
-				if f.isResponse() {
-					t.Fatalf("prompt answered before the wait: %s", f.raw)
+				f := p.Next()
+				if f.IsResponse() {
+					t.Fatalf("prompt answered before the wait: %s", f.Raw)
 				}
 				frames = append(frames, f)
 			}
 			if !tt.disconnect {
-				p.send(e2eCancel(sid))
-				frames = append(frames, p.until("3")...)
+				p.Send(acptest.Cancel(sid))
+				frames = append(frames, p.Until("3")...)
 			}
-			rest, _ := p.finish()
+			rest, _ := p.Finish()
 			frames = append(frames, rest...)
-			resp := responsesTo(frames, "3")
+			resp := acptest.ResponsesTo(frames, "3")
 			switch {
 			case tt.disconnect && len(resp) > 1:
 				t.Errorf("responses to 3: got %d, want at most 1", len(resp))

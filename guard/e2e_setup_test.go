@@ -3,6 +3,8 @@ package guard_test
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // setupPE is the part of a set-up providerError the tests check.
@@ -19,22 +21,22 @@ type setupPE struct {
 }
 
 // setupError decodes the error of response f and its providerError.
-func setupError(t *testing.T, f e2eFrame) (data map[string]json.RawMessage, pe setupPE) {
+func setupError(t *testing.T, f acptest.Frame) (data map[string]json.RawMessage, pe setupPE) {
 	t.Helper()
 	if f.Error == nil {
-		t.Fatalf("not an error response: %s", f.raw)
+		t.Fatalf("not an error response: %s", f.Raw)
 	}
 	var env struct {
 		Error struct {
 			Data map[string]json.RawMessage `json:"data"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(f.raw, &env); err != nil {
-		t.Fatalf("decoding %s: %v", f.raw, err)
+	if err := json.Unmarshal(f.Raw, &env); err != nil {
+		t.Fatalf("decoding %s: %v", f.Raw, err)
 	}
 	raw, ok := env.Error.Data["providerError"]
 	if !ok {
-		t.Fatalf("no providerError in %s", f.raw)
+		t.Fatalf("no providerError in %s", f.Raw)
 	}
 	if err := json.Unmarshal(raw, &pe); err != nil {
 		t.Fatal(err)
@@ -54,11 +56,11 @@ done`
 
 func TestE2ESessionSetupFailureAnnotated(t *testing.T) {
 	t.Parallel()
-	p := startArgv(t, proxyArgv(t, nil, "sh", "-c", shSetupAgent)...)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
-	p.until("1")
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}` + "\n")
-	frames := p.until("2")
+	p := startArgv(t, acptest.GuardArgv(t, nil, "sh", "-c", shSetupAgent)...)
+	p.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
+	p.Until("1")
+	p.Send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}` + "\n")
+	frames := p.Until("2")
 	resp := frames[len(frames)-1]
 	if resp.Error.Code != -32000 || resp.Error.Message != "Gemini API key is missing or not configured." {
 		t.Errorf("the agent's code and message must stay: got %d %q", resp.Error.Code, resp.Error.Message)
@@ -67,8 +69,8 @@ func TestE2ESessionSetupFailureAnnotated(t *testing.T) {
 	if pe.Code != "missing_credentials" || pe.Phase != "session_setup" || pe.Rule != "phrase.missing_credentials.v1" || pe.Recovery.Action != "stop" {
 		t.Errorf("providerError: got %+v, want missing_credentials, phase session_setup, recovery stop", pe)
 	}
-	rest, _ := p.finish()
-	if n := len(responsesTo(rest, "2")); n != 0 {
+	rest, _ := p.Finish()
+	if n := len(acptest.ResponsesTo(rest, "2")); n != 0 {
 		t.Errorf("session/new answered %d more times", n)
 	}
 }
@@ -77,12 +79,12 @@ func TestE2ESessionSetupFailureAnnotated(t *testing.T) {
 func TestE2ELaunchFailureClassified(t *testing.T) {
 	t.Parallel()
 	agent := `IFS= read -r line; echo 'Error: OPENAI_API_KEY not set' >&2; exit 1`
-	p := startArgv(t, proxyArgv(t, nil, "sh", "-c", agent)...)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
-	frames := p.until("1")
+	p := startArgv(t, acptest.GuardArgv(t, nil, "sh", "-c", agent)...)
+	p.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
+	frames := p.Until("1")
 	data, pe := setupError(t, frames[len(frames)-1])
 	if _, ok := data["agentExit"]; !ok {
-		t.Errorf("agentExit missing from %s", frames[len(frames)-1].raw)
+		t.Errorf("agentExit missing from %s", frames[len(frames)-1].Raw)
 	}
 	if pe.Code != "missing_credentials" || pe.Class != "hard" || pe.Phase != "launch" || pe.Recovery.Action != "stop" {
 		t.Errorf("providerError: got %+v, want missing_credentials (hard), phase launch, recovery stop", pe)
@@ -97,9 +99,9 @@ func TestE2ESetupUnclassifiedSaysWhy(t *testing.T) {
   *'"initialize"'*) printf '%s\n' '{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"frobnicator misaligned"}}' ;;
   esac
 done`
-	p := startArgv(t, proxyArgv(t, nil, "sh", "-c", agent)...)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
-	frames := p.until("1")
+	p := startArgv(t, acptest.GuardArgv(t, nil, "sh", "-c", agent)...)
+	p.Send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}` + "\n")
+	frames := p.Until("1")
 	_, pe := setupError(t, frames[len(frames)-1])
 	if pe.Code != "unclassified" || pe.Reason != "no_match" || pe.Phase != "session_setup" {
 		t.Errorf("providerError: got %+v, want unclassified with reason no_match, phase session_setup", pe)

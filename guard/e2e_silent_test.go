@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // e2eMeta is result._meta.acpGuard as the client sees it.
@@ -18,13 +20,13 @@ type e2eMeta struct {
 	} `json:"stop"`
 }
 
-func resultMeta(t *testing.T, f e2eFrame) (e2eMeta, bool) {
+func resultMeta(t *testing.T, f acptest.Frame) (e2eMeta, bool) {
 	t.Helper()
 	var r struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if f.Error != nil || json.Unmarshal(f.Result, &r) != nil {
-		t.Fatalf("not a result: %s", f.raw)
+		t.Fatalf("not a result: %s", f.Raw)
 	}
 	raw, ok := r.Meta["acpGuard"]
 	if !ok {
@@ -59,18 +61,18 @@ func TestE2ESilentFlags(t *testing.T) {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
 			frames := promptTurn(t, startProxy(t, nil, "--scenario", tt.scenario))
-			resp := responsesTo(frames, "3")
+			resp := acptest.ResponsesTo(frames, "3")
 			if len(resp) != 1 {
 				t.Fatalf("responses to 3: got %d, want 1", len(resp))
 			}
 			m, ok := resultMeta(t, resp[0])
 			if want := tt.kind != "" || tt.stop != ""; ok != want {
-				t.Fatalf("_meta.acpGuard present %v, want %v: %s", ok, want, resp[0].raw)
+				t.Fatalf("_meta.acpGuard present %v, want %v: %s", ok, want, resp[0].Raw)
 			}
 			if !ok {
 				direct := directTurn(t, "--scenario", tt.scenario)
-				if !bytes.Contains(direct, resp[0].raw) {
-					t.Errorf("healthy result changed: %s", resp[0].raw)
+				if !bytes.Contains(direct, resp[0].Raw) {
+					t.Errorf("healthy result changed: %s", resp[0].Raw)
 				}
 				return
 			}
@@ -80,7 +82,7 @@ func TestE2ESilentFlags(t *testing.T) {
 				}
 				for _, k := range tt.evidence {
 					if _, ok := m.Silent.Evidence[k]; !ok {
-						t.Errorf("evidence lacks %q: %s", k, resp[0].raw)
+						t.Errorf("evidence lacks %q: %s", k, resp[0].Raw)
 					}
 				}
 			}
@@ -89,17 +91,17 @@ func TestE2ESilentFlags(t *testing.T) {
 			}
 			// The agent's frame plus the inserted member, nothing else.
 			direct := directTurn(t, "--scenario", tt.scenario)
-			i := bytes.Index(resp[0].raw, []byte(`"_meta":{"acpGuard":`))
+			i := bytes.Index(resp[0].Raw, []byte(`"_meta":{"acpGuard":`))
 			if i < 0 {
-				t.Fatalf("_meta not inserted as the result's first member: %s", resp[0].raw)
+				t.Fatalf("_meta not inserted as the result's first member: %s", resp[0].Raw)
 			}
 			var meta json.RawMessage
-			dec := json.NewDecoder(bytes.NewReader(resp[0].raw[i+len(`"_meta":`):]))
+			dec := json.NewDecoder(bytes.NewReader(resp[0].Raw[i+len(`"_meta":`):]))
 			if err := dec.Decode(&meta); err != nil {
 				t.Fatal(err)
 			}
 			end := i + len(`"_meta":`) + int(dec.InputOffset()) + 1 // and its comma
-			orig := append(append([]byte(nil), resp[0].raw[:i]...), resp[0].raw[end:]...)
+			orig := append(append([]byte(nil), resp[0].Raw[:i]...), resp[0].Raw[end:]...)
 			if !bytes.Contains(direct, orig) {
 				t.Errorf("result differs beyond _meta:\n got %s\nwant it in %s", orig, direct)
 			}
@@ -113,7 +115,7 @@ func emptyErrorPolicy(t *testing.T, retries int) string {
 	if retries > 0 {
 		retry = `{"enabled":true,"max_retries":` + string(rune('0'+retries)) + `,"initial_interval_seconds":1}`
 	}
-	return writeFile(t, "policy.json", `{"version":1,"empty_turn":"error",
+	return acptest.WriteFile(t, "policy.json", `{"version":1,"empty_turn":"error",
 "transient":{"retry":`+retry+`,"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
 "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`)
 }
@@ -126,7 +128,7 @@ func TestE2EEmptyTurnError(t *testing.T) {
 		t.Parallel()
 		rec := t.TempDir() + "/t.jsonl"
 		frames := promptTurn(t, startProxy(t, []string{"--policy", emptyErrorPolicy(t, 1), "--record", rec}, "--scenario", "empty-then-succeed", "--fail", "1"))
-		resp := responsesTo(frames, "3")
+		resp := acptest.ResponsesTo(frames, "3")
 		if len(resp) != 1 || stopReason(t, resp[0]) != "end_turn" {
 			t.Fatalf("responses to 3: %d, want one end_turn result", len(resp))
 		}
@@ -137,7 +139,7 @@ func TestE2EEmptyTurnError(t *testing.T) {
 	t.Run("stopped", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, []string{"--policy", emptyErrorPolicy(t, 0)}, "--scenario", "empty-then-succeed", "--fail", "1"))
-		resp := responsesTo(frames, "3")
+		resp := acptest.ResponsesTo(frames, "3")
 		if len(resp) != 1 {
 			t.Fatalf("responses to 3: %d, want 1", len(resp))
 		}
@@ -149,7 +151,7 @@ func TestE2EEmptyTurnError(t *testing.T) {
 	t.Run("retry empty again", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, []string{"--policy", emptyErrorPolicy(t, 1)}, "--scenario", "empty-then-succeed", "--fail", "5"))
-		resp := responsesTo(frames, "3")
+		resp := acptest.ResponsesTo(frames, "3")
 		if len(resp) != 1 {
 			t.Fatalf("responses to 3: %d, want 1", len(resp))
 		}
@@ -161,7 +163,7 @@ func TestE2EEmptyTurnError(t *testing.T) {
 	t.Run("pass by default", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, nil, "--scenario", "empty-then-succeed", "--fail", "1"))
-		if resp := responsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
+		if resp := acptest.ResponsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
 			t.Fatalf("responses to 3: %d, want one result", len(resp))
 		}
 	})
@@ -173,11 +175,11 @@ func TestE2EEmptyTurnError(t *testing.T) {
 func TestE2EStallWatchdog(t *testing.T) {
 	t.Parallel()
 	rec := t.TempDir() + "/t.jsonl"
-	p := startProxy(t, []string{"--stall-timeout", "300ms", "--record", rec, "--policy", retryPolicyFile(t, 3, 1)},
+	p := startProxy(t, []string{"--stall-timeout", "300ms", "--record", rec, "--policy", acptest.RetryPolicy(t, 3, 1)},
 		"--scenario", "stall-after-text", "--delay", "4s")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	frames := p.until("3")
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	frames := p.Until("3")
 	pe, _ := errorData(t, frames[len(frames)-1])
 	if pe.Code != "agent_stalled" || pe.Class != "unclassified" || pe.Recovery.Action != "stop" || pe.Recovery.Reason != "agent_stalled" {
 		t.Errorf("providerError: %+v", pe)
@@ -197,11 +199,11 @@ func TestE2EStallWatchdog(t *testing.T) {
 	}
 	// Wait (on the proxy's log, not a clock) until the agent's late answer
 	// reached the proxy and was dropped; the process watchdog bounds it.
-	if !p.stderr.WaitFor("late agent response to a request the proxy answered; dropped") {
-		t.Fatalf("the agent's late answer never reached the proxy; stderr:\n%s", p.stderr.String())
+	if !p.Stderr.WaitFor("late agent response to a request the proxy answered; dropped") {
+		t.Fatalf("the agent's late answer never reached the proxy; stderr:\n%s", p.Stderr.String())
 	}
-	rest, _ := p.finish()
-	if n := len(responsesTo(rest, "3")); n != 0 {
+	rest, _ := p.Finish()
+	if n := len(acptest.ResponsesTo(rest, "3")); n != 0 {
 		t.Errorf("prompt 3 answered %d more times", n)
 	}
 	evs := transcript(t, rec)
@@ -223,7 +225,7 @@ func TestE2EStallWatchdog(t *testing.T) {
 func TestE2EStallWatchdogOff(t *testing.T) {
 	t.Parallel()
 	frames := promptTurn(t, startProxy(t, nil, "--scenario", "stall-after-text", "--delay", "1s"))
-	if resp := responsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
+	if resp := acptest.ResponsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
 		t.Fatalf("responses to 3: want the agent's result")
 	}
 }
@@ -233,7 +235,7 @@ func TestE2EStallWatchdogOff(t *testing.T) {
 func TestE2EStallWatchdogSlowAgent(t *testing.T) {
 	t.Parallel()
 	frames := promptTurn(t, startProxy(t, []string{"--stall-timeout", "3s"}, "--scenario", "stream", "--count", "12", "--delay", "400ms"))
-	if resp := responsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
-		t.Fatalf("responses to 3: want the agent's result, got %s", frames[len(frames)-1].raw)
+	if resp := acptest.ResponsesTo(frames, "3"); len(resp) != 1 || resp[0].Error != nil {
+		t.Fatalf("responses to 3: want the agent's result, got %s", frames[len(frames)-1].Raw)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Text-reported failures and retry notes through the built binary, from a
@@ -16,7 +17,7 @@ func TestE2EErrorLineTurn(t *testing.T) {
 	t.Run("projected", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, nil, "--scenario", "error-line"))
-		resp := responsesTo(frames, "3")
+		resp := acptest.ResponsesTo(frames, "3")
 		if len(resp) != 1 {
 			t.Fatalf("responses to 3: %d, want 1", len(resp))
 		}
@@ -24,13 +25,13 @@ func TestE2EErrorLineTurn(t *testing.T) {
 		if pe.Code != "provider_unavailable" || pe.Class != "transient" || !pe.ReplaySafe || pe.Evidence.AssistantOutput || pe.ProviderID != "demo-agent" {
 			t.Errorf("providerError: %+v", pe)
 		}
-		if u, ok := frames[len(frames)-2].update(t); !ok || u.Content.Text != "Error: 503 Service Unavailable" {
-			t.Errorf("the error line must reach the client as it came: %s", frames[len(frames)-2].raw)
+		if u, ok := updateOf(t, frames[len(frames)-2]); !ok || u.Content.Text != "Error: 503 Service Unavailable" {
+			t.Errorf("the error line must reach the client as it came: %s", frames[len(frames)-2].Raw)
 		}
 	})
 	t.Run("retried by the policy, the agent failing each time", func(t *testing.T) {
 		t.Parallel()
-		r := runRecovery(t, []string{"--policy", retryPolicyFile(t, 1, 1), "--jitter-seed", "7"}, "--scenario", "error-line")
+		r := runRecovery(t, []string{"--policy", acptest.RetryPolicy(t, 1, 1), "--jitter-seed", "7"}, "--scenario", "error-line")
 		pe, _ := errorData(t, r.answer())
 		if r.prompts != 2 || r.viaPxy != 1 || pe.Recovery.Reason != "exhausted" || pe.Recovery.Attempt != 1 {
 			t.Errorf("prompts %d (%d by the guard), recovery %+v: want 2 (1), exhausted after 1 retry", r.prompts, r.viaPxy, pe.Recovery)
@@ -38,7 +39,7 @@ func TestE2EErrorLineTurn(t *testing.T) {
 	})
 	t.Run("after a thought and a tool call: not replay-safe", func(t *testing.T) {
 		t.Parallel()
-		r := runRecovery(t, []string{"--policy", retryPolicyFile(t, 3, 1)}, "--scenario", "error-line-after-tool")
+		r := runRecovery(t, []string{"--policy", acptest.RetryPolicy(t, 3, 1)}, "--scenario", "error-line-after-tool")
 		pe, _ := errorData(t, r.answer())
 		if pe.Code != "provider_unavailable" || pe.ReplaySafe || pe.Recovery.Reason != "unsafe" || r.prompts != 1 {
 			t.Errorf("providerError %+v, prompts %d: want unsafe, never retried", pe, r.prompts)
@@ -47,9 +48,9 @@ func TestE2EErrorLineTurn(t *testing.T) {
 	t.Run("prose that starts like an error line passes byte for byte", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, nil, "--scenario", "error-line-prose"))
-		resp := responsesTo(frames, "3")
+		resp := acptest.ResponsesTo(frames, "3")
 		if len(resp) != 1 || stopReason(t, resp[0]) != "end_turn" {
-			t.Fatalf("responses to 3: %s", resp[0].raw)
+			t.Fatalf("responses to 3: %s", resp[0].Raw)
 		}
 		if direct := directTurn(t, "--scenario", "error-line-prose"); !bytes.Equal(turnBytes(frames[len(frames)-2:]), lastTwo(t, direct)) {
 			t.Errorf("the prose turn changed:\n got %s\nwant %s", turnBytes(frames[len(frames)-2:]), lastTwo(t, direct))
@@ -71,7 +72,7 @@ func TestE2ERetryNotesOnly(t *testing.T) {
 	t.Parallel()
 	t.Run("the notes name a failure", func(t *testing.T) {
 		t.Parallel()
-		r := runRecovery(t, []string{"--policy", retryPolicyFile(t, 3, 1)}, "--scenario", "retry-notes")
+		r := runRecovery(t, []string{"--policy", acptest.RetryPolicy(t, 3, 1)}, "--scenario", "retry-notes")
 		pe, _ := errorData(t, r.answer())
 		if pe.Recovery.Reason != "diagnostic_only" || !pe.ReplaySafe || r.prompts != 1 {
 			t.Errorf("providerError %+v, prompts %d: want a failure never recovered (diagnostic_only)", pe, r.prompts)
@@ -81,7 +82,7 @@ func TestE2ERetryNotesOnly(t *testing.T) {
 		}
 		var notes int
 		for _, f := range r.frames {
-			if u, ok := f.update(t); ok && strings.Contains(u.Content.Text, "Retrying in") {
+			if u, ok := updateOf(t, f); ok && strings.Contains(u.Content.Text, "Retrying in") {
 				notes++
 			}
 		}
@@ -92,19 +93,19 @@ func TestE2ERetryNotesOnly(t *testing.T) {
 	t.Run("the notes name nothing known", func(t *testing.T) {
 		t.Parallel()
 		frames := promptTurn(t, startProxy(t, nil, "--scenario", "retry-notes-unnamed"))
-		resp := responsesTo(frames, "3")
+		resp := acptest.ResponsesTo(frames, "3")
 		m, ok := resultMeta(t, resp[0])
 		if !ok || m.Silent == nil || m.Silent.Kind != "empty" || !bytes.Contains(m.Silent.Evidence["empty"], []byte(`"retryNotes":1`)) {
-			t.Errorf("result %s: want silent empty with retryNotes 1", resp[0].raw)
+			t.Errorf("result %s: want silent empty with retryNotes 1", resp[0].Raw)
 		}
 	})
 }
 
-// Seed 004: a transient note followed by a 401 is not retried, whatever
+// A transient note followed by a 401 is not retried, whatever
 // the policy says.
 func TestE2ETransientNoteThen401(t *testing.T) {
 	t.Parallel()
-	everything := writeFile(t, "policy.json", `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":1}},"hard":{"retry":{"max_retries":3,"initial_interval_seconds":1}}}`)
+	everything := acptest.WriteFile(t, "policy.json", `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":1}},"hard":{"retry":{"max_retries":3,"initial_interval_seconds":1}}}`)
 	r := runRecovery(t, []string{"--policy", everything}, "--scenario", "note-then-401")
 	pe, _ := errorData(t, r.answer())
 	if pe.Code != "auth_required" || pe.Recovery.Action != "stop" || pe.Recovery.Reason != "diagnostic_mismatch" || r.prompts != 1 {
@@ -118,21 +119,21 @@ func TestE2ELateOutput(t *testing.T) {
 	t.Parallel()
 	rec := t.TempDir() + "/t.jsonl"
 	p := startProxy(t, []string{"--record", rec}, "--scenario", "late-output")
-	_, sid := p.open()
-	p.send(e2ePrompt(3, sid))
-	if resp := p.until("3"); stopReason(t, resp[len(resp)-1]) != "end_turn" {
-		t.Fatalf("prompt 3: %s", resp[len(resp)-1].raw)
+	_, sid := p.Open()
+	p.Send(acptest.Prompt(3, sid))
+	if resp := p.Until("3"); stopReason(t, resp[len(resp)-1]) != "end_turn" {
+		t.Fatalf("prompt 3: %s", resp[len(resp)-1].Raw)
 	}
 	for _, want := range []string{"Hello! How can ", "I help you today?"} {
-		if u, ok := p.next().update(t); !ok || u.Content.Text != want {
+		if u, ok := updateOf(t, p.Next()); !ok || u.Content.Text != want {
 			t.Fatalf("late chunk: got %+v, want %q", u, want)
 		}
 	}
-	p.send(e2ePrompt(4, sid)) // the late answer's window closes here
-	p.until("4")
-	p.finish()
-	if !strings.Contains(p.stderr.String(), "late output") {
-		t.Errorf("no late output in the log:\n%s", p.stderr.String())
+	p.Send(acptest.Prompt(4, sid)) // the late answer's window closes here
+	p.Until("4")
+	p.Finish()
+	if !strings.Contains(p.Stderr.String(), "late output") {
+		t.Errorf("no late output in the log:\n%s", p.Stderr.String())
 	}
 	res, err := acpguard.Replay(transcript(t, rec), acpguard.Config{})
 	if err != nil {

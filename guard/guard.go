@@ -85,7 +85,7 @@ type Guard struct {
 	closed   bool
 	circOps  circuitOps // the circuit store's worker (circuitops.go)
 	probes   int        // prompts holding a probe lease
-	circID   uint64     // this Guard among the process's (lease holder ids)
+	circID   string     // this Guard's name to the circuits when Config.CircuitHolder is unset (NewCircuitHolder)
 	jitter   policy.Jitter
 	quiet    *classify.Engine // cfg.Engine without its Observed callback (textreport.go)
 	// The held-prompt board (held.go): its worker (the circuitOps

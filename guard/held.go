@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -278,10 +277,13 @@ func (g *Guard) heldNamespace() string {
 // processID names this guard across processes and machines
 // (host/pid/guard), the prefix of its lease holders.
 func (g *Guard) processID() string {
-	if g.circID == 0 {
-		g.circID = guards.Add(1)
+	if g.cfg.CircuitHolder != "" {
+		return g.cfg.CircuitHolder
 	}
-	return holderBase + "/" + strconv.FormatUint(g.circID, 10)
+	if g.circID == "" {
+		g.circID = NewCircuitHolder()
+	}
+	return g.circID
 }
 
 // hostName is this machine's name, bounded.

@@ -1,16 +1,14 @@
 package guard_test
 
 import (
-	"bufio"
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -39,50 +37,34 @@ func TestAttemptLogOffTheRelayLock(t *testing.T) {
 	doc.Transient = policy.ClassPolicy{Retry: policy.Retry{Enabled: true, MaxRetries: 3, InitialIntervalSeconds: 1}, OnExhausted: policy.OutcomeStop}
 	blog := &blockingLog{got: make(chan policy.Record, 16), release: make(chan struct{})}
 	g := guard.New(guard.Config{Identity: observers.Identity{Command: "demo-agent"}, Engine: catalogue.Default(), Policy: doc, Attempts: blog})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithTimeout(context.Background(), e2eWatchdog)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := transport.Run(ctx, transport.Options{Argv: demoArgv(t, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"),
-			Grace: time.Second, Stdin: inR, Stdout: outW, Stderr: io.Discard, Hooks: g})
-		outW.Close()
-		done <- err
-	}()
-	out := bufio.NewReader(outR)
-	p := &inProc{t: t, in: inW, out: out, done: done}
-	p.send(e2eInit, e2eNew)
-	p.until("1")
-	p.until("2")
-	p.send(e2ePrompt(3, "sess-1"))
+	p := relayInProc(t, g, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")
+	p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("1")
+	p.Until("2")
+	p.Send(acptest.Prompt(3, "sess-1"))
 	select {
 	case r := <-blog.got:
 		if r.Outcome != policy.AttemptScheduled {
 			t.Fatalf("first record: %s, want scheduled", r.Outcome)
 		}
-	case <-ctx.Done():
+	case <-time.After(acptest.DefaultWatchdog): // a guard against a hang, not an assertion
 		t.Fatal("no attempt record")
 	}
 	// The write hangs: the relay still works.
-	p.send(e2eRequest(4, "session/new", `{"cwd":"/tmp","mcpServers":[]}`))
-	frames := p.until("4")
-	if n := len(retryNotices(t, frames)); n != 0 || len(responsesTo(frames, "3")) != 0 {
-		t.Fatalf("before the record was written: %d notices, %d answers to 3; want none", n, len(responsesTo(frames, "3")))
+	p.Send(acptest.Request(4, "session/new", `{"cwd":"/tmp","mcpServers":[]}`))
+	frames := p.Until("4")
+	if n := len(retryNotices(t, frames)); n != 0 || len(acptest.ResponsesTo(frames, "3")) != 0 {
+		t.Fatalf("before the record was written: %d notices, %d answers to 3; want none", n, len(acptest.ResponsesTo(frames, "3")))
 	}
 	close(blog.release)
-	frames = p.until("3")
+	frames = p.Until("3")
 	if n := len(retryNotices(t, frames)); n != 1 {
 		t.Errorf("retry notices after the write: got %d, want 1", n)
 	}
 	if sr := stopReason(t, frames[len(frames)-1]); sr != "end_turn" {
 		t.Errorf("prompt 3: got %s, want end_turn", sr)
 	}
-	inW.Close()
-	_, _ = io.Copy(io.Discard, outR)
-	if err := <-done; err != nil {
-		t.Errorf("transport.Run: %v", err)
-	}
+	finishInProc(t, p)
 	if err := g.Close(); err != nil {
 		t.Error(err)
 	}
@@ -149,27 +131,16 @@ func TestLateActivityWhileRecordPending(t *testing.T) {
 	doc.Transient = policy.ClassPolicy{Retry: policy.Retry{Enabled: true, MaxRetries: 3, InitialIntervalSeconds: 1}, OnExhausted: policy.OutcomeStop}
 	blog := &blockingLog{got: make(chan policy.Record, 16), release: make(chan struct{})}
 	g := guard.New(guard.Config{Identity: observers.Identity{Command: "demo-agent"}, Engine: catalogue.Default(), Policy: doc, Attempts: blog})
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	ctx, cancel := context.WithTimeout(context.Background(), e2eWatchdog)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := transport.Run(ctx, transport.Options{Argv: demoArgv(t, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"),
-			Grace: time.Second, Stdin: inR, Stdout: outW, Stderr: io.Discard, Hooks: g})
-		outW.Close()
-		done <- err
-	}()
-	p := &inProc{t: t, in: inW, out: bufio.NewReader(outR), done: done}
-	p.send(e2eInit, e2eNew)
-	p.until("1")
-	p.until("2")
-	p.send(e2ePrompt(3, "sess-1"))
+	p := relayInProc(t, g, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")
+	p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("1")
+	p.Until("2")
+	p.Send(acptest.Prompt(3, "sess-1"))
 	if r := <-blog.got; r.Outcome != policy.AttemptScheduled {
 		t.Fatalf("first record: %s, want scheduled", r.Outcome)
 	}
-	p.send(lateChunk("sess-1"))
-	frames := p.until("3")
+	p.Send(lateChunk("sess-1"))
+	frames := p.Until("3")
 	pe, _ := errorData(t, frames[len(frames)-1])
 	if pe.Recovery.Reason != "late_activity" || pe.ReplaySafe || !pe.Evidence.AssistantOutput {
 		t.Errorf("providerError: recovery %+v replaySafe %v evidence %+v, want late_activity with assistant output", pe.Recovery, pe.ReplaySafe, pe.Evidence)
@@ -179,28 +150,12 @@ func TestLateActivityWhileRecordPending(t *testing.T) {
 	if r := <-blog.got; r.Outcome != policy.AttemptStopped || r.Decision.Reason != "late_activity" {
 		t.Errorf("second record: %s/%s, want stopped/late_activity", r.Outcome, r.Decision.Reason)
 	}
-	inW.Close()
-	rest := p.finishRest()
+	rest := finishInProc(t, p)
 	if n := len(retryNotices(t, append(frames, rest...))); n != 0 {
 		t.Errorf("retry notices: got %d, want none", n)
 	}
-	if len(responsesTo(rest, "3")) != 0 {
+	if len(acptest.ResponsesTo(rest, "3")) != 0 {
 		t.Error("prompt 3 answered twice")
 	}
-	if err := <-done; err != nil {
-		t.Errorf("transport.Run: %v", err)
-	}
 	g.Close()
-}
-
-// finishRest reads the rest of the output after stdin was closed.
-func (p *inProc) finishRest() []e2eFrame {
-	var rest []e2eFrame
-	for {
-		f, ok := p.next()
-		if !ok {
-			return rest
-		}
-		rest = append(rest, f)
-	}
 }

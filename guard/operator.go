@@ -12,7 +12,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Actions on held prompts (seed 000's user actions: retry now, skip to the
+// Actions on held prompts (the recovery design's user actions: retry now, skip to the
 // next model, stop). A prompt held until a moment comes — a reset wait's
 // deadline, a retry's delay, the circuit's word while parked (state
 // actionable) — can be told to move on early:

@@ -13,8 +13,8 @@ import (
 const Schema = "acp-guard.provider-error/1"
 
 // ProviderError is the structured failure added to a JSON-RPC error's data
-// under "providerError" (DESIGN.md, "Wire contracts"). Field order is the
-// wire order.
+// under "providerError": the wire contract. Field order is the wire order;
+// fields are only ever added, and optional ones are omitted when empty.
 type ProviderError struct {
 	Schema           string        `json:"schema"`
 	Code             string        `json:"code"`
@@ -118,14 +118,8 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.Evidence = evidenceFlags(t.Evidence)
 		pe.AgentRetries = t.AgentRetries()
 	}
-	if v.RetryAfter != nil {
-		ms := v.RetryAfter.Milliseconds()
-		pe.RetryAfterMs = &ms
-	}
-	if v.ResetAt != nil {
-		s := v.ResetAt.UTC().Format(time.RFC3339)
-		pe.ResetAt = &s
-	}
+	hints := v.Timing()
+	pe.RetryAfterMs, pe.ResetAt = hints.RetryAfterMs, hints.ResetAt
 	return pe
 }
 

@@ -35,8 +35,7 @@ type modelSwitch struct {
 
 // sameProviderOnly lists semantic codes that are evidence for recovering on
 // the same provider and model only: a lost agent transport says nothing
-// against the model, so it never authorizes switching to a fallback
-// (spec 000, "Cursor retry-safety semantics").
+// against the model, so it never authorizes switching to a fallback.
 var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 
 // fail decides what to do about a failed attempt and moves p accordingly:

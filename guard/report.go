@@ -7,7 +7,7 @@ import (
 	"github.com/acp-guard/acp-guard/policy"
 )
 
-// Outcomes of a prompt turn (DESIGN.md, replay --json).
+// Outcomes of a prompt turn (the "outcome" of a `replay --json` line).
 const (
 	OutcomePassed    = "passed"
 	OutcomeRewritten = "rewritten"

@@ -8,7 +8,8 @@ import (
 	"github.com/acp-guard/acp-guard/policy"
 )
 
-// Seed 004 through the guard (no circuits, reset waiting off): a provider
+// Hints, credentials and bare conflicts through the guard (no circuits,
+// reset waiting off): a provider
 // hint of 3 s is the floor of a 1 s retry; auth failures are never
 // retried whatever the policy says; a bare 409 is a request the agent
 // must change.

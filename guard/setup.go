@@ -8,8 +8,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Set-up and launch failures (DESIGN.md, "Contracts for later
-// capabilities"): an error answer to a request that sets a session up is
+// Set-up and launch failures: an error answer to a request that sets a session up is
 // annotated with a providerError of phase "session_setup"; a set-up request
 // left unanswered because the agent exited gets one of phase "launch",
 // classified from the agent's stderr and exit. Neither is ever recovered

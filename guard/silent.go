@@ -10,7 +10,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Silent failures and abnormal completions (issue 14). A successful
+// Silent failures and abnormal completions. A successful
 // session/prompt result is flagged from evidence, never from silence
 // alone:
 //
@@ -20,7 +20,7 @@ import (
 //     as gemini-cli sends it; usage_update notifications carry the
 //     context size, not output tokens, and are no evidence here);
 //   - repeated: the turn's opening text was streamed again from a chunk
-//     boundary (observers, repeat.go, defines the run);
+//     boundary (observers/repeat.go defines the run);
 //   - empty: stopReason end_turn and no visible output at all: no
 //     non-blank text or thought chunk, no plan, no tool call or update,
 //     no agent→client request. The agent's own retry notes are not output

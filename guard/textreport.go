@@ -10,7 +10,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Text-reported failures and retry notes, for every adapter (issue 20).
+// Text-reported failures and retry notes, for every adapter.
 //
 //   - An error line: a turn that ends end_turn whose whole visible text is
 //     one error line (classify.ParseErrorLine) is a failure when the engine
@@ -29,9 +29,8 @@ import (
 //     flagged silent empty (evidence.empty.retryNotes).
 //   - A note in assistant text (an ACP diagnostic: the client saw it)
 //     counts for recovery only when it matches the error that follows
-//     (seed 004, spec 000 "Matching ACP diagnostic and error projection"):
-//     a classified note whose class differs from the failure's stops
-//     recovery (diagnostic_mismatch). Retry notes on stderr are counted
+//     (docs/WIRE.md): a classified note whose class differs from the
+//     failure's stops recovery (diagnostic_mismatch). Retry notes on stderr are counted
 //     among the agent's retries but never weighed: the client never saw
 //     them.
 
@@ -142,7 +141,7 @@ func (g *Guard) noteVerdict(t *observers.Turn, now time.Time, quiet bool) classi
 
 // noteClass is the class the turn's latest retry note names ("" when
 // there is none, or the engine does not recognise it): what the failure
-// that follows must match for the note to count (seed 004).
+// that follows must match for the note to count.
 func (g *Guard) noteClass(t *observers.Turn, now time.Time) string {
 	v := g.noteVerdict(t, now, true)
 	if v.Class == classify.ClassUnclassified || v.Class == "" {

@@ -222,7 +222,7 @@ func TestNotesOnlyTurn(t *testing.T) {
 	}
 }
 
-// Seed 004: a note counts only when it matches the error that follows. A
+// A note counts only when it matches the error that follows. A
 // "transient" note then a 401 is not retried, whatever the policy says;
 // a note of the same class as the error is no obstacle.
 func TestDiagnosticMustMatchTheError(t *testing.T) {

@@ -29,7 +29,7 @@ type NATSOptions struct {
 	Bucket string        // key-value bucket name
 	TTL    time.Duration // bucket max age
 	Name   string        // client connection name shown by the server
-	Extra  []nats.Option // more nats.go options (credentials, TLS)
+	Extra  []nats.Option // more NATS client options (credentials, TLS)
 }
 
 // NATSStore keeps held-prompt entries in a NATS JetStream key-value bucket

@@ -33,7 +33,7 @@ func AdapterFromCommand(argv0 string) string {
 	return NormalizeAdapter(base)
 }
 
-// Identity resolves the adapter in DESIGN.md's order: the explicit flag,
+// Identity resolves the adapter in this order: the explicit flag,
 // the transcript's meta event, the agent's initialize agentInfo.name, the
 // command's basename. Later sources are consulted only when earlier ones
 // are empty.

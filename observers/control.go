@@ -42,9 +42,9 @@ type ControlSignature struct {
 }
 
 // CursorRetriable is the Cursor normal-completion failure projection
-// (spec 000, "Cursor normal-completion failure projection"); its match is
-// the catalogue rule cursor.retriable_stream_reset.v1. It is exclusive:
-// spec 000 defines Cursor's text-reported failures completely, so text
+// (docs/WIRE.md, README.md); its match is the catalogue rule
+// cursor.retriable_stream_reset.v1. It is exclusive: the projection
+// defines Cursor's text-reported failures completely, so text
 // with its prefix that the rule refuses (cancellation, deadline, retry
 // escalation) is not projected by the generic error-line layer either.
 var CursorRetriable = ControlSignature{

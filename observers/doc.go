@@ -19,10 +19,4 @@
 // arrival order, with no I/O and no clock: time is passed in. Nothing here
 // starts a goroutine or locks. Evidence is bounded: flags,
 // counts and a few short lines, never copies of output.
-//
-// Dependencies (imports point one way):
-//
-//	cmd/acp-guard → replay → guard → observers → internal/jsonscan
-//	                               ↘ classify ← catalogue      ↘ classify (adapter names only)
-//	                               ↘ policy
 package observers

@@ -28,7 +28,7 @@ func bound(t testing.TB) []ControlSignature {
 }
 
 // The observer and the catalogue agree on every control-chunk text: one
-// definition (issue 12: "[deadline_exceeded]" was rewritten by the
+// definition ("[deadline_exceeded]" was once rewritten by the
 // observer but vetoed by the catalogue, "retry limit reached" the other
 // way round).
 func TestCursorSignatureIsTheCatalogueRule(t *testing.T) {

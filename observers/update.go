@@ -16,7 +16,7 @@ type SessionUpdate struct {
 	Kind       UpdateKind
 	TextRaw    []byte // raw JSON string of update.content.text (chunks only)
 	// NonText is set for a chunk whose content block is not text (image,
-	// audio, resource, resource_link): output by itself (seed 000).
+	// audio, resource, resource_link): output by itself.
 	NonText bool
 }
 
@@ -107,8 +107,7 @@ func rawInner(raw []byte) []byte {
 }
 
 // TextBlank reports whether a raw JSON string is empty after Unicode
-// trimming (seed 000: such a chunk is neither output nor a clearing
-// event). ASCII whitespace is judged on the raw bytes; only a string whose
+// trimming (such a chunk is neither output nor a clearing event). ASCII whitespace is judged on the raw bytes; only a string whose
 // first non-ASCII-space character is non-ASCII or escaped is decoded.
 func TextBlank(raw []byte) bool {
 	in := rawInner(raw)

@@ -4,21 +4,16 @@
 // schedule a document implies, the clock abstraction the recovery engine
 // uses, and the append-only attempt log.
 //
-// # Place in the module
-//
-//	cmd/acp-guard ──► replay ──► transport / observers ──► classify ◄── catalogue
-//	      │                                │
-//	      └────────────────────────────────┴──► policy   (beside classify)
-//
 // policy imports only classify's registry of codes (names and classes: for
-// per-code overrides and the codes that are never retried); callers
-// translate a verdict and the turn's evidence into a [Failure]. It must
-// not import transport or replay.
+// per-code overrides and the codes that are never retried) and
+// internal/safefile (the attempt log's file); callers translate a verdict
+// and the turn's evidence into a [Failure]. (ARCHITECTURE.md places it
+// beside classify; internal/archtest checks its imports.)
 //
 // # The policy document (version 1)
 //
 // A JSON object with these fields, each of which may be omitted (an omitted
-// part takes the seed's default: immediate skip, retry and reset waiting
+// part takes the default: immediate skip, retry and reset waiting
 // disabled), so {"transient":{"retry":{"max_retries":3,
 // "initial_interval_seconds":5}}} is a whole document:
 //
@@ -66,7 +61,7 @@
 // [ValidationError] whose [FieldError]s name the field by path, e.g.
 // "transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)".
 //
-// Legacy rules are accepted in two shapes and normalized once (spec 000):
+// Legacy rules are accepted in two shapes and normalized once:
 // a bare JSON string ("try_next", "stop" or "retry_same"), or an object
 // {"version":1,"legacy":"retry_same"} that may also carry fallback_models.
 // try_next is no wait, no retry, then skip for both classes; stop is the
@@ -77,7 +72,7 @@
 //
 // # Evaluation
 //
-// [Evaluate] follows spec 000 "Per-class policy" and seed 004 in order:
+// [Evaluate] decides in this order:
 // stale, unclassified, request-class and unsafe failures stop
 // (configuration cannot override the replay-safety gate); so do a failure
 // that is only what the agent's own retry notes named (diagnostic_only)

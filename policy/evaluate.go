@@ -22,7 +22,7 @@ const (
 	ReasonRetryHint    = "retry_hint"    // retry within the budget, delayed to the provider's hint
 	ReasonExhausted    = "exhausted"     // no wait applies and no retry remains
 	// ReasonNotRetryable: an auth or credential failure is never retried
-	// or waited for, whatever the policy says (seed 004); on_exhausted
+	// or waited for, whatever the policy says; on_exhausted
 	// decides at once.
 	ReasonNotRetryable = "not_retryable"
 	// ReasonHintBeyondPolicy: the provider's validated hint asks for a
@@ -30,7 +30,7 @@ const (
 	// never sent earlier than the hint: on_exhausted decides.
 	ReasonHintBeyondPolicy = "hint_beyond_policy"
 	// ReasonDiagnosticMismatch: the agent's retry note named another
-	// class of failure than the error that followed (seed 004).
+	// class of failure than the error that followed.
 	ReasonDiagnosticMismatch = "diagnostic_mismatch"
 	// ReasonDiagnosticOnly: the failure is only what the agent's retry
 	// notes named; no error followed them.
@@ -38,7 +38,7 @@ const (
 )
 
 // neverRetried are the codes no policy retries, waits for or overrides:
-// auth and credential failures (seed 004) need a person.
+// auth and credential failures need a person.
 var neverRetried = map[string]bool{classify.CodeAuthRequired: true, classify.CodeMissingCredentials: true}
 
 // NeverRetried reports whether failures of code are never retried or
@@ -73,8 +73,7 @@ func (d Document) PolicyFor(class, code string) (cp ClassPolicy, key string, ok 
 	return cp, class, true
 }
 
-// Evaluate decides what to do about one failed attempt, following spec 000
-// "Per-class policy" and seed 004 in order:
+// Evaluate decides what to do about one failed attempt, in this order:
 //
 //  1. stale evidence, an unclassified or unknown class, the request class, or
 //     a failed replay-safety gate stop (the gate cannot be configured away);

@@ -16,7 +16,7 @@ import (
 	"github.com/acp-guard/acp-guard/classify"
 )
 
-// Limits of the version 1 document (spec 000, "Per-class policy").
+// Limits of the version 1 document (the package doc specifies it).
 const (
 	// Version is the only supported document version.
 	Version = 1
@@ -245,7 +245,7 @@ func configurableCodes() []string {
 //     "fallback_models".
 //
 // Legacy forms are normalized with [FromLegacy]. Omitted parts take the
-// seed's defaults: version 1; a missing class, retry or wait_for_reset is
+// defaults: version 1; a missing class, retry or wait_for_reset is
 // disabled; a missing on_exhausted is skip; a section without "enabled" is
 // enabled when it sets a field. Unknown fields, unknown classes and
 // out-of-range values are refused; every problem is reported in one
@@ -535,7 +535,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 		ld.Version, ld.Request, ld.Codes = d.Version, d.Request, d.Codes
 		d = ld
 	default:
-		// An omitted class takes the seed's default: immediate skip.
+		// An omitted class takes the default: immediate skip.
 		d.Transient, d.Hard = Default().Transient, Default().Hard
 		if hasTransient {
 			d.Transient = p.class(classTransient, transientRaw)
@@ -589,7 +589,7 @@ func (p *parser) class(prefix string, raw json.RawMessage) ClassPolicy {
 		}
 	}
 	if !hasOutcome {
-		cp.OnExhausted = Default().Transient.OnExhausted // the seed's skip
+		cp.OnExhausted = Default().Transient.OnExhausted // the default skip
 	}
 	return cp
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// example is the document of DESIGN.md "Recovery rules".
+// example is the document of the package doc (policy/doc.go).
 const example = `{"version":1,
  "transient":{"retry":{"enabled":true,"max_retries":3,"initial_interval_seconds":5},
               "wait_for_reset":{"enabled":true,"max_wait_seconds":300},
@@ -61,7 +61,7 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
-// Omitted parts of a document take the seed's defaults (immediate skip,
+// Omitted parts of a document take the defaults (immediate skip,
 // retry and waiting disabled, version 1).
 func TestParseOmittedSectionsTakeSeedDefaults(t *testing.T) {
 	retry3 := ClassPolicy{Retry: Retry{Enabled: true, MaxRetries: 3, InitialIntervalSeconds: 5}, OnExhausted: OutcomeSkip}

@@ -143,7 +143,7 @@ func mustParse(t *testing.T, s string) policy.Document {
 	return d
 }
 
-// designDoc is DESIGN.md's example: transient 3 retries from 5 s with a
+// designDoc is the package doc's example: transient 3 retries from 5 s with a
 // 5 minute reset wait then skip; hard stops.
 const designDoc = `{"version":1,
  "transient":{"retry":{"enabled":true,"max_retries":3,"initial_interval_seconds":5},
@@ -226,7 +226,7 @@ func TestScenarioResetWaitOnce(t *testing.T) {
 
 // Scenario 3: the same reset six hours away with a five-minute maximum is
 // not shortened: the route proceeds to the exhausted outcome — a retry
-// would ask the provider again before its reset, and seed 004 makes a hint
+// would ask the provider again before its reset, and a hint is
 // the floor of every retry (hint_beyond_policy).
 func TestScenarioResetTooFar(t *testing.T) {
 	for _, tt := range []struct {
@@ -333,10 +333,10 @@ func TestScenarioLegacyRetrySame(t *testing.T) {
 }
 
 // Hints inside the policy are never shortened, and never lengthen a
-// backoff they do not exceed: with DESIGN.md's policy (5 s, 10 s, 20 s;
+// backoff they do not exceed: with the package doc's policy (5 s, 10 s, 20 s;
 // waits up to 5 minutes) a provider asking for 7 s first gets its wait,
 // then backoffs of 7 s (the hint), 10 s and 20 s; one asking for 2 s leaves
-// the seed's 5, 10, 20 exact after its wait; one asking for an hour (beyond
+// the policy's 5, 10, 20 exact after its wait; one asking for an hour (beyond
 // the maximum) is never retried before the hour: the route ends at once.
 func TestScenarioHintsNeverShortened(t *testing.T) {
 	after := func(d time.Duration) func(int, time.Time) *policy.Failure {

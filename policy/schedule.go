@@ -72,7 +72,7 @@ func (d Document) retries() bool {
 //
 // When anything retries or waits, a last line says what no policy
 // changes: no retry before a provider's validated hint, and auth and
-// credential failures never retried (seed 004).
+// credential failures never retried.
 func (d Document) Describe() string {
 	lines := []string{
 		classTransient + ": " + d.Schedule(classTransient),

@@ -10,7 +10,7 @@ import (
 	"github.com/acp-guard/acp-guard/policy"
 )
 
-// Seed 004: a Retry-After or reset hint is a floor for plain retries too.
+// A Retry-After or reset hint is a floor for plain retries too.
 // With reset waiting off, a 3 s hint is never retried after 1 s: it is
 // retried after 3 s; a hint beyond the longest backoff the policy allows
 // is not retried at all.

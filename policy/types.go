@@ -95,7 +95,7 @@ type Failure struct {
 	Now        time.Time
 	// Diagnostic is the class the agent's own retry note named before
 	// the failure ("" when there was none, or it named nothing known): a
-	// note counts only when it matches the error that follows (seed 004),
+	// note counts only when it matches the error that follows,
 	// so a different class stops recovery.
 	Diagnostic string
 	// DiagnosticOnly: the failure is what the agent's retry notes named,

@@ -7,11 +7,8 @@
 // (acpguard), the one place acp-guard's parts are assembled: replay drives
 // it but never builds one.
 //
-// Dependencies point one way:
-//
-//	cmd/acp-guard ─► acpguard ─► replay ─► transport / observers ─► classify
-//
-// replay must not import cmd, acpguard or guard. Serve and the Recorder use
+// replay imports transport, observers and classify, never guard or
+// anything above it (internal/archtest checks it). Serve and the Recorder use
 // only the standard library (and internal/safefile, the one way acp-guard
 // opens a file it writes); they never decode and re-encode a frame.
 //

@@ -70,6 +70,10 @@ type Event struct {
 	StallTimeoutMs   int64
 	Circuits         string
 	CircuitNamespace string
+	// CircuitHolder is the name the proxy's sessions had for the circuits
+	// (their probe leases and wake offsets hash it): a replay takes it to
+	// decide as the live proxy did.
+	CircuitHolder string
 	// AttemptLog says where the proxy kept its attempt log ("dir" or
 	// "memory"; "" : none, or not said): when set, the transcript holds an
 	// attempt_log event wherever the proxy learned a write's result.
@@ -173,7 +177,7 @@ func (e Event) appendJSON(dst []byte) []byte {
 	for _, f := range [...]struct{ key, val string }{
 		{`,"adapter":`, e.Adapter}, {`,"version":`, e.Version},
 		{`,"catalogue":`, e.Catalogue}, {`,"start":`, start}, {`,"notices":`, e.Notices},
-		{`,"circuits":`, e.Circuits}, {`,"circuit_namespace":`, e.CircuitNamespace}, {`,"attempt_log":`, e.AttemptLog},
+		{`,"circuits":`, e.Circuits}, {`,"circuit_namespace":`, e.CircuitNamespace}, {`,"circuit_holder":`, e.CircuitHolder}, {`,"attempt_log":`, e.AttemptLog},
 		{`,"via":`, e.Via},
 	} {
 		if f.val != "" {
@@ -253,6 +257,7 @@ type wireEvent struct {
 	StallMs      int64           `json:"stall_timeout_ms"`
 	Circuits     string          `json:"circuits"`
 	Namespace    string          `json:"circuit_namespace"`
+	Holder       string          `json:"circuit_holder"`
 	AttemptLog   string          `json:"attempt_log"`
 	JitterSeed   uint64          `json:"jitter_seed"`
 	Seq          int             `json:"seq"`
@@ -274,7 +279,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
 		Policy: w.Policy, Fallback: w.Fallback,
-		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, AttemptLog: w.AttemptLog,
+		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, CircuitHolder: w.Holder, AttemptLog: w.AttemptLog,
 		JitterSeed: w.JitterSeed,
 		Seq:        w.Seq, Err: w.Err,
 	}

@@ -96,6 +96,7 @@ type MetaInfo struct {
 	StallTimeout     time.Duration
 	Circuits         string
 	CircuitNamespace string
+	CircuitHolder    string
 	AttemptLog       string
 	// JitterSeed is the seed of the proxy's retry jitter (0: none).
 	JitterSeed uint64
@@ -118,7 +119,7 @@ func (r *Recorder) Meta(m MetaInfo) {
 		}
 	}
 	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback,
-		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace, AttemptLog: m.AttemptLog,
+		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace, CircuitHolder: m.CircuitHolder, AttemptLog: m.AttemptLog,
 		JitterSeed: m.JitterSeed})
 }
 

@@ -1,29 +1,21 @@
 package replay_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
 func TestMain(m *testing.M) { testbin.Main(m) }
-
-// watchdog bounds one acp-guard process's life in a round trip: a guard
-// against hangs (the test then fails on missing frames), not an assertion.
-const watchdog = 60 * time.Second
 
 const retryPolicy = `{"version":1,
  "transient":{"retry":{"enabled":true,"max_retries":2,"initial_interval_seconds":1},
@@ -46,77 +38,21 @@ func drive(t *testing.T, flags []string, agent ...string) [][]byte {
 // driveArgs is drive with acp-guard's whole command line.
 func driveArgs(t *testing.T, args ...string) [][]byte {
 	t.Helper()
-	bin := testbin.Path(t)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	p := acptest.Start(t, append([]string{acptest.Bin(t)}, args...), acptest.Options{Answer: acptest.Permissive, Record: true, SkipInvalid: true})
+	p.Send(acptest.InitializeAll(1))
+	p.Until("1")
+	p.Send(acptest.SessionNew(2))
+	got := p.Until("2")
+	sid, err := acptest.SessionID(got[len(got)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	dog := time.AfterFunc(watchdog, func() { _ = cmd.Process.Kill() })
-	defer dog.Stop()
-	out := bufio.NewReader(outPipe)
-	var frames [][]byte
-	send := func(s string) {
-		if _, err := in.Write([]byte(s + "\n")); err != nil {
-			t.Fatalf("writing to acp-guard: %v", err)
-		}
-	}
-	// await reads frames until the response to id, answering agent requests.
-	await := func(id string) map[string]json.RawMessage {
-		for {
-			line, err := out.ReadBytes('\n')
-			if err != nil {
-				t.Fatalf("waiting for the response to %s: %v (frames so far %q)", id, err, frames)
-			}
-			frames = append(frames, line)
-			var m map[string]json.RawMessage
-			if json.Unmarshal(line, &m) != nil {
-				continue
-			}
-			_, isReq := m["method"]
-			switch {
-			case isReq && m["id"] != nil:
-				result := `{}`
-				if strings.Contains(string(m["method"]), "fs/read_text_file") {
-					result = `{"content":"hello\n"}`
-				}
-				send(`{"jsonrpc":"2.0","id":` + string(m["id"]) + `,"result":` + result + `}`)
-			case !isReq && string(m["id"]) == id:
-				return m
-			}
-		}
-	}
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true}}}`)
-	await("1")
-	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
-	var sid string
-	if err := json.Unmarshal(await("2")["result"], &struct {
-		SessionID *string `json:"sessionId"`
-	}{&sid}); err != nil {
-		t.Fatal(err)
-	}
-	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sid + `","prompt":[{"type":"text","text":"hello"}]}}`)
-	await("3")
-	in.Close()
-	for {
-		line, err := out.ReadBytes('\n')
-		if len(line) > 0 {
-			frames = append(frames, line)
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
-	return frames
+	p.Send(acptest.Request(3, "session/prompt", `{"sessionId":"`+sid+`","prompt":[{"type":"text","text":"hello"}]}`))
+	p.Until("3")
+	p.CloseStdin()
+	p.RestBytes()
+	p.Wait()
+	return p.Lines()
 }
 
 // wallTimes matches the fields that hold acp-guard's wall clock.
@@ -129,33 +65,6 @@ func normalize(frames [][]byte) []string {
 		out[i] = wallTimes.ReplaceAllString(string(f), `"$1":"T"`)
 	}
 	return out
-}
-
-func clientView(events []replay.Event) [][]byte {
-	var out [][]byte
-	for _, ev := range events {
-		if ev.Dir == replay.DirA2C && !ev.Suppressed {
-			eol := "\n"
-			if ev.CRLF {
-				eol = "\r\n"
-			}
-			out = append(out, append(append([]byte(nil), ev.Bytes()...), eol...))
-		}
-	}
-	return out
-}
-
-func equalFrames(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Errorf("%s: got %d frames, want %d:\ngot  %q\nwant %q", what, len(got), len(want), got, want)
-		return
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Errorf("%s: frame %d:\ngot  %s\nwant %s", what, i, got[i], want[i])
-		}
-	}
 }
 
 // TestRoundTrip records demo-agent sessions through the real proxy, plays
@@ -208,7 +117,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("reading the recording: %v", errs)
 			}
 			// The recording holds exactly what the client saw.
-			equalFrames(t, "recorded client view", normalize(clientView(events)), normalize(live))
+			acptest.EqualFrames(t, "recorded client view", normalize(replay.ClientView(events)), normalize(live))
 
 			// Offline: the same frames to the client and the expected verdict.
 			res, err := acpguard.Replay(events, cfg)
@@ -218,7 +127,7 @@ func TestRoundTrip(t *testing.T) {
 			if len(res.Errors) > 0 {
 				t.Errorf("offline replay errors: %v", res.Errors)
 			}
-			equalFrames(t, "offline client frames", normalize(res.Client), normalize(live))
+			acptest.EqualFrames(t, "offline client frames", normalize(res.Client), normalize(live))
 			if len(res.Turns) != 1 || res.Turns[0].Outcome != tt.outcome {
 				t.Errorf("offline turns = %+v, want one %q", res.Turns, tt.outcome)
 			}
@@ -228,7 +137,7 @@ func TestRoundTrip(t *testing.T) {
 			// process (replay --serve, with the recorded configuration) or
 			// as another process.
 			served := driveArgs(t, "replay", "--serve", "--no-delay", rec)
-			equalFrames(t, "served client frames", normalize(served), normalize(live))
+			acptest.EqualFrames(t, "served client frames", normalize(served), normalize(live))
 			// A separate acp-guard draws its retry jitter from the recorded
 			// seed only when told.
 			if m, ok := replay.MetaOf(events); !ok || m.JitterSeed == 0 {
@@ -237,7 +146,7 @@ func TestRoundTrip(t *testing.T) {
 				flags = append(flags, "--jitter-seed", strconv.FormatUint(m.JitterSeed, 10))
 			}
 			behind := drive(t, flags, "replay", "--serve", "--agent-only", "--no-delay", rec)
-			equalFrames(t, "client frames served behind acp-guard", normalize(behind), normalize(live))
+			acptest.EqualFrames(t, "client frames served behind acp-guard", normalize(behind), normalize(live))
 		})
 	}
 }
@@ -276,5 +185,5 @@ func TestPlayLinesUpProxyIDs(t *testing.T) {
 	for _, f := range res.Agent {
 		got = append(got, string(f))
 	}
-	equalFrames(t, "agent-bound frames", got, want)
+	acptest.EqualFrames(t, "agent-bound frames", got, want)
 }

@@ -48,11 +48,11 @@ func TestServeFailureStaysFaithfulForRetries(t *testing.T) {
 	if got := c.recv(); !strings.Contains(got, "client diverged") {
 		t.Errorf("got %q, want a divergence error", got)
 	}
-	c.stdin.Close()
+	c.CloseStdin()
 	select {
 	case <-lingering:
-	case res := <-c.done:
-		t.Fatalf("Serve ended on the client's EOF (%v); the recorded agent stayed until killed", res)
+	case <-c.Done():
+		t.Fatalf("Serve ended on the client's EOF (exit %d, %v); the recorded agent stayed until killed", c.code, c.Err())
 	}
 	cancel() // what the proxy's grace signal does to the served process
 	if res := c.wait(); res.code != 128+9 || res.err != nil {
@@ -74,7 +74,7 @@ func TestServeExitAfterClientClosed(t *testing.T) {
 	c.recv()
 	c.send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s"}}`)
 	c.expect(`{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"API Error: 529 overloaded_error"}}`)
-	c.stdin.Close()
+	c.CloseStdin()
 	if res := c.wait(); res.code != 0 || res.err != nil {
 		t.Errorf("got exit %d, %v; want 0, nil", res.code, res.err)
 	}

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -12,16 +11,18 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
-// fakeClient drives Serve over pipes the way an ACP client would.
+// fakeClient drives Serve over pipes the way an ACP client would
+// (internal/acptest).
 type fakeClient struct {
+	*acptest.Piped
 	t      *testing.T
-	stdin  *io.PipeWriter // Serve's input
-	stdout *bufio.Reader  // Serve's output
-	done   chan serveResult
-	stderr *bytes.Buffer // read only after done
-	logs   *bytes.Buffer // read only after done
+	code   int           // Serve's, read only after Err
+	stderr *bytes.Buffer // read only after Err
+	logs   *bytes.Buffer // read only after Err
 }
 
 type serveResult struct {
@@ -29,38 +30,31 @@ type serveResult struct {
 	err  error
 }
 
+// startServe runs Serve on the events; it stops when ctx or the test ends.
 func startServe(t *testing.T, ctx context.Context, events []Event, opts ServeOptions) *fakeClient {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &fakeClient{t: t, stdin: inW, stdout: bufio.NewReader(outR), done: make(chan serveResult, 1),
-		stderr: &bytes.Buffer{}, logs: &bytes.Buffer{}}
+	c := &fakeClient{t: t, stderr: &bytes.Buffer{}, logs: &bytes.Buffer{}}
 	opts.NoDelay = opts.NoDelay || opts.after == nil
 	opts.Logger = slog.New(slog.NewTextHandler(c.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() { // the test waits for it in wait or via t.Cleanup
-		code, err := Serve(ctx, events, opts, inR, outW, c.stderr)
-		outW.Close()
-		c.done <- serveResult{code, err}
-	}()
-	t.Cleanup(func() { inW.Close(); outR.Close() })
+	c.Piped = acptest.Pipe(t, acptest.Options{}, func(end context.Context, stdin io.Reader, stdout io.Writer) error {
+		sctx, stop := context.WithCancel(ctx)
+		defer context.AfterFunc(end, stop)()
+		var err error
+		c.code, err = Serve(sctx, events, opts, stdin, stdout, c.stderr)
+		return err
+	})
 	return c
 }
 
 func (c *fakeClient) send(line string) {
 	c.t.Helper()
-	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
-		c.t.Fatalf("send: %v", err)
-	}
+	c.Send(line + "\n")
 }
 
 // recv returns the next line Serve wrote, with its line ending.
 func (c *fakeClient) recv() string {
 	c.t.Helper()
-	line, err := c.stdout.ReadString('\n')
-	if err != nil {
-		c.t.Fatalf("recv: got %q, %v", line, err)
-	}
-	return line
+	return string(c.Line())
 }
 
 func (c *fakeClient) expect(want string) {
@@ -73,11 +67,11 @@ func (c *fakeClient) expect(want string) {
 // wait returns Serve's result after checking it wrote nothing more.
 func (c *fakeClient) wait() serveResult {
 	c.t.Helper()
-	rest, _ := io.ReadAll(c.stdout)
-	if len(rest) > 0 {
+	if rest := c.RestBytes(); len(rest) > 0 {
 		c.t.Errorf("unexpected output after the last expected line: %q", rest)
 	}
-	return <-c.done
+	err := c.Err()
+	return serveResult{c.code, err}
 }
 
 func readSample(t *testing.T, name string) []Event {
@@ -132,7 +126,7 @@ func TestServeDivergence(t *testing.T) {
 	c.expect(`{"jsonrpc":"2.0","id":9,"result":{"stopReason":"end_turn"}}`)
 	c.send(`{"jsonrpc":"2.0","id":10,"method":"session/prompt","params":{}}`)
 	c.expect(`{"jsonrpc":"2.0","id":10,"error":{"code":-32603,"message":"replay: client diverged from recording: expected end of recording, got session/prompt"}}`)
-	c.stdin.Close() // no recorded exit: Serve ends with the client's input
+	c.CloseStdin() // no recorded exit: Serve ends with the client's input
 	res := c.wait()
 	if res.code != 0 || res.err != nil {
 		t.Errorf("got exit %d, %v; want 0, nil", res.code, res.err)
@@ -281,7 +275,7 @@ func TestServeClientClosesEarly(t *testing.T) {
 	c := startServe(t, context.Background(), readSample(t, "basic.jsonl"), ServeOptions{})
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize"}`)
 	c.recv()
-	c.stdin.Close()
+	c.CloseStdin()
 	res := c.wait()
 	if res.code != 0 || res.err != nil {
 		t.Errorf("got %d, %v; want 0, nil", res.code, res.err)
@@ -297,7 +291,7 @@ func TestServeIgnoresBadClientLines(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":1,"method":3}`)
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"session/new"}`)
 	c.expect(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"p1"}}`)
-	c.stdin.Close()
+	c.CloseStdin()
 	c.wait()
 	if got := strings.Count(c.logs.String(), "not a JSON-RPC message"); got != 2 {
 		t.Errorf("got %d bad-line logs, want 2:\n%s", got, c.logs.String())

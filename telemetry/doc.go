@@ -33,7 +33,4 @@
 // about 19 MB smaller and about 8 MiB less resident; see docs/PERFORMANCE.md):
 // New then returns ErrNotBuilt and the proxy logs one warning if telemetry
 // was asked for.
-//
-//	acpguard ──► telemetry ──► guard (Event, TurnReport), observers (Identity),
-//	                           go.opentelemetry.io/otel/...
 package telemetry

@@ -3,20 +3,17 @@
 package telemetry_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/observers"
 )
@@ -40,50 +37,27 @@ func session(t *testing.T, env []string, flags []string, agent ...string) (stdou
 // sessionMeta is session with meta (raw JSON) as the prompt's _meta.
 func sessionMeta(t *testing.T, env []string, flags []string, meta string, agent ...string) (stdout, stderr string) {
 	t.Helper()
-	bin := testbin.Path(t)
-	argv := append([]string{"--log-level", "info", "--state-dir", t.TempDir()}, flags...)
-	argv = append(append(argv, "--", bin, "demo-agent"), agent...)
-	cmd := exec.Command(bin, argv...)
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, _ := cmd.StdinPipe()
-	outR, _ := cmd.StdoutPipe()
-	var errB bytes.Buffer
-	cmd.Stderr = &errB
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	dog := time.AfterFunc(90*time.Second, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // hang guard only
-	defer dog.Stop()
-	out := bufio.NewReader(outR)
+	p := acptest.Start(t, acptest.GuardArgv(t, flags, acptest.DemoAgent(t, agent...)...), acptest.Options{Env: append(cleanEnv(), env...)})
 	var got strings.Builder
 	read := func(id string) {
-		for {
-			line, err := out.ReadString('\n')
-			got.WriteString(line)
-			if err != nil {
-				t.Fatalf("stdout ended before the answer to %s: %v\n%s", id, err, got.String())
-			}
-			if strings.Contains(line, `"id":`+id+`,"result"`) || strings.Contains(line, `"id":`+id+`,"error"`) {
-				return
-			}
+		for _, f := range p.Until(id) {
+			got.Write(f.Raw)
 		}
 	}
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
+	p.Send(acptest.Initialize(1))
 	read("1")
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	p.Send(acptest.SessionNew(2))
 	read("2")
-	p, _ := json.Marshal(secretPrompt)
+	text, _ := json.Marshal(secretPrompt)
 	if meta != "" {
 		meta = `,"_meta":` + meta
 	}
-	fmt.Fprintf(in, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%s}]%s}}`+"\n", rawSession, p, meta)
+	p.Send(acptest.Request(3, "session/prompt", fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":%s}]%s}`, rawSession, text, meta)))
 	read("3")
-	in.Close()
-	rest, _ := io.ReadAll(out)
-	got.Write(rest)
-	_ = cmd.Wait()
-	return got.String(), errB.String()
+	p.CloseStdin()
+	got.Write(p.RestBytes())
+	p.Wait()
+	return got.String(), p.AllStderr()
 }
 
 // cleanEnv is the test's environment without OTEL_* variables.
@@ -313,41 +287,19 @@ func TestOffByDefault(t *testing.T) {
 func TestFlushOnSignal(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t)
-	bin := testbin.Path(t)
-	cmd := exec.Command(bin, "--grace", "2s", "--", bin, "demo-agent", "--scenario", "hang")
-	cmd.Env = append(cleanEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_METRIC_EXPORT_INTERVAL=600000", "OTEL_BSP_SCHEDULE_DELAY=600000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, _ := cmd.StdinPipe()
-	outR, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	dog := time.AfterFunc(90*time.Second, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }) // hang guard only
-	defer dog.Stop()
-	out := bufio.NewReader(outR)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
-	for i := 0; i < 2; i++ {
-		if _, err := out.ReadString('\n'); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"x"}]}}`)
+	p := acptest.Start(t, acptest.GuardArgv(t, []string{"--grace", "2s"}, acptest.DemoAgent(t, "--scenario", "hang")...),
+		acptest.Options{Env: append(cleanEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT="+rcv.url, "OTEL_METRIC_EXPORT_INTERVAL=600000", "OTEL_BSP_SCHEDULE_DELAY=600000")})
+	p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("1")
+	p.Until("2")
+	p.Send(acptest.Request(3, "session/prompt", `{"sessionId":"sess-1","prompt":[{"type":"text","text":"x"}]}`))
 	// The prompt is in the guard's table once the agent has it; a frame
 	// through the agent after it proves the order (test/mirror answers).
-	fmt.Fprintln(in, `{"jsonrpc":"2.0","id":4,"method":"test/mirror","params":{}}`)
-	for {
-		line, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stdout ended: %v", err)
-		}
-		if strings.Contains(line, `"id":4`) {
-			break
-		}
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	rest, _ := io.ReadAll(out)
-	_ = cmd.Wait()
+	p.Send(acptest.Request(4, "test/mirror", ""))
+	p.Until("4")
+	p.Signal(syscall.SIGTERM)
+	rest := p.RestBytes()
+	p.Wait()
 	if !strings.Contains(string(rest), `"id":3`) {
 		t.Errorf("the hung prompt was not answered: %s", rest)
 	}

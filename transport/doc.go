@@ -1,12 +1,15 @@
 // Package transport is acp-guard's stdio relay: framing (lines.go),
 // frames and directions (msg.go), the request table (requests.go), the
-// serialized state machine between client and agent (relay.go) and its
-// exactly-once answers (answers.go), the agent's process (child.go), the
-// event loop that ties pipes, timers and signals to the relay (loop.go,
-// shutdown.go, reaper.go), sessions that end before the agent runs
-// (early.go) and the writers (writer.go). It imports no other acp-guard
-// package but internal/jsonscan; observation, classification and recovery
-// plug in through Hooks.
+// serialized state machine between client and agent (relay.go) with what
+// plugs into it (hooks.go: Hooks, Ctl, Output, Tap), what a hook may do
+// through it (ctl.go), its exactly-once answers (answers.go), the answers
+// owed when the agent is gone (exit.go), lines that are not whole frames
+// (cutoff.go) and its statistics (counts.go); the agent's process
+// (child.go), the event loop that ties pipes, timers and signals to the
+// relay (loop.go, shutdown.go, reaper.go), sessions that end before the
+// agent runs (early.go) and the writers (writer.go). Observation,
+// classification and recovery plug in through Hooks; what transport may
+// import is checked by internal/archtest (ARCHITECTURE.md draws the map).
 //
 // # Frames
 //

@@ -3,11 +3,12 @@ package transport_test
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // TestE2EAnswersOnceBothWays: a hostile agent answers the client's
@@ -29,28 +30,28 @@ printf '%s\n' '{"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"s
 while read -r l; do printf '%s\n' "$l" >> "$GOT"; done`
 	t.Setenv("GOT", got)
 	g := startGuard(t, []string{"--record", rec}, "sh", "-c", script)
-	g.send(initialize(1))
-	var msgs []rpcMsg
+	g.Send(acptest.Initialize(1))
+	var msgs []acptest.Frame
 	for {
-		m := g.msg()
+		m := g.Next()
 		msgs = append(msgs, m)
 		if m.Method == "fs/read_text_file" {
 			break
 		}
 	}
-	g.send(`{"jsonrpc":"2.0","id":7,"result":{"content":"one"}}`+"\n",
+	g.Send(`{"jsonrpc":"2.0","id":7,"result":{"content":"one"}}`+"\n",
 		`{"jsonrpc":"2.0","id":7,"result":{"content":"two"}}`+"\n",
 		`{"jsonrpc":"2.0","id":8,"result":{"content":"never asked"}}`+"\n",
 		// In flight at the client's EOF, so the agent — idle otherwise —
 		// is left to record what it read and go by itself (answered at
 		// its exit) instead of getting SIGTERM at once.
 		`{"jsonrpc":"2.0","id":"keep","method":"x/keep"}`+"\n")
-	g.closeIn()
-	msgs = append(msgs, g.restMsgs()...)
-	if code := g.wait(); code != 0 {
+	g.CloseStdin()
+	msgs = append(msgs, g.Rest()...)
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	by := responsesByID(msgs)
+	by := acptest.ResponsesByID(msgs)
 	if len(by["1"]) != 1 || len(by[`"keep"`]) != 1 || len(by) != 2 {
 		t.Errorf("client got answers %v; want exactly one to id 1 (and the exit's to \"keep\"):\n%s", keys(by), raws(msgs))
 	}
@@ -60,15 +61,14 @@ while read -r l; do printf '%s\n' "$l" >> "$GOT"; done`
 	}
 	var answers []string
 	for _, ln := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var m rpcMsg
-		if json.Unmarshal([]byte(ln), &m) == nil && m.isResponse() {
+		if m, err := acptest.Parse([]byte(ln)); err == nil && m.IsResponse() {
 			answers = append(answers, ln)
 		}
 	}
 	if len(answers) != 1 || !strings.Contains(answers[0], `"content":"one"`) {
 		t.Errorf("agent received answers %q; want only the client's first answer to 7", answers)
 	}
-	log := g.allStderr()
+	log := g.AllStderr()
 	for _, want := range []string{"second answer to a request already answered; dropped", "answer to no pending request (never sent or no longer pending); dropped"} {
 		if n := strings.Count(log, want); n < 2 {
 			t.Errorf("log has %q %d times, want at least 2 (agent and client):\n%s", want, n, log)

@@ -1,6 +1,6 @@
 package transport_test
 
-// The fault matrix of issue 11, transport side: hostile agents, signals and
+// The fault matrix (docs/RELIABILITY.md), transport side: hostile agents, signals and
 // slow clients driven through the built binary over real pipes. Each test
 // names the fault it plays; each fails without the fix it proves.
 
@@ -16,26 +16,28 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // checkFrames checks that every line of out is one complete JSON object
 // ending in a newline: frames stay frames.
-func checkFrames(t *testing.T, out []byte) []rpcMsg {
+func checkFrames(t *testing.T, out []byte) []acptest.Frame {
 	t.Helper()
-	var msgs []rpcMsg
+	var msgs []acptest.Frame
 	for _, ln := range bytes.SplitAfter(out, []byte("\n")) {
 		if len(ln) == 0 {
 			continue
 		}
 		if ln[len(ln)-1] != '\n' {
-			t.Errorf("stdout ends with an unterminated line %q", trunc(ln, 200))
+			t.Errorf("stdout ends with an unterminated line %q", acptest.Trunc(ln, 200))
 		}
-		var m rpcMsg
-		if err := json.Unmarshal(ln, &m); err != nil {
-			t.Errorf("stdout line is not one JSON frame: %v: %q", err, trunc(ln, 200))
+		m, err := acptest.Parse(ln)
+		if err != nil {
+			t.Errorf("stdout line is not one JSON frame: %v: %q", err, acptest.Trunc(ln, 200))
 			continue
 		}
-		m.raw = ln
+		m.Raw = ln
 		msgs = append(msgs, m)
 	}
 	return msgs
@@ -64,18 +66,18 @@ func TestE2EFramesStayFrames(t *testing.T) {
 			g := startGuard(t, nil, "sh", "-c", tt.script)
 			var ids []string
 			for i := 1; i <= tt.requests; i++ {
-				g.send(request(i, "x/ask", ""))
+				g.Send(acptest.Request(i, "x/ask", ""))
 				ids = append(ids, strconv.Itoa(i))
 			}
-			out := g.rest()
-			if code := g.wait(); code != tt.wantCode {
+			out := g.RestBytes()
+			if code := g.Wait(); code != tt.wantCode {
 				t.Errorf("exit code %d, want %d", code, tt.wantCode)
 			}
 			if tt.want != "" && string(out) != tt.want {
 				t.Errorf("stdout %q, want %q", out, tt.want)
 			}
 			checkAnsweredOnce(t, checkFrames(t, out), ids...)
-			if log := g.allStderr(); !strings.Contains(log, tt.wantLog) {
+			if log := g.AllStderr(); !strings.Contains(log, tt.wantLog) {
 				t.Errorf("log lacks %q:\n%s", tt.wantLog, log)
 			}
 		})
@@ -103,10 +105,10 @@ func TestE2EClientFramesStayFrames(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "agent-stdin")
 			g := startGuard(t, nil, "sh", "-c", `cat > "$1"`, "sh", file)
-			g.send(first, tt.tail)
-			g.closeIn()
-			msgs := checkFrames(t, g.rest())
-			if code := g.wait(); code != 0 {
+			g.Send(first, tt.tail)
+			g.CloseStdin()
+			msgs := checkFrames(t, g.RestBytes())
+			if code := g.Wait(); code != 0 {
 				t.Errorf("exit code %d, want 0", code)
 			}
 			got, err := os.ReadFile(file)
@@ -122,7 +124,7 @@ func TestE2EClientFramesStayFrames(t *testing.T) {
 			}
 			for id, m := range checkAnsweredOnce(t, msgs, ids...) {
 				if m.Error == nil || m.Error.Code != tt.answers[id] {
-					t.Errorf("id %s answered %s, want error %d", id, m.raw, tt.answers[id])
+					t.Errorf("id %s answered %s, want error %d", id, m.Raw, tt.answers[id])
 				}
 			}
 		})
@@ -137,21 +139,21 @@ func TestE2EClientFramesStayFrames(t *testing.T) {
 func TestE2ESlowClientGetsTheAnswer(t *testing.T) {
 	const chunks, size = 400, 1024
 	g := startGuard(t, []string{"--state-dir", t.TempDir()}, demoAgent(t, "stream-exit", "--count", strconv.Itoa(chunks), "--size", strconv.Itoa(size))...)
-	sid := g.openSession()
-	g.send(prompt(3, sid))
+	sid := openSession(g)
+	g.Send(acptest.Prompt(3, sid))
 	// Read slowly: 8 KiB every 100 ms. This sets the pace of the client;
 	// nothing is asserted about time.
 	var out []byte
 	buf := make([]byte, 8<<10)
 	for {
-		n, err := g.out.Read(buf)
+		n, err := g.Out.Read(buf)
 		out = append(out, buf[:n]...)
 		if err != nil {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if code := g.wait(); code != 0 {
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	msgs := checkFrames(t, out)
@@ -167,7 +169,7 @@ func TestE2ESlowClientGetsTheAnswer(t *testing.T) {
 	m := checkAnsweredOnce(t, msgs, "3")["3"]
 	var res struct{ StopReason string }
 	if m.Error != nil || json.Unmarshal(m.Result, &res) != nil || res.StopReason != "end_turn" {
-		t.Errorf("prompt answered %s, want the agent's end_turn", trunc(m.raw, 400))
+		t.Errorf("prompt answered %s, want the agent's end_turn", acptest.Trunc(m.Raw, 400))
 	}
 }
 
@@ -177,12 +179,12 @@ func TestE2ESlowClientGetsTheAnswer(t *testing.T) {
 // answered too, and the agent is terminated after the grace period.
 func TestE2EAgentClosesStdout(t *testing.T) {
 	g := startGuard(t, []string{"--grace", "2s", "--state-dir", t.TempDir()}, demoAgent(t, "close-stdout")...)
-	sid := g.openSession()
-	g.send(prompt(3, sid))
-	msgs := g.until("3")
+	sid := openSession(g)
+	g.Send(acptest.Prompt(3, sid))
+	msgs := g.Until("3")
 	m := msgs[len(msgs)-1]
 	if m.Error == nil || m.Error.Code != -32603 {
-		t.Fatalf("prompt answered %s, want -32603", m.raw)
+		t.Fatalf("prompt answered %s, want -32603", m.Raw)
 	}
 	var data struct {
 		ProviderError struct {
@@ -199,15 +201,15 @@ func TestE2EAgentClosesStdout(t *testing.T) {
 	if data.ProviderError.Code != "agent_transport_lost" || data.ProviderError.Class != "transient" || !data.AgentExit.OutputClosed {
 		t.Errorf("error data %s, want providerError agent_transport_lost/transient and agentExit.outputClosed", m.Error.Data)
 	}
-	g.send(request(4, "x/after", ""))
-	if m := g.until("4"); m[len(m)-1].Error == nil {
-		t.Errorf("request after the loss answered %s, want an error", m[len(m)-1].raw)
+	g.Send(acptest.Request(4, "x/after", ""))
+	if m := g.Until("4"); m[len(m)-1].Error == nil {
+		t.Errorf("request after the loss answered %s, want an error", m[len(m)-1].Raw)
 	}
 	// The client keeps its stdin open: the agent goes by the escalation.
-	if code := g.wait(); code != 143 {
+	if code := g.Wait(); code != 143 {
 		t.Errorf("exit code %d, want 143 (the agent terminated by SIGTERM)", code)
 	}
-	log := g.allStderr()
+	log := g.AllStderr()
 	for _, s := range []string{"agent closed its stdout but still runs", "agent still running after grace; sending SIGTERM"} {
 		if !strings.Contains(log, s) {
 			t.Errorf("log lacks %q:\n%s", s, log)
@@ -240,32 +242,32 @@ func signalStopsRetries(t *testing.T, interval int) {
 		t.Fatal(err)
 	}
 	g := startGuard(t, []string{"--policy", pol, "--grace", "3s", "--state-dir", t.TempDir()}, demoAgent(t, "fail-ignore-term")...)
-	sid := g.openSession()
-	g.send(prompt(3, sid))
+	sid := openSession(g)
+	g.Send(acptest.Prompt(3, sid))
 	// The retry notice says the wait has begun.
 	for {
-		m := g.msg()
+		m := g.Next()
 		if m.Method == "session/update" && strings.Contains(string(m.Params), "retrying") {
 			break
 		}
-		if m.isResponse() {
-			t.Fatalf("prompt answered before a retry was scheduled: %s", m.raw)
+		if m.IsResponse() {
+			t.Fatalf("prompt answered before a retry was scheduled: %s", m.Raw)
 		}
 	}
-	if err := syscall.Kill(g.pid(), syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(g.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	g.waitStderr("forwarding signal to agent")
-	if err := syscall.Kill(g.pid(), syscall.SIGINT); err != nil { // a second signal: not forwarded again
+	g.WaitStderr("forwarding signal to agent")
+	if err := syscall.Kill(g.Pid(), syscall.SIGINT); err != nil { // a second signal: not forwarded again
 		t.Fatal(err)
 	}
-	msgs := checkFrames(t, g.rest())
-	if code := g.wait(); code != 137 {
+	msgs := checkFrames(t, g.RestBytes())
+	if code := g.Wait(); code != 137 {
 		t.Errorf("exit code %d, want 137 (the TERM-ignoring agent killed)", code)
 	}
 	m := checkAnsweredOnce(t, msgs, "3")["3"]
 	if m.Error == nil {
-		t.Fatalf("prompt answered %s, want an error", m.raw)
+		t.Fatalf("prompt answered %s, want an error", m.Raw)
 	}
 	// The held prompt is answered with the failure it was waiting to
 	// recover from, classified, and the reason says why recovery stopped.
@@ -285,9 +287,9 @@ func signalStopsRetries(t *testing.T, interval int) {
 	pe := data.ProviderError
 	if pe.Class != "transient" || pe.Recovery.Action != "stop" || pe.Recovery.Reason != "shutting_down" {
 		t.Errorf("providerError code %q class %q recovery %+v, want the transient failure stopped with reason shutting_down (%s)",
-			pe.Code, pe.Class, pe.Recovery, m.raw)
+			pe.Code, pe.Class, pe.Recovery, m.Raw)
 	}
-	log := g.allStderr()
+	log := g.AllStderr()
 	if n := strings.Count(log, "demo-agent: prompt "); n != 1 {
 		t.Errorf("the agent received %d prompts, want 1 (no retry after the signal):\n%s", n, log)
 	}
@@ -306,13 +308,13 @@ func signalStopsRetries(t *testing.T, interval int) {
 // SIGKILL).
 func TestE2EGuardKilledTakesTermIgnoringAgent(t *testing.T) {
 	g := startGuard(t, nil, demoAgent(t, "ignore-term")...)
-	pid := g.waitAgentPID()
-	g.waitStderr("ignoring SIGTERM")
-	if err := syscall.Kill(g.pid(), syscall.SIGKILL); err != nil {
+	pid := g.AgentPID()
+	g.WaitStderr("ignoring SIGTERM")
+	if err := syscall.Kill(g.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	g.wait()
-	if err := waitProcessGone(pid); err != nil {
+	g.Wait()
+	if err := acptest.WaitProcessGone(pid); err != nil {
 		t.Errorf("agent %d outlived a killed acp-guard: %v", pid, err)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -325,31 +327,25 @@ var orphanRe = regexp.MustCompile(`orphan (\d+)`)
 // is reaped, not left <defunct>.
 func TestE2EOrphansReaped(t *testing.T) {
 	g := startGuard(t, nil, "sh", "-c", `(sleep 300 </dev/null >/dev/null 2>&1 & echo "orphan $!" >&2); exec cat`)
-	m := orphanRe.FindStringSubmatch(g.waitStderr("orphan "))
+	m := orphanRe.FindStringSubmatch(g.WaitStderr("orphan "))
 	pid, _ := strconv.Atoi(m[1])
 	// The subshell that started it has exited: the orphan's parent is now
 	// acp-guard. Re-parenting follows the subshell's exit; wait for it.
-	if err := waitFor(func() bool { _, pp, ok := procStatPPID(pid); return !ok || pp == g.pid() }); err != nil {
-		_, pp, _ := procStatPPID(pid)
-		t.Fatalf("orphan %d has parent %d, want acp-guard %d (a child subreaper)", pid, pp, g.pid())
+	if err := waitFor(func() bool { _, pp, _, ok := acptest.ProcStat(pid); return !ok || pp == g.Pid() }); err != nil {
+		_, pp, _, _ := acptest.ProcStat(pid)
+		t.Fatalf("orphan %d has parent %d, want acp-guard %d (a child subreaper)", pid, pp, g.Pid())
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// While acp-guard runs, the dead orphan must be reaped, not a zombie.
-	if err := waitFor(func() bool { state, _, ok := procStatPPID(pid); return !ok || state != "Z" }); err != nil {
+	if err := waitFor(func() bool { state, _, _, ok := acptest.ProcStat(pid); return !ok || state != "Z" }); err != nil {
 		t.Errorf("orphan %d is still <defunct> under acp-guard", pid)
 	}
-	g.closeIn()
-	if code := g.wait(); code != 0 {
+	g.CloseStdin()
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-}
-
-// procStatPPID reads the state and parent pid of pid.
-func procStatPPID(pid int) (state string, ppid int, ok bool) {
-	state, ppid, _, ok = procFields(pid)
-	return state, ppid, ok
 }
 
 // waitFor polls cond until it holds; the deadline is a hang guard.
@@ -378,11 +374,11 @@ func TestE2EIDsMatchedByValue(t *testing.T) {
 		t.Run(tt.client+"/"+tt.agent, func(t *testing.T) {
 			answer := `{"jsonrpc":"2.0","id":` + tt.agent + `,"result":{"ok":true}}`
 			g := startGuard(t, nil, "sh", "-c", `read -r a; echo '`+answer+`'; exec cat`)
-			g.send(`{"jsonrpc":"2.0","id":` + tt.client + `,"method":"x/ask","params":{}}` + "\n")
-			first := g.line()
-			g.closeIn()
-			rest := g.rest()
-			if code := g.wait(); code != 0 {
+			g.Send(`{"jsonrpc":"2.0","id":` + tt.client + `,"method":"x/ask","params":{}}` + "\n")
+			first := g.Line()
+			g.CloseStdin()
+			rest := g.RestBytes()
+			if code := g.Wait(); code != 0 {
 				t.Errorf("exit code %d, want 0", code)
 			}
 			want := `{"jsonrpc":"2.0","id":` + tt.client + `,"result":{"ok":true}}` + "\n"
@@ -390,7 +386,7 @@ func TestE2EIDsMatchedByValue(t *testing.T) {
 				t.Errorf("got %q, want %q", first, want)
 			}
 			if len(rest) != 0 {
-				t.Errorf("a second answer: %q", trunc(rest, 300))
+				t.Errorf("a second answer: %q", acptest.Trunc(rest, 300))
 			}
 		})
 	}
@@ -407,24 +403,24 @@ func TestE2EDuplicateProxyAnswerDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := startGuard(t, []string{"--policy", pol, "--state-dir", t.TempDir()}, demoAgent(t, "double-answer", "--fail", "1")...)
-	sid := g.openSession()
-	g.send(prompt(3, sid))
-	msgs := g.until("3")
+	sid := openSession(g)
+	g.Send(acptest.Prompt(3, sid))
+	msgs := g.Until("3")
 	if m := msgs[len(msgs)-1]; m.Error != nil {
-		t.Fatalf("prompt answered %s, want the retry's success", m.raw)
+		t.Fatalf("prompt answered %s, want the retry's success", m.Raw)
 	}
-	g.closeIn() // the agent wrote both answers before it reads the EOF
-	msgs = append(msgs, checkFrames(t, g.rest())...)
-	if code := g.wait(); code != 0 {
+	g.CloseStdin() // the agent wrote both answers before it reads the EOF
+	msgs = append(msgs, checkFrames(t, g.RestBytes())...)
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	if log := g.allStderr(); !strings.Contains(log, "agent answered a proxy request that is not pending; dropped") {
+	if log := g.AllStderr(); !strings.Contains(log, "agent answered a proxy request that is not pending; dropped") {
 		t.Errorf("log lacks the dropped duplicate:\n%s", log)
 	}
 	checkAnsweredOnce(t, msgs, "3")
 	for _, m := range msgs {
 		if bytes.Contains(m.ID, []byte("acp-guard:")) {
-			t.Errorf("the proxy's own id reached the client: %s", m.raw)
+			t.Errorf("the proxy's own id reached the client: %s", m.Raw)
 		}
 	}
 }

@@ -10,14 +10,16 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // checkAnsweredOnce checks that every id got exactly one response, and
 // returns the responses by id.
-func checkAnsweredOnce(t *testing.T, msgs []rpcMsg, ids ...string) map[string]rpcMsg {
+func checkAnsweredOnce(t *testing.T, msgs []acptest.Frame, ids ...string) map[string]acptest.Frame {
 	t.Helper()
-	by := responsesByID(msgs)
-	out := map[string]rpcMsg{}
+	by := acptest.ResponsesByID(msgs)
+	out := map[string]acptest.Frame{}
 	for _, id := range ids {
 		if n := len(by[id]); n != 1 {
 			t.Errorf("id %s: got %d responses, want exactly 1", id, n)
@@ -33,10 +35,10 @@ func checkAnsweredOnce(t *testing.T, msgs []rpcMsg, ids ...string) map[string]rp
 	return out
 }
 
-func raws(msgs []rpcMsg) string {
+func raws(msgs []acptest.Frame) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		b.Write(trunc(m.raw, 300))
+		b.Write(acptest.Trunc(m.Raw, 300))
 	}
 	return b.String()
 }
@@ -74,16 +76,16 @@ func TestE2EAgentCrashAnswersPendingOnce(t *testing.T) {
 			var ids []string
 			var batch string
 			if tt.demo {
-				sid := g.openSession()
-				batch = prompt(3, sid) + prompt(`p-4`, sid) + request(5, "x/unknown", "") + prompt(6, sid)
+				sid := openSession(g)
+				batch = acptest.Prompt(3, sid) + acptest.Prompt(`p-4`, sid) + acptest.Request(5, "x/unknown", "") + acptest.Prompt(6, sid)
 				ids = append(ids, "3", `"p-4"`, "5", "6")
 			} else {
-				batch = initialize(1) + sessionNew(2) + prompt(3, "s") + request("four", "x/a", "") + request(5.5, "x/b", "")
+				batch = acptest.Initialize(1) + acptest.SessionNew(2) + acptest.Prompt(3, "s") + acptest.Request("four", "x/a", "") + acptest.Request(5.5, "x/b", "")
 				ids = []string{"1", "2", "3", `"four"`, "5.5"}
 			}
-			g.send(batch) // one write: acp-guard has it all before the agent can die
-			msgs := g.restMsgs()
-			code := g.wait()
+			g.Send(batch) // one write: acp-guard has it all before the agent can die
+			msgs := g.Rest()
+			code := g.Wait()
 			got := checkAnsweredOnce(t, msgs, ids...)
 			if code != tt.wantCode {
 				t.Errorf("exit code %d, want %d", code, tt.wantCode)
@@ -98,7 +100,7 @@ func TestE2EAgentCrashAnswersPendingOnce(t *testing.T) {
 				if m.Error.Code != -32603 {
 					t.Errorf("id %s: code %d, want -32603", id, m.Error.Code)
 				}
-				d := m.Error.exit(t).AgentExit
+				d := exitOf(t, m.Error).AgentExit
 				if d.Code != tt.wantCode || d.Signal != tt.wantSignal {
 					t.Errorf("id %s: agentExit code %d signal %q, want %d %q", id, d.Code, d.Signal, tt.wantCode, tt.wantSignal)
 				}
@@ -129,8 +131,8 @@ func TestE2EExitCodePassThrough(t *testing.T) {
 	} {
 		t.Run(tt.script, func(t *testing.T) {
 			g := startGuard(t, nil, "sh", "-c", tt.script)
-			if code := g.wait(); code != tt.want {
-				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.want, g.allStderr())
+			if code := g.Wait(); code != tt.want {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tt.want, g.AllStderr())
 			}
 		})
 	}
@@ -160,14 +162,14 @@ func TestE2ESignalsForwarded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGuard(t, nil, trapAgent...)
-			g.waitStderr("ready\n")
-			if err := syscall.Kill(g.pid(), tt.sig); err != nil {
+			g.WaitStderr("ready\n")
+			if err := syscall.Kill(g.Pid(), tt.sig); err != nil {
 				t.Fatal(err)
 			}
-			if code := g.wait(); code != tt.want {
+			if code := g.Wait(); code != tt.want {
 				t.Errorf("exit code %d, want %d", code, tt.want)
 			}
-			log := g.allStderr()
+			log := g.AllStderr()
 			if !strings.Contains(log, "got "+tt.name+"\n") {
 				t.Errorf("the agent did not report %s:\n%s", tt.name, log)
 			}
@@ -178,21 +180,21 @@ func TestE2ESignalsForwarded(t *testing.T) {
 	}
 	t.Run("demo agent dies of TERM with a prompt pending", func(t *testing.T) {
 		g := startGuard(t, nil, demoAgent(t, "hang")...)
-		sid := g.openSession()
-		g.send(prompt(3, sid))
-		g.waitStderr(`msg="agent started"`)
-		if err := syscall.Kill(g.pid(), syscall.SIGTERM); err != nil {
+		sid := openSession(g)
+		g.Send(acptest.Prompt(3, sid))
+		g.WaitStderr(`msg="agent started"`)
+		if err := syscall.Kill(g.Pid(), syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
-		msgs := g.restMsgs()
-		if code := g.wait(); code != 143 {
+		msgs := g.Rest()
+		if code := g.Wait(); code != 143 {
 			t.Errorf("exit code %d, want 143", code)
 		}
 		m := checkAnsweredOnce(t, msgs, "3")["3"]
 		if m.Error == nil {
-			t.Fatalf("prompt answered %s, want an error", m.raw)
+			t.Fatalf("prompt answered %s, want an error", m.Raw)
 		}
-		if d := m.Error.exit(t).AgentExit; d.Signal != "SIGTERM" || d.Code != 143 {
+		if d := exitOf(t, m.Error).AgentExit; d.Signal != "SIGTERM" || d.Code != 143 {
 			t.Errorf("agentExit %+v, want SIGTERM 143", d)
 		}
 	})
@@ -234,21 +236,21 @@ func TestE2EStdinEOFShutdown(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGuard(t, []string{"--grace", tt.grace}, tt.agent(t)...)
-			g.waitAgentPID()
+			g.AgentPID()
 			if tt.ready != "" {
-				g.waitStderr(tt.ready)
+				g.WaitStderr(tt.ready)
 			}
 			if tt.session {
-				g.openSession()
+				g.Open()
 			}
-			g.closeIn()
-			if rest := g.rest(); len(rest) != 0 {
-				t.Errorf("unexpected output %q", trunc(rest, 300))
+			g.CloseStdin()
+			if rest := g.RestBytes(); len(rest) != 0 {
+				t.Errorf("unexpected output %q", acptest.Trunc(rest, 300))
 			}
-			if code := g.wait(); code != tt.wantCode {
+			if code := g.Wait(); code != tt.wantCode {
 				t.Errorf("exit code %d, want %d", code, tt.wantCode)
 			}
-			log := g.allStderr()
+			log := g.AllStderr()
 			for _, s := range tt.wantLog {
 				if !strings.Contains(log, s) {
 					t.Errorf("log lacks %q:\n%s", s, log)
@@ -263,16 +265,16 @@ func TestE2EStdinEOFShutdown(t *testing.T) {
 	}
 	t.Run("pending prompt answered once on the KILL", func(t *testing.T) {
 		g := startGuard(t, []string{"--grace", "2s"}, demoAgent(t, "hang", "--ignore-cancel")...)
-		sid := g.openSession()
-		g.send(prompt(3, sid))
-		g.closeIn()
-		msgs := g.restMsgs()
-		code := g.wait()
+		sid := openSession(g)
+		g.Send(acptest.Prompt(3, sid))
+		g.CloseStdin()
+		msgs := g.Rest()
+		code := g.Wait()
 		if code != 0 {
 			t.Errorf("exit code %d, want 0 (the client ended the session)", code)
 		}
 		if m := checkAnsweredOnce(t, msgs, "3")["3"]; m.Error == nil || m.Error.Code != -32603 {
-			t.Errorf("prompt answered %s, want -32603", m.raw)
+			t.Errorf("prompt answered %s, want -32603", m.Raw)
 		}
 	})
 }
@@ -284,25 +286,25 @@ var grandchildRe = regexp.MustCompile(`started grandchild pid (\d+)`)
 // is gone afterwards.
 func TestE2EGrandchildHoldsPipes(t *testing.T) {
 	g := startGuard(t, nil, demoAgent(t, "grandchild")...)
-	sid := g.openSession()
-	g.send(prompt(3, sid))
-	if m := g.until("3"); m[len(m)-1].Error != nil {
-		t.Fatalf("prompt failed: %s", m[len(m)-1].raw)
+	sid := openSession(g)
+	g.Send(acptest.Prompt(3, sid))
+	if m := g.Until("3"); m[len(m)-1].Error != nil {
+		t.Fatalf("prompt failed: %s", m[len(m)-1].Raw)
 	}
-	m := grandchildRe.FindStringSubmatch(g.waitStderr("started grandchild pid "))
+	m := grandchildRe.FindStringSubmatch(g.WaitStderr("started grandchild pid "))
 	gpid, _ := strconv.Atoi(m[1])
-	agentPID := g.waitAgentPID()
-	if state, pgrp, ok := procStat(gpid); !ok || state == "Z" || pgrp != agentPID {
+	agentPID := g.AgentPID()
+	if state, _, pgrp, ok := acptest.ProcStat(gpid); !ok || state == "Z" || pgrp != agentPID {
 		t.Fatalf("grandchild %d: state %q group %d, want it running in the agent's group %d", gpid, state, pgrp, agentPID)
 	}
-	g.closeIn()
-	if rest := g.rest(); len(rest) != 0 {
-		t.Errorf("unexpected output %q", trunc(rest, 300))
+	g.CloseStdin()
+	if rest := g.RestBytes(); len(rest) != 0 {
+		t.Errorf("unexpected output %q", acptest.Trunc(rest, 300))
 	}
-	if code := g.wait(); code != 0 {
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	if err := waitProcessGone(gpid); err != nil {
+	if err := acptest.WaitProcessGone(gpid); err != nil {
 		t.Errorf("grandchild: %v", err)
 		_ = syscall.Kill(gpid, syscall.SIGKILL)
 	}
@@ -322,14 +324,14 @@ func TestE2ENoLeakedProcesses(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGuard(t, nil, "sh", "-c", tt.script)
-			log := g.waitStderr("bg ")
+			log := g.WaitStderr("bg ")
 			m := regexp.MustCompile(`bg (\d+)`).FindStringSubmatch(log)
 			bg, _ := strconv.Atoi(m[1])
-			g.send("{}\n")
-			g.closeIn()
-			g.rest()
-			g.wait()
-			if err := waitProcessGone(bg); err != nil {
+			g.Send("{}\n")
+			g.CloseStdin()
+			g.RestBytes()
+			g.Wait()
+			if err := acptest.WaitProcessGone(bg); err != nil {
 				t.Errorf("background child: %v", err)
 				_ = syscall.Kill(bg, syscall.SIGKILL)
 			}
@@ -360,14 +362,14 @@ func TestE2EAgentNotStarted(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/initialize=%v", tt.name, withInit), func(t *testing.T) {
 				var pre []byte
 				if withInit {
-					pre = []byte(initialize(1))
+					pre = []byte(acptest.Initialize(1))
 				}
 				g := startGuardWith(t, pre, nil, tt.argv0, "--flag")
-				msgs := g.restMsgs()
-				if code := g.wait(); code != tt.wantCode {
+				msgs := g.Rest()
+				if code := g.Wait(); code != tt.wantCode {
 					t.Errorf("exit code %d, want %d", code, tt.wantCode)
 				}
-				log := g.allStderr()
+				log := g.AllStderr()
 				if !strings.Contains(log, tt.argv0) || !strings.Contains(log, tt.wantMsg) {
 					t.Errorf("stderr does not name %q and say %q:\n%s", tt.argv0, tt.wantMsg, log)
 				}
@@ -379,9 +381,9 @@ func TestE2EAgentNotStarted(t *testing.T) {
 				}
 				m := checkAnsweredOnce(t, msgs, "1")["1"]
 				if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, "could not be started") {
-					t.Fatalf("initialize answered %s, want -32603 'could not be started'", m.raw)
+					t.Fatalf("initialize answered %s, want -32603 'could not be started'", m.Raw)
 				}
-				if d := m.Error.exit(t).AgentExit; d.Code != tt.wantCode || !strings.Contains(d.StartError, tt.wantMsg) {
+				if d := exitOf(t, m.Error).AgentExit; d.Code != tt.wantCode || !strings.Contains(d.StartError, tt.wantMsg) {
 					t.Errorf("agentExit %+v, want code %d and a startError saying %q", d, tt.wantCode, tt.wantMsg)
 				}
 			})
@@ -404,17 +406,17 @@ read -r req; exit 3`
 	} {
 		t.Run(tt.want, func(t *testing.T) {
 			g := startGuard(t, tt.flags, "sh", "-c", script)
-			g.waitStderr("done")
-			g.send(request(1, "x/ask", ""))
-			msgs := g.restMsgs()
-			if code := g.wait(); code != 3 {
+			g.WaitStderr("done")
+			g.Send(acptest.Request(1, "x/ask", ""))
+			msgs := g.Rest()
+			if code := g.Wait(); code != 3 {
 				t.Errorf("exit code %d, want 3", code)
 			}
 			m := checkAnsweredOnce(t, msgs, "1")["1"]
 			if m.Error == nil {
-				t.Fatalf("got %s, want an error", m.raw)
+				t.Fatalf("got %s, want an error", m.Raw)
 			}
-			lines := m.Error.exit(t).AgentExit.Stderr
+			lines := exitOf(t, m.Error).AgentExit.Stderr
 			if got, want := fmt.Sprintf("%q", lines), fmt.Sprintf("%q", []string{tt.want, "red alert done"}); got != want {
 				t.Errorf("agentExit.stderr %s, want %s", got, want)
 			}
@@ -427,18 +429,18 @@ read -r req; exit 3`
 func TestE2EStderrFlood(t *testing.T) {
 	const n = 100000
 	g := startGuard(t, nil, demoAgent(t, "stderr-flood", "--count", strconv.Itoa(n))...)
-	sid := g.openSession()
-	g.send(prompt(3, sid))
-	msgs := g.until("3")
+	sid := openSession(g)
+	g.Send(acptest.Prompt(3, sid))
+	msgs := g.Until("3")
 	var res struct{ StopReason string }
 	if last := msgs[len(msgs)-1]; last.Error != nil || json.Unmarshal(last.Result, &res) != nil || res.StopReason != "end_turn" {
-		t.Fatalf("prompt answered %s, want end_turn", last.raw)
+		t.Fatalf("prompt answered %s, want end_turn", last.Raw)
 	}
-	g.closeIn()
-	if code := g.wait(); code != 0 {
+	g.CloseStdin()
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	log := g.allStderr()
+	log := g.AllStderr()
 	if got := strings.Count(log, "demo-agent: flood line "); got != n {
 		t.Errorf("%d flood lines copied to stderr, want %d", got, n)
 	}
@@ -452,12 +454,12 @@ func TestE2EStderrFlood(t *testing.T) {
 // parent-death signal) instead of leaving it orphaned.
 func TestE2EGuardKilledTakesAgentAlong(t *testing.T) {
 	g := startGuard(t, nil, demoAgent(t, "hang")...)
-	pid := g.waitAgentPID()
-	if err := syscall.Kill(g.pid(), syscall.SIGKILL); err != nil {
+	pid := g.AgentPID()
+	if err := syscall.Kill(g.Pid(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	g.wait()
-	if err := waitProcessGone(pid); err != nil {
+	g.Wait()
+	if err := acptest.WaitProcessGone(pid); err != nil {
 		t.Errorf("agent %d outlived a killed acp-guard: %v", pid, err)
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os/exec"
 	"strconv"
 	"testing"
 
-	"github.com/acp-guard/acp-guard/internal/testbin"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // lineRSS runs acp-guard with --max-line maxLine and an agent that answers
@@ -20,22 +19,22 @@ func lineRSS(t *testing.T, maxLine, n int) int64 {
 	prefix, suffix := `{"jsonrpc":"2.0","id":1,"result":{"blob":"`, `"}}`
 	const after = `{"jsonrpc":"2.0","method":"x/after","params":{}}`
 	g := startGuard(t, []string{"--max-line", strconv.Itoa(maxLine)}, hugeAgent(prefix, n-len(prefix)-len(suffix)-1, suffix, after)...)
-	g.send(request(1, "x/big", ""))
+	g.Send(acptest.Request(1, "x/big", ""))
 	for {
-		m := g.msg()
+		m := g.Next()
 		if m.Method == "x/after" {
 			break
 		}
 	}
 	select {
-	case <-g.done:
-		t.Fatalf("acp-guard exited early; stderr:\n%s", g.stderr.Tail(3000))
+	case <-g.Done():
+		t.Fatalf("acp-guard exited early; stderr:\n%s", g.Stderr.Tail(3000))
 	default:
 	}
-	hwm := vmHWM(t, g.pid()) // the agent waits for EOF, so acp-guard still runs
-	g.closeIn()
-	g.rest()
-	g.wait()
+	hwm := acptest.VmHWM(t, g.Pid()) // the agent waits for EOF, so acp-guard still runs
+	g.CloseStdin()
+	g.RestBytes()
+	g.Wait()
 	return hwm
 }
 
@@ -94,25 +93,11 @@ func lineRSSOnce(b *testing.B, maxLine, n int) int64 {
 	prefix, suffix := `{"jsonrpc":"2.0","id":1,"result":{"blob":"`, `"}}`
 	const after = `{"jsonrpc":"2.0","method":"x/after","params":{}}`
 	argv := append([]string{"--max-line", strconv.Itoa(maxLine), "--"}, hugeAgent(prefix, max(n-len(prefix)-len(suffix)-1, 0), suffix, after)...)
-	cmd := exec.Command(testbin.Path(b), argv...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	if _, err := io.WriteString(in, request(1, "x/big", "")); err != nil {
-		b.Fatal(err)
-	}
-	br := bufio.NewReaderSize(out, 1<<20)
+	p := acptest.Start(b, append([]string{acptest.Bin(b)}, argv...), acptest.Options{})
+	defer p.Kill()
+	p.Send(acptest.Request(1, "x/big", ""))
 	for {
-		ln, err := br.ReadSlice('\n')
+		ln, err := p.Out.ReadSlice('\n')
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			b.Fatalf("reading acp-guard: %v", err)
 		}
@@ -120,9 +105,9 @@ func lineRSSOnce(b *testing.B, maxLine, n int) int64 {
 			break
 		}
 	}
-	hwm := vmHWMOf(b, cmd.Process.Pid)
-	in.Close()
-	_, _ = io.Copy(io.Discard, br)
+	hwm := acptest.VmHWM(b, p.Pid())
+	p.CloseStdin()
+	_, _ = io.Copy(io.Discard, p.Out)
 	return hwm
 }
 
@@ -137,22 +122,11 @@ func clientLineRSS(tb testing.TB, maxLine int, method string, n int) int64 {
 	const after = `{"jsonrpc":"2.0","method":"x/after","params":{}}`
 	agent := []string{"sh", "-c", `head -n 1 >/dev/null; printf '%s\n' '` + after + `'; exec cat >/dev/null`}
 	argv := append([]string{"--max-line", strconv.Itoa(maxLine), "--"}, agent...)
-	cmd := exec.Command(testbin.Path(tb), argv...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	p := acptest.Start(tb, append([]string{acptest.Bin(tb)}, argv...), acptest.Options{})
+	defer p.Kill()
 	// The writer: it ends when the line is written (or acp-guard is gone).
 	go func() {
-		w := bufio.NewWriterSize(in, 1<<20)
+		w := bufio.NewWriterSize(p.Writer(), 1<<20)
 		_, _ = w.WriteString(prefix)
 		chunk := bytes.Repeat([]byte("a"), 1<<20)
 		for left := max(n-len(prefix)-len(suffix)-1, 0); left > 0; left -= len(chunk) {
@@ -161,9 +135,8 @@ func clientLineRSS(tb testing.TB, maxLine int, method string, n int) int64 {
 		_, _ = w.WriteString(suffix + "\n")
 		_ = w.Flush()
 	}()
-	br := bufio.NewReaderSize(out, 1<<20)
 	for {
-		ln, err := br.ReadSlice('\n')
+		ln, err := p.Out.ReadSlice('\n')
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 			tb.Fatalf("reading acp-guard: %v", err)
 		}
@@ -171,9 +144,9 @@ func clientLineRSS(tb testing.TB, maxLine int, method string, n int) int64 {
 			break
 		}
 	}
-	hwm := vmHWMOf(tb, cmd.Process.Pid)
-	in.Close()
-	_, _ = io.Copy(io.Discard, br)
+	hwm := acptest.VmHWM(tb, p.Pid())
+	p.CloseStdin()
+	_, _ = io.Copy(io.Discard, p.Out)
 	return hwm
 }
 

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 const mib = 1 << 20
@@ -66,13 +68,13 @@ func TestE2EOversizeAgentLine(t *testing.T) {
 				flags = append(flags, "--log-level", tt.logLevel)
 			}
 			g := startGuard(t, flags, hugeAgent(tt.prefix, huge, tt.suffix, tt.after...)...)
-			g.send(request(1, "x/big", ""))
-			var msgs []rpcMsg
+			g.Send(acptest.Request(1, "x/big", ""))
+			var msgs []acptest.Frame
 			if tt.wantErrorFor != "" {
-				m := g.msg()
+				m := g.Next()
 				msgs = append(msgs, m)
 				if string(m.ID) != tt.wantErrorFor || m.Error == nil {
-					t.Fatalf("first frame %s, want an error for id %s", trunc(m.raw, 300), tt.wantErrorFor)
+					t.Fatalf("first frame %s, want an error for id %s", acptest.Trunc(m.Raw, 300), tt.wantErrorFor)
 				}
 				for _, want := range []string{"exceeds the line cap", "--max-line 1048576"} {
 					if !strings.Contains(m.Error.Message, want) {
@@ -95,22 +97,22 @@ func TestE2EOversizeAgentLine(t *testing.T) {
 			}
 			// The frames after the huge line arrive unchanged.
 			for _, want := range tt.after {
-				if got := g.line(); string(got) != want+"\n" {
-					t.Fatalf("got %q, want %q", trunc(got, 300), want+"\n")
+				if got := g.Line(); string(got) != want+"\n" {
+					t.Fatalf("got %q, want %q", acptest.Trunc(got, 300), want+"\n")
 				}
 			}
-			g.closeIn()
-			msgs = append(msgs, g.restMsgs()...)
-			if code := g.wait(); code != 0 {
+			g.CloseStdin()
+			msgs = append(msgs, g.Rest()...)
+			if code := g.Wait(); code != 0 {
 				t.Errorf("exit code %d, want 0", code)
 			}
 			if tt.wantErrorFor != "" {
-				if n := len(responsesByID(msgs)[tt.wantErrorFor]); n != 1 {
+				if n := len(acptest.ResponsesByID(msgs)[tt.wantErrorFor]); n != 1 {
 					t.Errorf("got %d responses to id %s, want 1", n, tt.wantErrorFor)
 				}
 			}
 			// Logged with its size.
-			log := g.allStderr()
+			log := g.AllStderr()
 			m := regexp.MustCompile(`msg="agent line exceeds the line cap; discarded".* bytes=(\d+)`).FindStringSubmatch(log)
 			if m == nil {
 				t.Fatalf("no log of the discarded line:\n%s", log)
@@ -132,21 +134,21 @@ func TestE2EOversizeClientLine(t *testing.T) {
 	g := startGuard(t, []string{"--max-line", strconv.Itoa(mib)}, "cat")
 	big := `{"jsonrpc":"2.0","id":9,"method":"x/big","params":{"s":"` + strings.Repeat("b", 2*mib) + `"}}` + "\n"
 	const next = `{"jsonrpc":"2.0","method":"x/next"}` + "\n"
-	werr := g.writeAsync([]byte(big+next), true)
-	m := g.msg()
+	werr := g.WriteAsync([]byte(big+next), true)
+	m := g.Next()
 	if string(m.ID) != "9" || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "exceeds the line cap") {
-		t.Fatalf("got %s, want one -32600 error for id 9 naming the line cap", trunc(m.raw, 300))
+		t.Fatalf("got %s, want one -32600 error for id 9 naming the line cap", acptest.Trunc(m.Raw, 300))
 	}
-	if got := string(g.line()); got != next {
+	if got := string(g.Line()); got != next {
 		t.Fatalf("got %q, want %q", got, next)
 	}
-	if rest := g.rest(); len(rest) != 0 {
-		t.Errorf("more output: %q", trunc(rest, 300))
+	if rest := g.RestBytes(); len(rest) != 0 {
+		t.Errorf("more output: %q", acptest.Trunc(rest, 300))
 	}
 	if err := <-werr; err != nil {
 		t.Fatalf("writing: %v", err)
 	}
-	if code := g.wait(); code != 0 {
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
@@ -163,14 +165,14 @@ func TestE2EOversizeMemoryBounded(t *testing.T) {
 	)
 	answer := `{"jsonrpc":"2.0","id":1,"result":{}}`
 	g := startGuard(t, []string{"--max-line", strconv.Itoa(mib)}, hugeAgent("", huge, "", answer)...)
-	g.send(request(1, "x/big", ""))
-	if got := string(g.line()); got != answer+"\n" {
+	g.Send(acptest.Request(1, "x/big", ""))
+	if got := string(g.Line()); got != answer+"\n" {
 		t.Fatalf("got %q, want %q", got, answer+"\n")
 	}
 	// The agent still runs (it waits for EOF), so acp-guard does too.
-	hwm := vmHWM(t, g.pid())
-	g.closeIn()
-	if code := g.wait(); code != 0 {
+	hwm := acptest.VmHWM(t, g.Pid())
+	g.CloseStdin()
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 	// VmHWM, not rusage: Linux carries the forking process's peak (this
@@ -179,7 +181,7 @@ func TestE2EOversizeMemoryBounded(t *testing.T) {
 	if hwm > bound {
 		t.Errorf("acp-guard VmHWM %d bytes, want < %d", hwm, bound)
 	}
-	if log := g.allStderr(); !strings.Contains(log, "bytes="+strconv.Itoa(huge+1)) {
+	if log := g.AllStderr(); !strings.Contains(log, "bytes="+strconv.Itoa(huge+1)) {
 		t.Errorf("the log does not name the line's size %d:\n%s", huge+1, log)
 	}
 }

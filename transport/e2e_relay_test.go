@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
@@ -143,25 +144,6 @@ func firstDiff(got, want []byte) string {
 	return fmt.Sprintf("got %d bytes, want %d (one is a prefix of the other)", len(got), len(want))
 }
 
-// writeAsync writes b to the guard's stdin from another goroutine and
-// closes it when close is set; the returned channel yields the write error.
-// The test waits on the channel; the goroutine exits when the write ends.
-func (g *guard) writeAsync(b []byte, closeAfter bool) <-chan error {
-	in := g.in
-	if closeAfter {
-		g.in = nil
-	}
-	errc := make(chan error, 1)
-	go func() {
-		_, err := in.Write(b)
-		if closeAfter {
-			in.Close()
-		}
-		errc <- err
-	}()
-	return errc
-}
-
 // TestE2ERoundTripThroughCat sends random frames to `cat` as the agent:
 // what comes back must be exactly what was sent, followed by one error per
 // client request (cat never answers; it exits at EOF).
@@ -190,12 +172,12 @@ func TestE2ERoundTripThroughCat(t *testing.T) {
 			want := append(append([]byte(nil), in...), tt.wantTail...)
 			in = append(in, tt.tail...)
 			g := startGuard(t, nil, "cat")
-			werr := g.writeAsync(in, true)
-			got := g.rest()
+			werr := g.WriteAsync(in, true)
+			got := g.RestBytes()
 			if err := <-werr; err != nil {
 				t.Fatalf("writing: %v", err)
 			}
-			if code := g.wait(); code != 0 {
+			if code := g.Wait(); code != 0 {
 				t.Errorf("exit code %d, want 0", code)
 			}
 			if len(got) < len(want) || !bytes.Equal(got[:len(want)], want) {
@@ -207,9 +189,9 @@ func TestE2ERoundTripThroughCat(t *testing.T) {
 				if len(ln) == 0 {
 					continue
 				}
-				var m rpcMsg
-				if err := json.Unmarshal(ln, &m); err != nil || m.Error == nil || m.Error.Code != -32603 {
-					t.Fatalf("after the relayed bytes: %q, want an error response (-32603)", trunc(ln, 300))
+				m, err := acptest.Parse(ln)
+				if err != nil || m.Error == nil || m.Error.Code != -32603 {
+					t.Fatalf("after the relayed bytes: %q, want an error response (-32603)", acptest.Trunc(ln, 300))
 				}
 				gotIDs = append(gotIDs, string(m.ID))
 			}
@@ -260,9 +242,9 @@ func TestE2EAgentFramesExact(t *testing.T) {
 			}
 			t.Setenv("FRAMES", frames)
 			g := startGuard(t, nil, "sh", "-c", `while read -r l; do case "$l" in *'"x/go"'*) break;; esac; done; cat "$FRAMES"; exec cat >/dev/null`)
-			werr := g.writeAsync(send.Bytes(), false)
+			werr := g.WriteAsync(send.Bytes(), false)
 			got := make([]byte, want.Len())
-			if _, err := io.ReadFull(g.out, got); err != nil {
+			if _, err := io.ReadFull(g.Out, got); err != nil {
 				t.Fatalf("reading %d bytes: %v", want.Len(), err)
 			}
 			if !bytes.Equal(got, want.Bytes()) {
@@ -271,11 +253,11 @@ func TestE2EAgentFramesExact(t *testing.T) {
 			if err := <-werr; err != nil {
 				t.Fatalf("writing: %v", err)
 			}
-			g.closeIn()
-			if rest := g.rest(); len(rest) != 0 {
-				t.Errorf("unexpected output after the frames (every request was answered): %q", trunc(rest, 300))
+			g.CloseStdin()
+			if rest := g.RestBytes(); len(rest) != 0 {
+				t.Errorf("unexpected output after the frames (every request was answered): %q", acptest.Trunc(rest, 300))
 			}
-			if code := g.wait(); code != 0 {
+			if code := g.Wait(); code != 0 {
 				t.Errorf("exit code %d, want 0", code)
 			}
 		})
@@ -292,15 +274,15 @@ func demoAgent(t *testing.T, scenario string, flags ...string) []string {
 func TestE2EInterleavedCat(t *testing.T) {
 	in, _ := newFrameGen(21, false).stream(50000, 0)
 	g := startGuard(t, nil, "cat")
-	werr := g.writeAsync(in, true)
-	got := g.rest()
+	werr := g.WriteAsync(in, true)
+	got := g.RestBytes()
 	if err := <-werr; err != nil {
 		t.Fatalf("writing: %v", err)
 	}
 	if !bytes.Equal(got, in) {
 		t.Fatalf("relayed bytes differ: %s", firstDiff(got, in))
 	}
-	if code := g.wait(); code != 0 {
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }
@@ -311,23 +293,23 @@ func TestE2EInterleavedCat(t *testing.T) {
 func TestE2EInterleavedStreamAndEcho(t *testing.T) {
 	const updates, echoes = 20000, 3000
 	g := startGuard(t, nil, demoAgent(t, "stream", "--count", fmt.Sprint(updates))...)
-	sid := g.openSession()
+	sid := openSession(g)
 	var send bytes.Buffer
-	send.WriteString(prompt(3, sid))
+	send.WriteString(acptest.Prompt(3, sid))
 	for i := range echoes {
-		send.WriteString(echoFrame(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"x/seq","params":{"n":%d}}`, i)))
+		send.WriteString(acptest.Echo(fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"x/seq","params":{"n":%d}}`, i)))
 	}
-	send.WriteString(request("end", "test/echo", `{"payload":"e30="}`)) // "{}"
-	werr := g.writeAsync(send.Bytes(), false)
+	send.WriteString(acptest.Request("end", "test/echo", `{"payload":"e30="}`)) // "{}"
+	werr := g.WriteAsync(send.Bytes(), false)
 
 	var nUpdates, nextSeq int
 	promptDone, endDone := false, false
 	for !promptDone || !endDone {
-		m := g.msg()
+		m := g.Next()
 		switch {
 		case m.Method == "session/update":
 			if promptDone {
-				t.Fatalf("session/update after the prompt's answer: %s", trunc(m.raw, 200))
+				t.Fatalf("session/update after the prompt's answer: %s", acptest.Trunc(m.Raw, 200))
 			}
 			nUpdates++
 		case m.Method == "x/seq":
@@ -341,14 +323,14 @@ func TestE2EInterleavedStreamAndEcho(t *testing.T) {
 			nextSeq++
 		case string(m.ID) == "3":
 			if m.Error != nil {
-				t.Fatalf("prompt failed: %s", m.raw)
+				t.Fatalf("prompt failed: %s", m.Raw)
 			}
 			promptDone = true
 		case string(m.ID) == `"end"`:
 			endDone = true
-		case string(m.raw) == "{}\n":
+		case string(m.Raw) == "{}\n":
 		default:
-			t.Fatalf("unexpected frame %s", trunc(m.raw, 200))
+			t.Fatalf("unexpected frame %s", acptest.Trunc(m.Raw, 200))
 		}
 	}
 	if err := <-werr; err != nil {
@@ -360,8 +342,8 @@ func TestE2EInterleavedStreamAndEcho(t *testing.T) {
 	if nextSeq != echoes {
 		t.Errorf("got %d echo frames, want %d", nextSeq, echoes)
 	}
-	g.closeIn()
-	if code := g.wait(); code != 0 {
+	g.CloseStdin()
+	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
 }

@@ -32,12 +32,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -51,6 +49,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acp-guard/acp-guard/internal/acpschema"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -229,8 +228,7 @@ func (sc faultScenario) kinds() []string {
 // stdin and reads its stdout (in a goroutine of its own).
 type faultClient struct {
 	sc        faultScenario
-	in        io.WriteCloser
-	proc      *os.Process
+	p         *acptest.Proc
 	sent      map[string]string // request id → method
 	mu        sync.Mutex
 	lines     [][]byte // every stdout line, in order
@@ -293,7 +291,7 @@ func (c *faultClient) nextLine() ([]byte, bool) {
 	}
 }
 
-func (c *faultClient) send(s string) { _, _ = io.WriteString(c.in, s) }
+func (c *faultClient) send(s string) { _ = c.p.Write(s) }
 
 func (c *faultClient) request(id int, method, params string) {
 	c.sent[strconv.Itoa(id)] = method
@@ -302,7 +300,7 @@ func (c *faultClient) request(id int, method, params string) {
 
 func (c *faultClient) signal() {
 	c.signalled = true
-	_ = c.proc.Signal(signalByName(c.sc.Signal))
+	_ = c.p.Cmd.Process.Signal(signalByName(c.sc.Signal))
 }
 
 // waitAnswer reads until the answer to id; every other frame is handed
@@ -314,8 +312,7 @@ func (c *faultClient) waitAnswer(id string, frame func() bool) bool {
 		if !ok {
 			return false
 		}
-		var m rpcMsg
-		if json.Unmarshal(l, &m) == nil {
+		if m, err := acptest.Parse(l); err == nil {
 			if m.Method == "" && string(m.ID) == id {
 				return true
 			}
@@ -376,7 +373,7 @@ func (c *faultClient) script(stderr *testbin.Stream) {
 		c.sent["70"] = "x/cut"
 		c.send(`{"jsonrpc":"2.0","id":70,"method":"x/cut","par`)
 	}
-	_ = c.in.Close()
+	c.p.CloseStdin()
 }
 
 // turn plays prompt i: sends it, answers what the agent asks, cancels and
@@ -391,7 +388,7 @@ func (c *faultClient) turn(i int) bool {
 	id := 10 + i
 	c.request(id, "session/prompt", fmt.Sprintf(`{"sessionId":"s-1","prompt":[{"type":"text","text":"p%d"}]}`, i))
 	if sc.CloseEarly && i == len(sc.Prompts)-1 {
-		_ = c.in.Close()
+		c.p.CloseStdin()
 		return false
 	}
 	frames, cancelled := 0, false
@@ -435,54 +432,38 @@ func runFault(bin, exe, dir string, sc faultScenario, v *acpschema.Validator) *f
 			return res
 		}
 	}
-	cmd := exec.Command(bin, "--log-level", "info", "--grace", "2s", "--max-line", "65536", "--policy", pol,
-		"--state-dir", filepath.Join(dir, "state"), "--record", rec, "--", exe, "fault-agent", planPath, logPath)
-	cmd.Env = os.Environ()
+	env := os.Environ()
 	if sc.Early {
-		cmd.Env = append(cmd.Env, "GODEBUG=inittrace=1")
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err1 := cmd.StdinPipe()
-	out, err2 := cmd.StdoutPipe()
-	errR, err3 := cmd.StderrPipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		fail("%v", err)
-		return res
+		env = append(env, "GODEBUG=inittrace=1")
 	}
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
+	p, err := acptest.Spawn([]string{bin, "--log-level", "info", "--grace", "2s", "--max-line", "65536", "--policy", pol,
+		"--state-dir", filepath.Join(dir, "state"), "--record", rec, "--", exe, "fault-agent", planPath, logPath},
+		acptest.Options{Env: env, Watchdog: faultWatchdog})
+	if err != nil {
 		fail("start: %v", err)
 		return res
 	}
-	stderr := testbin.NewStream()
-	go stderr.Fill(errR) // ends at stderr EOF
-	var bitten sync.Once
-	hung := false
-	dog := time.AfterFunc(faultWatchdog, func() {
-		bitten.Do(func() { hung = true })
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	})
-	c := &faultClient{sc: sc, in: in, proc: cmd.Process, sent: map[string]string{}, more: make(chan struct{}, 1)}
+	c := &faultClient{sc: sc, p: p, sent: map[string]string{}, more: make(chan struct{}, 1)}
 	readDone := make(chan struct{})
-	go func() { c.read(out, sc.SlowRead); close(readDone) }() // ends at stdout EOF
-	c.script(stderr)
+	go func() { c.read(p.RawOut(), sc.SlowRead); close(readDone) }() // ends at stdout EOF
+	c.script(p.Stderr)
 	<-readDone // a signalled run keeps its input open until acp-guard is gone
-	_ = in.Close()
-	stderr.WaitEOF()
-	_ = cmd.Wait()
-	dog.Stop()
+	p.CloseStdin()
+	p.Stderr.WaitEOF()
+	<-p.Done()
+	p.Kill() // it has exited: this only stops the watchdog
 	res.elapsed = time.Since(began)
-	res.stderr = stderr.String()
+	res.stderr = p.Stderr.String()
 	var all bytes.Buffer
 	for _, l := range c.lines {
 		all.Write(l)
 	}
 	res.stdout = all.String()
-	bitten.Do(func() {})
-	if hung {
+	if p.Hung() {
 		fail("acp-guard still ran after %v (killed)", faultWatchdog)
 	}
-	checkFault(res, c, cmd.ProcessState, logPath, rec, v, fail)
+	checkFault(res, c, p.Cmd.ProcessState, logPath, rec, v, fail)
 	return res
 }
 
@@ -505,8 +486,7 @@ func readAgentLog(path string) agentLog {
 			a.pid, _ = strconv.Atoi(rest)
 		case "W":
 			a.wrote[rest] = true
-			var m rpcMsg
-			if json.Unmarshal([]byte(rest), &m) == nil && m.Method != "" && m.ID != nil {
+			if m, err := acptest.Parse([]byte(rest)); err == nil && m.Method != "" && m.ID != nil {
 				a.asked[string(m.ID)] = true
 			}
 		case "C":
@@ -537,8 +517,7 @@ func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, 
 		if e.Dir != replay.DirC2A || !e.Original() || !e.IsJSON() {
 			continue
 		}
-		var m rpcMsg
-		if json.Unmarshal(e.Msg, &m) == nil && m.Method != "" && m.ID != nil && answers[string(m.ID)] != 1 {
+		if m, err := acptest.Parse(e.Msg); err == nil && m.Method != "" && m.ID != nil && answers[string(m.ID)] != 1 {
 			fail("request %s (%s) was read by acp-guard and answered %d times", m.ID, m.Method, answers[string(m.ID)])
 		}
 	}
@@ -554,7 +533,7 @@ func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, 
 		fail("exit code %d, want %d", ps.ExitCode(), want)
 	}
 	if agent.pid > 0 {
-		if err := waitGroupGone(agent.pid); err != nil {
+		if err := acptest.WaitGroupGone(agent.pid); err != nil {
 			fail("agent process group %d: %v", agent.pid, err)
 			_ = syscall.Kill(-agent.pid, syscall.SIGKILL)
 		}
@@ -588,8 +567,7 @@ func checkStdout(c *faultClient, agent agentLog, v *acpschema.Validator, fail fu
 			continue
 		}
 		if v != nil {
-			var m rpcMsg
-			_ = json.Unmarshal(line, &m)
+			m, _ := acptest.Parse(line)
 			method := m.Method
 			if method == "" {
 				method = c.sent[string(m.ID)]
@@ -619,8 +597,8 @@ func checkStdout(c *faultClient, agent agentLog, v *acpschema.Validator, fail fu
 func checkAgentAnswers(agent agentLog, fail func(string, ...any)) {
 	got := map[string]int{}
 	for _, l := range agent.read {
-		var m rpcMsg
-		if json.Unmarshal(l, &m) != nil || m.Method != "" || m.ID == nil {
+		m, err := acptest.Parse(l)
+		if err != nil || m.Method != "" || m.ID == nil {
 			continue
 		}
 		id := string(m.ID)
@@ -634,8 +612,7 @@ func checkAgentAnswers(agent agentLog, fail func(string, ...any)) {
 
 // countAnswer counts line if it is a response.
 func countAnswer(line []byte, answers map[string]int) {
-	var m rpcMsg
-	if json.Unmarshal(line, &m) == nil && m.isResponse() && (m.Result != nil || m.Error != nil) {
+	if m, err := acptest.Parse(line); err == nil && m.IsResponse() && (m.Result != nil || m.Error != nil) {
 		answers[string(m.ID)]++
 	}
 }
@@ -648,12 +625,7 @@ func clipQ(b []byte) string {
 }
 
 func readTranscript(path string) []replay.Event {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	evs, _ := replay.ReadAll(f)
+	evs, _ := replay.ReadFile(path)
 	return evs
 }
 
@@ -667,8 +639,8 @@ func checkNoRetryAfterOutput(evs []replay.Event, fail func(string, ...any)) int 
 	for _, e := range evs {
 		switch {
 		case e.Dir == replay.DirC2A && e.IsJSON():
-			var m rpcMsg
-			if json.Unmarshal(e.Msg, &m) != nil || m.Method != "session/prompt" {
+			m, err := acptest.Parse(e.Msg)
+			if err != nil || m.Method != "session/prompt" {
 				continue
 			}
 			if !e.Original() {
@@ -683,8 +655,8 @@ func checkNoRetryAfterOutput(evs []replay.Event, fail func(string, ...any)) int 
 				output = true
 				continue
 			}
-			var m rpcMsg
-			if json.Unmarshal(e.Msg, &m) != nil {
+			m, err := acptest.Parse(e.Msg)
+			if err != nil {
 				continue
 			}
 			if m.Method != "" && m.ID != nil {

@@ -8,13 +8,13 @@ import (
 
 // Line is one frame as it came off a stream: the exact bytes including the
 // line terminator ("\n", "\r\n", or none for a final unterminated line).
-// An oversized line carries no bytes; Size says how long it was and Head
-// holds its first bytes (bounded) so its id can still be found.
+// An oversized line carries no Bytes, only how long it was and its first
+// and last bytes (bounded), so that its id can still be found.
 type Line struct {
 	Bytes    []byte
-	Oversize int64  // > 0: the line exceeded the cap and was discarded
-	Head     []byte // oversized lines only: the first headKeep bytes
-	Tail     []byte // oversized lines only: the last tailKeep bytes
+	oversize int64  // > 0: the line exceeded the cap and was discarded
+	head     []byte // oversized lines only: the first headKeep bytes
+	tail     []byte // oversized lines only: the last tailKeep bytes
 	// area is the mapping Bytes lives in, for a long line (readLong); the
 	// relay may move such a line onto the heap to keep it (toHeap).
 	area *lineArea
@@ -84,7 +84,7 @@ func (lr *lineReader) next() (*batch, error) {
 	emit := func(end int) {
 		line := buf[start:end]
 		if int64(len(line)) > lr.max {
-			b.lines = append(b.lines, Line{Oversize: int64(len(line)), Head: keepHead(nil, line), Tail: keepTail(nil, line)})
+			b.lines = append(b.lines, Line{oversize: int64(len(line)), head: keepHead(nil, line), tail: keepTail(nil, line)})
 		} else {
 			b.lines = append(b.lines, Line{Bytes: line})
 		}
@@ -183,7 +183,7 @@ func (lr *lineReader) drainLong(size int64, head, tail []byte) (Line, []byte, er
 		size += int64(len(part))
 		head, tail = keepHead(head, part), keepTail(tail, part)
 		if end >= 0 || rerr != nil {
-			return Line{Oversize: size, Head: head, Tail: tail}, rest, rerr
+			return Line{oversize: size, head: head, tail: tail}, rest, rerr
 		}
 	}
 }
@@ -207,7 +207,7 @@ func (lr *lineReader) readLongHeap(first []byte) (line Line, rest []byte, err er
 			tail := keepTail(keepTail(nil, acc), part)
 			acc = nil
 			if end >= 0 || rerr != nil {
-				return Line{Oversize: size, Head: head, Tail: tail}, rest, rerr
+				return Line{oversize: size, head: head, tail: tail}, rest, rerr
 			}
 			return lr.drainLong(size, head, tail)
 		}

@@ -41,8 +41,8 @@ func batches(lr *lineReader) ([][]string, error) {
 		if len(lines) > 0 {
 			var b []string
 			for _, l := range lines {
-				if l.Oversize > 0 {
-					b = append(b, fmt.Sprintf("<oversize %d>", l.Oversize))
+				if l.oversize > 0 {
+					b = append(b, fmt.Sprintf("<oversize %d>", l.oversize))
 				} else {
 					b = append(b, string(l.Bytes))
 				}
@@ -231,13 +231,13 @@ func TestLineReaderOversizeHeadTail(t *testing.T) {
 				t.Fatalf("got %d lines, err %v; want 1 line", len(lines), err)
 			}
 			l := lines[0]
-			if l.Oversize != int64(len(tt.line)) || l.Bytes != nil {
-				t.Errorf("got Oversize %d with %d bytes, want %d with none", l.Oversize, len(l.Bytes), len(tt.line))
+			if l.oversize != int64(len(tt.line)) || l.Bytes != nil {
+				t.Errorf("got Oversize %d with %d bytes, want %d with none", l.oversize, len(l.Bytes), len(tt.line))
 			}
-			if len(l.Head) != headKeep || string(l.Head) != tt.line[:headKeep] {
+			if len(l.head) != headKeep || string(l.head) != tt.line[:headKeep] {
 				t.Errorf("head is not the first %d bytes", headKeep)
 			}
-			if len(l.Tail) != tailKeep || string(l.Tail) != tt.line[len(tt.line)-tailKeep:] {
+			if len(l.tail) != tailKeep || string(l.tail) != tt.line[len(tt.line)-tailKeep:] {
 				t.Errorf("tail is not the last %d bytes", tailKeep)
 			}
 			if got := string(oversizeID(l)); got != tt.wantID {

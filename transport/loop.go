@@ -20,7 +20,6 @@ type Options struct {
 	Dir       string
 	MaxLine   int64         // line cap in bytes (default 64 MiB)
 	Grace     time.Duration // after client EOF: close stdin, wait Grace, TERM, wait Grace, KILL (default 5s)
-	Drain     time.Duration // after the agent exits: how long its stdout may stay open (default 500ms)
 	StderrPTY bool
 
 	Stdin  io.Reader // client → us
@@ -47,6 +46,10 @@ type Options struct {
 
 // DefaultMaxLine is the default line cap.
 const DefaultMaxLine = 64 << 20
+
+// drainWait is how long the agent's stdout may stay open after it exited
+// (a grandchild holding it) before the relay stops waiting for it.
+const drainWait = 500 * time.Millisecond
 
 // Result is how a relay session ended.
 type Result struct {
@@ -104,9 +107,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	if o.Grace <= 0 {
 		o.Grace = 5 * time.Second
-	}
-	if o.Drain <= 0 {
-		o.Drain = 500 * time.Millisecond
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -329,7 +329,7 @@ func (l *loop) handleLocked(ev event) {
 		if !l.exitSeen {
 			// Usually the exit is on its way; if the agent still runs after
 			// the drain period, it closed its stdout and lives on.
-			l.timers = append(l.timers, l.Schedule(l.o.Drain, l.checkOutputClosed))
+			l.timers = append(l.timers, l.Schedule(drainWait, l.checkOutputClosed))
 		}
 	case evStderr:
 		l.relay.Stderr(ev.text)
@@ -342,7 +342,7 @@ func (l *loop) handleLocked(ev event) {
 		// the pipe open: wait for EOF, but not forever (drainCheck).
 		l.drainStalled = l.now
 		l.toClient.setFine()
-		l.timers = append(l.timers, l.Schedule(l.o.Drain, l.drainCheck))
+		l.timers = append(l.timers, l.Schedule(drainWait, l.drainCheck))
 	case evSignal:
 		l.signalled(ev.sig, ev.why)
 	case evFire:

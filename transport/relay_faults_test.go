@@ -101,7 +101,7 @@ func TestRelayOutputClosed(t *testing.T) {
 	h := &hooks{}
 	r, out := newTestRelay(h)
 	r.FromClient(line(`{"jsonrpc":"2.0","id":1,"method":"x/a","params":{}}` + "\n"))
-	r.AgentOutputClosed()
+	r.agentOutputClosed()
 	r.FromClient(line(`{"jsonrpc":"2.0","id":2,"method":"x/b","params":{}}` + "\n"))
 	r.AgentExited(ExitStatus{Code: 143, Signal: "SIGTERM"})
 	if len(out.client) != 2 || h.exits != 1 {

@@ -337,15 +337,15 @@ func TestRelayProxyNamespace(t *testing.T) {
 func TestRelayOversizeResponse(t *testing.T) {
 	r, out := newTestRelay(nil)
 	r.FromClient(line(`{"jsonrpc":"2.0","id":9,"method":"x"}` + "\n"))
-	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","method":"n","params":{"s":"aaa`)})
+	r.FromAgent(Line{oversize: 5 << 20, head: []byte(`{"jsonrpc":"2.0","method":"n","params":{"s":"aaa`)})
 	if len(out.client) != 0 {
 		t.Fatalf("client got %q for a discarded notification", out.client)
 	}
-	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":9,"result":"aaa`)})
+	r.FromAgent(Line{oversize: 5 << 20, head: []byte(`{"jsonrpc":"2.0","id":9,"result":"aaa`)})
 	if len(out.client) != 1 || !strings.Contains(out.client[0], `"id":9,"error":{"code":-32603`) || !strings.Contains(out.client[0], "5242880 bytes") {
 		t.Fatalf("client got %q", out.client)
 	}
-	r.FromAgent(Line{Oversize: 5 << 20, Tail: []byte(`aaa"},"id":9}` + "\n")})
+	r.FromAgent(Line{oversize: 5 << 20, tail: []byte(`aaa"},"id":9}` + "\n")})
 	r.AgentExited(ExitStatus{})
 	if len(out.client) != 1 {
 		t.Errorf("id 9 answered again: %q", out.client[1:])
@@ -484,11 +484,11 @@ func TestRelayOversizeProxyAnswer(t *testing.T) {
 	r, out := newTestRelay(h)
 	r.FromClient(line(`{"jsonrpc":"2.0","id":5,"method":"x"}` + "\n"))
 	req := r.Call("session/prompt", "s", []byte(`{}`), "retry")
-	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"aaa`)})
+	r.FromAgent(Line{oversize: 5 << 20, head: []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"aaa`)})
 	if len(h.proxy) != 1 || !strings.Contains(h.proxy[0], "line_too_long") {
 		t.Fatalf("proxy responses %q, want the line_too_long error", h.proxy)
 	}
-	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":5,"method":"fs/read_text_file","params":{"s":"aaa`)})
+	r.FromAgent(Line{oversize: 5 << 20, head: []byte(`{"jsonrpc":"2.0","id":5,"method":"fs/read_text_file","params":{"s":"aaa`)})
 	if len(out.client) != 0 {
 		t.Errorf("client got %q", out.client)
 	}

@@ -132,7 +132,7 @@ func (l *loop) checkOutputClosed() {
 	}
 	l.outLost = true
 	l.log.Warn("agent closed its stdout but still runs; answering pending requests and terminating it", "grace_ms", l.o.Grace.Milliseconds())
-	l.relay.AgentOutputClosed()
+	l.relay.agentOutputClosed()
 	l.flush()
 	l.toAgent.close()
 	l.escalate(0, escalateStrict)
@@ -153,11 +153,11 @@ func (l *loop) drainCheck() {
 	}
 	waited, reading := l.agentOut.waiting(now)
 	if reading {
-		if waited >= l.o.Drain {
+		if waited >= drainWait {
 			l.forceFinish = true
 			return
 		}
-		l.timers = append(l.timers, l.Schedule(l.o.Drain-waited, l.drainCheck))
+		l.timers = append(l.timers, l.Schedule(drainWait-waited, l.drainCheck))
 		return
 	}
 	if w := l.toClient.written.Load(); w != l.drainWritten {
@@ -167,7 +167,7 @@ func (l *loop) drainCheck() {
 		l.forceFinish = true
 		return
 	}
-	l.timers = append(l.timers, l.Schedule(l.o.Drain, l.drainCheck))
+	l.timers = append(l.timers, l.Schedule(drainWait, l.drainCheck))
 }
 
 // watchedReader tells whether its one reader is waiting in Read and since

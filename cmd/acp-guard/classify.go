@@ -71,7 +71,8 @@ Examples:
 // maxClassifyInput bounds what classify reads from standard input.
 const maxClassifyInput = 16 << 20
 
-// verdictJSON is a verdict with its timing hints in wire form.
+// verdictJSON is a verdict with its timing hints in wire form
+// (Verdict.Timing; the fields here shadow the verdict's own).
 type verdictJSON struct {
 	classify.Verdict
 	RetryAfterMs *int64  `json:"retryAfterMs"`
@@ -158,14 +159,6 @@ func parseEvidence(input []byte) (classify.Evidence, error) {
 }
 
 func toVerdictJSON(v classify.Verdict) verdictJSON {
-	out := verdictJSON{Verdict: v}
-	if v.RetryAfter != nil {
-		ms := v.RetryAfter.Milliseconds()
-		out.RetryAfterMs = &ms
-	}
-	if v.ResetAt != nil {
-		s := v.ResetAt.UTC().Format(time.RFC3339Nano)
-		out.ResetAt = &s
-	}
-	return out
+	t := v.Timing()
+	return verdictJSON{Verdict: v, RetryAfterMs: t.RetryAfterMs, ResetAt: t.ResetAt}
 }

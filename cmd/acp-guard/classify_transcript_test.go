@@ -112,7 +112,7 @@ func mustUnmarshal(t *testing.T, b []byte, v any) {
 	}
 }
 
-// Every example in `classify --help` classifies (issue 12: the README's
+// Every example in `classify --help` classifies (the README's
 // troubleshooting step must be true).
 func TestClassifyHelpExamplesClassify(t *testing.T) {
 	var out, errb bytes.Buffer

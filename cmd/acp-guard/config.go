@@ -217,10 +217,12 @@ func unknownKeys(fs *pflag.FlagSet, file map[string]string, path string) error {
 
 // expandPath expands a leading ~ (the user's home) and $VAR / ${VAR}. A
 // variable that is not set is an error naming it: an empty expansion
-// would silently put the file elsewhere (a variable set to "" is used).
+// would silently put the file elsewhere (a variable set to "" is used). A
+// $ that does not start a variable name ($$, $1, a trailing $) stays as it
+// is: it is part of the path.
 func expandPath(p string) (string, error) {
 	var missing []string
-	p = os.Expand(p, func(name string) string {
+	p = expandVars(p, func(name string) string {
 		v, ok := os.LookupEnv(name)
 		if !ok {
 			missing = append(missing, "$"+name)
@@ -238,4 +240,46 @@ func expandPath(p string) (string, error) {
 		return filepath.Join(home, p[1:]), nil
 	}
 	return p, nil
+}
+
+// expandVars replaces $NAME and ${NAME} (NAME a shell identifier) with
+// lookup(NAME) and leaves every other $ alone.
+func expandVars(s string, lookup func(string) string) string {
+	ident := func(c byte, first bool) bool {
+		return c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || !first && c >= '0' && c <= '9'
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		if s[i+1] == '{' {
+			if end := strings.IndexByte(s[i+2:], '}'); end > 0 {
+				name := s[i+2 : i+2+end]
+				ok := true
+				for k := 0; k < len(name); k++ {
+					ok = ok && ident(name[k], k == 0)
+				}
+				if ok {
+					b.WriteString(lookup(name))
+					i += 2 + end
+					continue
+				}
+			}
+			b.WriteByte('$')
+			continue
+		}
+		j := i + 1
+		for j < len(s) && ident(s[j], j == i+1) {
+			j++
+		}
+		if j == i+1 {
+			b.WriteByte('$')
+			continue
+		}
+		b.WriteString(lookup(s[i+1 : j]))
+		i = j - 1
+	}
+	return b.String()
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 func TestE2EVersion(t *testing.T) {
@@ -49,17 +51,17 @@ func TestE2ESubcommandTypos(t *testing.T) {
 // recovers a transient failure.
 func TestE2EShortPolicyRecovers(t *testing.T) {
 	t.Parallel()
-	pol := writeTemp(t, "short.json", `{"transient":{"retry":{"max_retries":2,"initial_interval_seconds":1}}}`)
+	pol := acptest.WriteFile(t, "short.json", `{"transient":{"retry":{"max_retries":2,"initial_interval_seconds":1}}}`)
 	p := startBin(t, nil, proxy(t, []string{"--policy", pol, "--state-dir", t.TempDir()},
 		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	frames := p.until("3")
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend(acptest.Prompt(3, "sess-1"))
+	frames := p.Until("3")
 	if last := frames[len(frames)-1]; last.Error != nil || !strings.Contains(string(last.Result), "end_turn") {
-		t.Errorf("prompt answered %s, want the retried end_turn", last.raw)
+		t.Errorf("prompt answered %s, want the retried end_turn", last.Raw)
 	}
-	if _, code := p.finish(); code != 0 {
+	if _, code := p.Finish(); code != 0 {
 		t.Errorf("exit %d", code)
 	}
 }
@@ -80,12 +82,12 @@ func TestE2EDemoMistakesAndOutput(t *testing.T) {
 // many bad lines in a transcript are bounded and counted.
 func TestE2EReplayNotATranscript(t *testing.T) {
 	t.Parallel()
-	junk := writeTemp(t, "app.log", strings.Repeat("an ordinary log line\n", 3000))
+	junk := acptest.WriteFile(t, "app.log", strings.Repeat("an ordinary log line\n", 3000))
 	_, stderr, code := runBin(t, nil, "", "replay", junk)
 	if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "is not a transcript") {
 		t.Errorf("exit %d, stderr (%d lines) %.300q; want 1 and one line", code, strings.Count(stderr, "\n"), stderr)
 	}
-	mixed := writeTemp(t, "mixed.jsonl", `{"t_ms":0,"dir":"meta","argv":["x"]}`+"\n"+strings.Repeat("junk\n", 500))
+	mixed := acptest.WriteFile(t, "mixed.jsonl", `{"t_ms":0,"dir":"meta","argv":["x"]}`+"\n"+strings.Repeat("junk\n", 500))
 	_, stderr, code = runBin(t, nil, "", "replay", mixed)
 	if code != 1 || strings.Count(stderr, "\n") > maxProblems+1 || !strings.Contains(stderr, "more problems not shown") {
 		t.Errorf("exit %d, %d stderr lines; want at most %d and a count of the rest", code, strings.Count(stderr, "\n"), maxProblems+1)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // writeConfig writes $XDG_CONFIG_HOME/acp-guard/config.json and returns the
@@ -66,7 +68,7 @@ func TestE2EConfigPrecedence(t *testing.T) {
 // a bad value names its source.
 func TestE2EConfigReachesTheProxy(t *testing.T) {
 	t.Parallel()
-	bad := writeTemp(t, "policy.json", `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":99}}}`)
+	bad := acptest.WriteFile(t, "policy.json", `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":99}}}`)
 	for _, tt := range []struct {
 		name string
 		env  []string
@@ -79,7 +81,7 @@ func TestE2EConfigReachesTheProxy(t *testing.T) {
 		{"config not JSON", writeConfig(t, `policy: x`), "not a JSON object"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, stderr, code := runBin(t, tt.env, binInit, proxy(t, nil, "--scenario", "success")...)
+			out, stderr, code := runBin(t, tt.env, acptest.Initialize(1), proxy(t, nil, "--scenario", "success")...)
 			var r startupReply
 			if code != 2 || !strings.Contains(stderr, tt.want) || json.Unmarshal([]byte(out), &r) != nil || !strings.Contains(r.Error.Message, tt.want) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q on the wire and stderr", code, out, stderr, tt.want)
@@ -87,13 +89,13 @@ func TestE2EConfigReachesTheProxy(t *testing.T) {
 		})
 	}
 	// A flag beats the environment: the same bad env policy is ignored.
-	good := writeTemp(t, "good.json", `{"version":1}`)
+	good := acptest.WriteFile(t, "good.json", `{"version":1}`)
 	p := startBin(t, []string{"ACP_GUARD_POLICY=" + bad}, proxy(t, []string{"--policy", good}, "--scenario", "success")...)
-	p.send(binInit)
-	if f := p.until("1"); f[len(f)-1].Error != nil {
-		t.Errorf("initialize answered %s", f[len(f)-1].raw)
+	p.TrySend(acptest.Initialize(1))
+	if f := p.Until("1"); f[len(f)-1].Error != nil {
+		t.Errorf("initialize answered %s", f[len(f)-1].Raw)
 	}
-	p.finish()
+	p.Finish()
 }
 
 // A recording named in the environment with ~ lands in the home directory,
@@ -103,10 +105,10 @@ func TestE2EConfigPathsExpanded(t *testing.T) {
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "ACP_GUARD_RECORD=~/session.jsonl", "ACP_GUARD_STATE_DIR=~/state"}
 	p := startBin(t, env, proxy(t, nil, "--scenario", "success")...)
-	p.send(binInit)
-	p.until("1")
-	if _, code := p.finish(); code != 0 {
-		t.Fatalf("exit %d: %s", code, p.stderr.String())
+	p.TrySend(acptest.Initialize(1))
+	p.Until("1")
+	if _, code := p.Finish(); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.Stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(home, "session.jsonl")); err != nil {
 		t.Errorf("recording not in the home directory: %v", err)

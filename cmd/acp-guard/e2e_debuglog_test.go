@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Useful logs (issue 21): at debug, one line per frame saying where it
@@ -18,12 +20,12 @@ func TestE2EDebugLogsFrameRouting(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "acp-guard.log")
 	const secret = "tell nobody: sk-ant-api03-LOGNOTHISKEY0123456789"
 	p := startBin(t, nil, proxy(t, []string{"--log-file", logFile, "--log-level", "debug", "--log-format", "json",
-		"--policy", retryPolicy(t, 1)}, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binRequest(3, "session/prompt", `{"sessionId":"sess-1","prompt":[{"type":"text","text":"`+secret+`"}]}`))
-	p.until("3")
-	if _, code := p.finish(); code != 0 {
+		"--policy", acptest.RetryPolicy(t, 1, 1)}, "--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend(acptest.Request(3, "session/prompt", `{"sessionId":"sess-1","prompt":[{"type":"text","text":"`+secret+`"}]}`))
+	p.Until("3")
+	if _, code := p.Finish(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	data, err := os.ReadFile(logFile)
@@ -50,8 +52,8 @@ func TestE2EDebugLogsFrameRouting(t *testing.T) {
 			}
 		case "failure classified", "recovery transition", "retry sent", "notice sent", "turn settled":
 			decisions++
-			if m["pid"] != float64(p.cmd.Process.Pid) || m["agent"] != "codex-acp" || m["session"] != "sess-1" || m["id"] != "3" {
-				t.Errorf("decision line without pid %d, agent, session and id: %s", p.cmd.Process.Pid, line)
+			if m["pid"] != float64(p.Pid()) || m["agent"] != "codex-acp" || m["session"] != "sess-1" || m["id"] != "3" {
+				t.Errorf("decision line without pid %d, agent, session and id: %s", p.Pid(), line)
 			}
 			for k, v := range m {
 				if k == "delay" || k == "duration" || k == "idle" {
@@ -71,5 +73,5 @@ func TestE2EDebugLogsFrameRouting(t *testing.T) {
 	if frames < 8 || decisions < 6 {
 		t.Errorf("%d frame lines, %d decision lines:\n%s", frames, decisions, data)
 	}
-	t.Logf("%d frame lines, %d decision lines (pid %s)", frames, decisions, strconv.Itoa(p.cmd.Process.Pid))
+	t.Logf("%d frame lines, %d decision lines (pid %s)", frames, decisions, strconv.Itoa(p.Pid()))
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Agents that stay after stdin closes (as codex-acp and claude-agent-acp
@@ -14,13 +16,13 @@ func TestE2ECleanSessionWithLingeringAgentExits0(t *testing.T) {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
 			p := startBin(t, nil, proxy(t, []string{"--grace", "200ms", "--log-level", "info"}, "--scenario", scenario)...)
-			p.send(binInit)
-			p.until("1")
-			if _, code := p.finish(); code != 0 {
-				t.Errorf("exit %d, want 0; stderr:\n%s", code, p.stderr.String())
+			p.TrySend(acptest.Initialize(1))
+			p.Until("1")
+			if _, code := p.Finish(); code != 0 {
+				t.Errorf("exit %d, want 0; stderr:\n%s", code, p.Stderr.String())
 			}
-			if !strings.Contains(p.stderr.String(), "exiting 0") {
-				t.Errorf("stderr does not say why the exit is 0:\n%s", p.stderr.String())
+			if !strings.Contains(p.Stderr.String(), "exiting 0") {
+				t.Errorf("stderr does not say why the exit is 0:\n%s", p.Stderr.String())
 			}
 		})
 	}
@@ -32,28 +34,28 @@ func TestE2EExitCodesThatKeepTheirMeaning(t *testing.T) {
 	t.Run("crash", func(t *testing.T) {
 		t.Parallel()
 		p := startBin(t, nil, proxy(t, []string{"--grace", "200ms"}, "--scenario", "crash", "--exit-code", "3")...)
-		p.send(binInit, binNew)
-		p.until("2")
-		p.send(binPrompt(3, "sess-1"))
-		p.until("3")
-		if _, code := p.finish(); code != 3 {
+		p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+		p.Until("2")
+		p.TrySend(acptest.Prompt(3, "sess-1"))
+		p.Until("3")
+		if _, code := p.Finish(); code != 3 {
 			t.Errorf("exit %d, want the agent's 3", code)
 		}
 	})
 	t.Run("external SIGTERM", func(t *testing.T) {
 		t.Parallel()
 		p := startBin(t, nil, proxy(t, []string{"--grace", "200ms", "--log-level", "info"}, "--scenario", "hang")...)
-		p.send(binInit)
-		p.until("1")
-		if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		p.TrySend(acptest.Initialize(1))
+		p.Until("1")
+		if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		// Closing stdin only once the signal was forwarded: the client's
 		// EOF must not be what ends the session.
-		if !p.stderr.WaitFor("forwarding signal") {
-			t.Fatalf("no signal forwarded: %s", p.stderr.String())
+		if !p.Stderr.WaitFor("forwarding signal") {
+			t.Fatalf("no signal forwarded: %s", p.Stderr.String())
 		}
-		if _, code := p.finish(); code != 128+int(syscall.SIGTERM) {
+		if _, code := p.Finish(); code != 128+int(syscall.SIGTERM) {
 			t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGTERM))
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -42,7 +43,7 @@ func TestE2EWritersRefuseSymlinks(t *testing.T) {
 			if err := os.Symlink(target, link); err != nil {
 				t.Fatal(err)
 			}
-			_, stderr, code := runBin(t, nil, binInit, proxy(t, []string{flag, link}, "--scenario", "success")...)
+			_, stderr, code := runBin(t, nil, acptest.Initialize(1), proxy(t, []string{flag, link}, "--scenario", "success")...)
 			if code == 0 || !strings.Contains(stderr, link) || !strings.Contains(stderr, "symbolic link") {
 				t.Errorf("exit %d, stderr %q; want a failure naming %s as a symbolic link", code, stderr, link)
 			}
@@ -61,7 +62,7 @@ func TestE2ERecordRefusesExistingAndMissingDir(t *testing.T) {
 		{existing, "already exists"},
 		{missing, "does not exist"},
 	} {
-		_, stderr, code := runBin(t, nil, binInit, proxy(t, []string{"--record", tt.path}, "--scenario", "success")...)
+		_, stderr, code := runBin(t, nil, acptest.Initialize(1), proxy(t, []string{"--record", tt.path}, "--scenario", "success")...)
 		if code == 0 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("--record %s: exit %d, stderr %q; want a failure saying %q", tt.path, code, stderr, tt.want)
 		}
@@ -72,10 +73,10 @@ func TestE2ERecordRefusesExistingAndMissingDir(t *testing.T) {
 	}
 	// --record-overwrite replaces it (and narrows it to 0600).
 	p := startBin(t, nil, proxy(t, []string{"--record", existing, "--record-overwrite"}, "--scenario", "success")...)
-	p.send(binInit)
-	p.until("1")
-	if _, code := p.finish(); code != 0 {
-		t.Fatalf("--record-overwrite: exit %d; stderr %s", code, p.stderr.String())
+	p.TrySend(acptest.Initialize(1))
+	p.Until("1")
+	if _, code := p.Finish(); code != 0 {
+		t.Fatalf("--record-overwrite: exit %d; stderr %s", code, p.Stderr.String())
 	}
 	data, _ := os.ReadFile(existing)
 	fi, _ := os.Stat(existing)
@@ -123,16 +124,16 @@ func TestE2EAttemptLogStartsOnFreshLine(t *testing.T) {
 	if err := os.WriteFile(log, []byte(recordLine(t, "before")+tornRecord), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startBin(t, nil, proxy(t, []string{"--policy", retryPolicy(t, 2), "--state-dir", state},
+	p := startBin(t, nil, proxy(t, []string{"--policy", acptest.RetryPolicy(t, 2, 1), "--state-dir", state},
 		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	frames := p.until("3")
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend(acptest.Prompt(3, "sess-1"))
+	frames := p.Until("3")
 	if last := frames[len(frames)-1]; last.Error != nil {
-		t.Fatalf("prompt answered %s", last.raw)
+		t.Fatalf("prompt answered %s", last.Raw)
 	}
-	if _, code := p.finish(); code != 0 {
+	if _, code := p.Finish(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	out, stderr, code := runBin(t, nil, "", "attempts", "--state-dir", state, "--json")
@@ -158,7 +159,7 @@ func TestE2EStateDirSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := runBin(t, nil, binInit, proxy(t, []string{"--policy", retryPolicy(t, 2), "--state-dir", link},
+	out, stderr, code := runBin(t, nil, acptest.Initialize(1)+"\n", proxy(t, []string{"--policy", acptest.RetryPolicy(t, 2, 1), "--state-dir", link},
 		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
 	if code != 2 || !strings.Contains(stderr, "symbolic link") || !strings.Contains(stderr, link) {
 		t.Errorf("exit %d, stderr %q; want 2 and the refused state directory named", code, stderr)
@@ -177,10 +178,10 @@ func TestE2ERecordPerRunPattern(t *testing.T) {
 	pattern := filepath.Join(dir, "{time}-{pid}-{session}.jsonl")
 	for range 2 {
 		p := startBin(t, nil, proxy(t, []string{"--record", pattern}, "--scenario", "success")...)
-		p.send(binInit, binNew)
-		p.until("2")
-		if _, code := p.finish(); code != 0 {
-			t.Fatalf("exit %d: %s", code, p.stderr.String())
+		p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+		p.Until("2")
+		if _, code := p.Finish(); code != 0 {
+			t.Fatalf("exit %d: %s", code, p.Stderr.String())
 		}
 	}
 	ents, err := os.ReadDir(dir)
@@ -202,11 +203,11 @@ func TestE2ERecordPerRunPattern(t *testing.T) {
 	}
 	// Without a session the file keeps its pending name, and says so.
 	p := startBin(t, nil, proxy(t, []string{"--record", filepath.Join(dir, "solo-{session}.jsonl")}, "--scenario", "success")...)
-	p.send(binInit)
-	p.until("1")
-	p.finish()
-	if m, _ := filepath.Glob(filepath.Join(dir, "solo-pending-*.jsonl")); len(m) != 1 || !strings.Contains(p.stderr.String(), "pending name") {
-		t.Errorf("pending files %v, stderr %q", m, p.stderr.String())
+	p.TrySend(acptest.Initialize(1))
+	p.Until("1")
+	p.Finish()
+	if m, _ := filepath.Glob(filepath.Join(dir, "solo-pending-*.jsonl")); len(m) != 1 || !strings.Contains(p.Stderr.String(), "pending name") {
+		t.Errorf("pending files %v, stderr %q", m, p.Stderr.String())
 	}
 }
 
@@ -215,15 +216,15 @@ func TestE2ERecordPerRunPattern(t *testing.T) {
 func TestE2EReplayUsesTheRecordedPolicy(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "s.jsonl")
-	p := startBin(t, nil, proxy(t, []string{"--record", rec, "--policy", retryPolicy(t, 2), "--state-dir", t.TempDir()},
+	p := startBin(t, nil, proxy(t, []string{"--record", rec, "--policy", acptest.RetryPolicy(t, 2, 1), "--state-dir", t.TempDir()},
 		"--scenario", "fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	if f := p.until("3"); f[len(f)-1].Error != nil {
-		t.Fatalf("live prompt answered %s", f[len(f)-1].raw)
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend(acptest.Prompt(3, "sess-1"))
+	if f := p.Until("3"); f[len(f)-1].Error != nil {
+		t.Fatalf("live prompt answered %s", f[len(f)-1].Raw)
 	}
-	p.finish()
+	p.Finish()
 	data, _ := os.ReadFile(rec)
 	if !strings.Contains(strings.SplitN(string(data), "\n", 2)[0], `"policy":{"version":1,"transient":{"retry":{"enabled":true,"max_retries":2`) {
 		t.Errorf("meta event lacks the policy: %s", strings.SplitN(string(data), "\n", 2)[0])
@@ -241,7 +242,7 @@ func TestE2EReplayUsesTheRecordedPolicy(t *testing.T) {
 	if got := outcome(rec); got != "retried" {
 		t.Errorf("replay with the recorded policy: outcome %q, want retried", got)
 	}
-	if got := outcome("--policy", writeTemp(t, "stop.json", `"stop"`), rec); got == "retried" {
+	if got := outcome("--policy", acptest.WriteFile(t, "stop.json", `"stop"`), rec); got == "retried" {
 		t.Errorf("replay with --policy stop: outcome %q, want the failure reported", got)
 	}
 }
@@ -255,37 +256,37 @@ func TestE2EServeReproducesFailureBehindPolicy(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "s.jsonl")
 	p := startBin(t, nil, proxy(t, []string{"--record", rec}, "--scenario", "claude-error")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	p.until("3")
-	p.finish()
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend(acptest.Prompt(3, "sess-1"))
+	p.Until("3")
+	p.Finish()
 	data, _ := os.ReadFile(rec)
 	if !strings.Contains(string(data), `"client_closed":true`) {
 		t.Errorf("the recorded exit is not marked as after the client closed:\n%s", data)
 	}
 
 	for _, argv := range [][]string{
-		{"replay", "--serve", "--policy", retryPolicy(t, 2), "--grace", "500ms", "--no-delay", rec},
-		{"--policy", retryPolicy(t, 2), "--state-dir", t.TempDir(), "--grace", "500ms", "--",
-			testbinPath(t), "replay", "--serve", "--agent-only", "--no-delay", rec},
+		{"replay", "--serve", "--policy", acptest.RetryPolicy(t, 2, 1), "--grace", "500ms", "--no-delay", rec},
+		{"--policy", acptest.RetryPolicy(t, 2, 1), "--state-dir", t.TempDir(), "--grace", "500ms", "--",
+			acptest.Bin(t), "replay", "--serve", "--agent-only", "--no-delay", rec},
 	} {
 		s := startBin(t, nil, argv...)
-		s.send(binInit, binNew)
-		s.until("2")
-		s.send(binPrompt(3, "sess-1"))
-		frames := s.until("3")
+		s.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+		s.Until("2")
+		s.TrySend(acptest.Prompt(3, "sess-1"))
+		frames := s.Until("3")
 		last := frames[len(frames)-1]
 		if last.Error == nil || !strings.Contains(string(last.Error.Data), `"code":"provider_overloaded"`) || !strings.Contains(string(last.Error.Data), `"attempt":2`) {
-			t.Errorf("%v: prompt answered %s; want the 529 classified after 2 retries", argv[:2], last.raw)
+			t.Errorf("%v: prompt answered %s; want the 529 classified after 2 retries", argv[:2], last.Raw)
 		}
-		if _, code := s.finish(); code != 0 {
-			t.Errorf("%v: exit %d; stderr:\n%s", argv[:2], code, s.stderr.String())
+		if _, code := s.Finish(); code != 0 {
+			t.Errorf("%v: exit %d; stderr:\n%s", argv[:2], code, s.Stderr.String())
 		}
 		// The recorded agent died of the SIGTERM an idle agent gets when
 		// the client leaves; the served one acts that out.
-		if strings.Contains(s.stderr.String(), "ignored SIGTERM") {
-			t.Errorf("%v: the served agent outlived the SIGTERM the recorded one died of:\n%s", argv[:2], s.stderr.String())
+		if strings.Contains(s.Stderr.String(), "ignored SIGTERM") {
+			t.Errorf("%v: the served agent outlived the SIGTERM the recorded one died of:\n%s", argv[:2], s.Stderr.String())
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"net"
 	"os"
 	"path/filepath"
@@ -57,7 +58,7 @@ func natsStore(t *testing.T) heldStore {
 // after first seconds; waits up to 2 h for a hard failure's reset; then
 // skips to the fallback models.
 func operatorPolicy(t *testing.T, first int) string {
-	return writeTemp(t, "policy.json", fmt.Sprintf(`{"version":1,
+	return acptest.WriteFile(t, "policy.json", fmt.Sprintf(`{"version":1,
 "transient":{"retry":{"enabled":true,"max_retries":10,"initial_interval_seconds":%d},"on_exhausted":"skip"},
 "hard":{"wait_for_reset":{"enabled":true,"max_wait_seconds":7200},"on_exhausted":"stop"}}`, first))
 }
@@ -130,10 +131,10 @@ func TestE2EHeldOperator(t *testing.T) {
 				flags := append([]string{"--policy", operatorPolicy(t, first), "--fallback-models", "model-b", "--log-level", "info",
 					"--jitter-seed", slowSeed(time.Duration(first) * time.Second)}, st.flags...)
 				p := startBin(t, nil, proxy(t, flags, append(tt.agent, "--agent-name", "codex-acp")...)...)
-				p.send(binInit, binNew)
-				p.until("1")
-				sid := sessionID(t, p.until("2"))
-				p.send(binPrompt(3, sid))
+				p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+				p.Until("1")
+				sid := sessionID(t, p.Until("2"))
+				p.Send(acptest.Prompt(3, sid))
 				e := awaitHeld(t, st, sid, tt.state)
 				if e.RequestID != "3" || e.Agent != "codex-acp" || e.Code == "" || e.Since.IsZero() || e.Host == "" || e.PID == 0 {
 					t.Errorf("listed %+v", e)
@@ -151,15 +152,15 @@ func TestE2EHeldOperator(t *testing.T) {
 					t.Fatalf("held %s: exit %d, stdout %q, stderr %q; want %s → %s", tt.action, code, out, stderr, tt.state, tt.to)
 				}
 				t.Logf("acp-guard held %s: answered in %s (the whole command)", tt.action, time.Since(asked).Round(time.Millisecond))
-				frames := p.until("3")
+				frames := p.Until("3")
 				checkOperatorAnswer(t, frames, tt.answer)
 				for _, e := range heldEntries(t, st) {
 					if e.SessionID == sid {
 						t.Errorf("still listed after %s: %+v", tt.action, e)
 					}
 				}
-				if _, code := p.finish(); code != 0 {
-					t.Errorf("proxy exit %d: %s", code, p.stderr.Tail(2000))
+				if _, code := p.Finish(); code != 0 {
+					t.Errorf("proxy exit %d: %s", code, p.Stderr.Tail(2000))
 				}
 				if !hasOperatorRecord(t, st.state) {
 					t.Errorf("the attempt log has no record by the operator")
@@ -171,11 +172,11 @@ func TestE2EHeldOperator(t *testing.T) {
 
 // checkOperatorAnswer checks that the client was told an operator acted,
 // and that its prompt got the answer want ("result" or an error code).
-func checkOperatorAnswer(t *testing.T, frames []binFrame, want string) {
+func checkOperatorAnswer(t *testing.T, frames []acptest.Frame, want string) {
 	t.Helper()
 	noticed := false
 	for _, f := range frames {
-		if f.Method == "session/update" && strings.Contains(f.raw, `"by":"operator"`) {
+		if f.Method == "session/update" && strings.Contains(string(f.Raw), `"by":"operator"`) {
 			noticed = true
 		}
 	}
@@ -185,10 +186,10 @@ func checkOperatorAnswer(t *testing.T, frames []binFrame, want string) {
 	last := frames[len(frames)-1]
 	switch {
 	case want == "result" && last.Error != nil:
-		t.Errorf("prompt answered %s, want a result", last.raw)
-	case want != "result" && (last.Error == nil || !strings.Contains(last.raw, `"code":"`+want+`"`) ||
-		!strings.Contains(last.raw, `"reason":"stop_now"`) || !strings.Contains(last.raw, `"by":"operator"`)):
-		t.Errorf("prompt answered %s, want %s stopped (stop_now) by the operator", last.raw, want)
+		t.Errorf("prompt answered %s, want a result", last.Raw)
+	case want != "result" && (last.Error == nil || !strings.Contains(string(last.Raw), `"code":"`+want+`"`) ||
+		!strings.Contains(string(last.Raw), `"reason":"stop_now"`) || !strings.Contains(string(last.Raw), `"by":"operator"`)):
+		t.Errorf("prompt answered %s, want %s stopped (stop_now) by the operator", last.Raw, want)
 	}
 }
 
@@ -218,13 +219,13 @@ func slowSeed(backoff time.Duration) string {
 	}
 }
 
-func sessionID(t *testing.T, frames []binFrame) string {
+func sessionID(t *testing.T, frames []acptest.Frame) string {
 	t.Helper()
 	var r struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err := json.Unmarshal(frames[len(frames)-1].Result, &r); err != nil || r.SessionID == "" {
-		t.Fatalf("session/new answered %s", frames[len(frames)-1].raw)
+		t.Fatalf("session/new answered %s", frames[len(frames)-1].Raw)
 	}
 	return r.SessionID
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // With --log-file, everything acp-guard writes besides the protocol goes
@@ -14,11 +16,11 @@ func TestE2ELogFileGetsAgentStderrAndCrash(t *testing.T) {
 	t.Parallel()
 	logFile := filepath.Join(t.TempDir(), "acp-guard.log")
 	p := startBin(t, nil, proxy(t, []string{"--log-file", logFile}, "--scenario", "crash", "--exit-code", "3")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	p.until("3")
-	if _, code := p.finish(); code != 3 {
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend(acptest.Prompt(3, "sess-1"))
+	p.Until("3")
+	if _, code := p.Finish(); code != 3 {
 		t.Errorf("exit %d, want 3", code)
 	}
 	data, err := os.ReadFile(logFile)
@@ -31,7 +33,7 @@ func TestE2ELogFileGetsAgentStderrAndCrash(t *testing.T) {
 			t.Errorf("log file lacks %q:\n%s", want, logs)
 		}
 	}
-	if got := p.stderr.String(); got != "" {
+	if got := p.Stderr.String(); got != "" {
 		t.Errorf("stderr %q, want nothing (all of it in the log file)", got)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,11 +25,11 @@ func wireError(t *testing.T, out, want string) {
 
 // Every configuration mistake of the proxy — flags included — is answered
 // on the wire at the client's first request with the field named, said on
-// stderr, and exits 2 (issue 21): nothing is left to a dead pipe.
+// stderr, and exits 2: nothing is left to a dead pipe.
 func TestE2EConfigMistakesOnTheWire(t *testing.T) {
 	t.Parallel()
-	policyFile := retryPolicy(t, 3)
-	notADir := writeTemp(t, "file", "x")
+	policyFile := acptest.RetryPolicy(t, 3, 1)
+	notADir := acptest.WriteFile(t, "file", "x")
 	agent := func(flags ...string) []string { return proxy(t, flags, "--scenario", "success") }
 	for _, tt := range []struct {
 		name string
@@ -49,7 +50,7 @@ func TestE2EConfigMistakesOnTheWire(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, stderr, code := runBin(t, tt.env, binInit, tt.args...)
+			out, stderr, code := runBin(t, tt.env, acptest.Initialize(1), tt.args...)
 			if code != 2 || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tt.want)
 			}
@@ -58,7 +59,7 @@ func TestE2EConfigMistakesOnTheWire(t *testing.T) {
 	}
 	// Not the proxy: a subcommand's bad flag is a usage error on stderr,
 	// and nothing is written to its stdout.
-	out, stderr, code := runBin(t, nil, binInit, "policy", "check", "--bogus", policyFile)
+	out, stderr, code := runBin(t, nil, acptest.Initialize(1), "policy", "check", "--bogus", policyFile)
 	if code != 2 || out != "" || !strings.Contains(stderr, "unknown flag: --bogus") {
 		t.Errorf("policy check --bogus: exit %d, stdout %q, stderr %q; want 2, nothing, the error", code, out, stderr)
 	}
@@ -68,7 +69,7 @@ func TestE2EConfigMistakesOnTheWire(t *testing.T) {
 // stdout, the protocol's channel), the client's request answered, exit 2.
 func TestE2EBareNoAgent(t *testing.T) {
 	t.Parallel()
-	out, stderr, code := runBin(t, nil, binInit)
+	out, stderr, code := runBin(t, nil, acptest.Initialize(1))
 	if code != 2 {
 		t.Errorf("exit %d, want 2", code)
 	}
@@ -90,14 +91,14 @@ func TestE2EBareNoAgent(t *testing.T) {
 // nearest name; the session runs.
 func TestE2EUnknownEnvWarns(t *testing.T) {
 	t.Parallel()
-	env := []string{"ACP_GUARD_POLCY=/x.json", "ACP_GUARD_LOGLEVEL=debug", "ACP_GUARD_ZZZZZZZZ=1", "ACP_GUARD_TEST_BIN=" + testbinPath(t)}
+	env := []string{"ACP_GUARD_POLCY=/x.json", "ACP_GUARD_LOGLEVEL=debug", "ACP_GUARD_ZZZZZZZZ=1", "ACP_GUARD_TEST_BIN=" + acptest.Bin(t)}
 	p := startBin(t, env, proxy(t, nil, "--scenario", "success")...)
-	p.send(binInit)
-	p.until("1")
-	if _, code := p.finish(); code != 0 {
+	p.Send(acptest.Initialize(1))
+	p.Until("1")
+	if _, code := p.Finish(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	log := p.stderr.String()
+	log := p.Stderr.String()
 	for _, want := range []string{
 		`msg="unknown environment variable ignored" name=ACP_GUARD_LOGLEVEL did_you_mean=ACP_GUARD_LOG_LEVEL`,
 		`msg="unknown environment variable ignored" name=ACP_GUARD_POLCY did_you_mean=ACP_GUARD_POLICY`,
@@ -117,15 +118,15 @@ func TestE2EUnknownEnvWarns(t *testing.T) {
 func TestE2EFallbackNotOffered(t *testing.T) {
 	t.Parallel()
 	p := startBin(t, nil, proxy(t, []string{"--fallback-models", "model-b,model-x", "--state-dir", filepath.Join(t.TempDir(), "s")}, "--scenario", "success")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	f, ok := p.next()
-	if !ok || f.Method != "session/update" || !strings.Contains(f.raw, `"warning":{"code":"fallback_model_not_offered","models":["model-x"]}`) ||
-		!strings.Contains(f.raw, "model-x not offered") {
-		t.Fatalf("after session/new: %s, want the warning notice for model-x", f.raw)
+	p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	f, ok := p.TryNext()
+	if !ok || f.Method != "session/update" || !strings.Contains(string(f.Raw), `"warning":{"code":"fallback_model_not_offered","models":["model-x"]}`) ||
+		!strings.Contains(string(f.Raw), "model-x not offered") {
+		t.Fatalf("after session/new: %s, want the warning notice for model-x", f.Raw)
 	}
-	p.finish()
-	if log := p.stderr.String(); !strings.Contains(log, `level=WARN msg="fallback model not offered by the agent; it will not be switched to" model=model-x`) {
+	p.Finish()
+	if log := p.Stderr.String(); !strings.Contains(log, `level=WARN msg="fallback model not offered by the agent; it will not be switched to" model=model-x`) {
 		t.Errorf("no warning on stderr:\n%s", log)
 	}
 }
@@ -139,16 +140,16 @@ func TestE2ERecordTemplateNeverCollides(t *testing.T) {
 	// Every name {time} can take from now until the watchdog would have
 	// killed the run is taken already.
 	start := time.Now().UTC().Add(-time.Second)
-	for d := time.Duration(0); d <= binWatchdog+2*time.Second; d += time.Second {
+	for d := time.Duration(0); d <= acptest.DefaultWatchdog+2*time.Second; d += time.Second {
 		os.WriteFile(filepath.Join(dir, "t-"+start.Add(d).Format("20060102T150405Z")+".jsonl"), nil, 0o600)
 	}
 	os.WriteFile(filepath.Join(dir, "s-sess-1.jsonl"), []byte("older"), 0o600)
 	for _, tmpl := range []string{"t-{time}.jsonl", "s-{session}.jsonl"} {
 		p := startBin(t, nil, proxy(t, []string{"--record", filepath.Join(dir, tmpl)}, "--scenario", "success")...)
-		p.send(binInit, binNew)
-		p.until("2")
-		if _, code := p.finish(); code != 0 {
-			t.Fatalf("%s: exit %d: %s", tmpl, code, p.stderr.String())
+		p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+		p.Until("2")
+		if _, code := p.Finish(); code != 0 {
+			t.Fatalf("%s: exit %d: %s", tmpl, code, p.Stderr.String())
 		}
 	}
 	got, _ := filepath.Glob(filepath.Join(dir, "*-2.jsonl"))
@@ -173,12 +174,12 @@ func TestE2ERecordTemplateNeverCollides(t *testing.T) {
 func TestE2EQuietFastShutdown(t *testing.T) {
 	t.Parallel()
 	p := startBin(t, nil, proxy(t, []string{"--grace", "1h", "--log-level", "info"}, "--scenario", "hang")...)
-	p.send(binInit, binNew)
-	p.until("2")
+	p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
 	closed := time.Now()
-	_, code := p.finish()
+	_, code := p.Finish()
 	elapsed := time.Since(closed)
-	log := p.stderr.String()
+	log := p.Stderr.String()
 	if code != 0 {
 		t.Errorf("exit %d, want 0", code)
 	}
@@ -194,11 +195,11 @@ func TestE2EQuietFastShutdown(t *testing.T) {
 
 	// A prompt in flight: the agent is given the grace period first.
 	p = startBin(t, nil, proxy(t, []string{"--grace", "1s", "--log-level", "info"}, "--scenario", "hang", "--ignore-cancel")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send(binPrompt(3, "sess-1"))
-	p.finish()
-	if log := p.stderr.String(); !strings.Contains(log, "idle=false") || !strings.Contains(log, "agent still running after grace; sending SIGTERM") {
+	p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.Send(acptest.Prompt(3, "sess-1"))
+	p.Finish()
+	if log := p.Stderr.String(); !strings.Contains(log, "idle=false") || !strings.Contains(log, "agent still running after grace; sending SIGTERM") {
 		t.Errorf("with a prompt in flight, want TERM after the grace period:\n%s", log)
 	}
 }

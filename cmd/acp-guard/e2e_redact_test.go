@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Secrets and personal data a user or provider may put on the wire.
@@ -31,13 +33,13 @@ func TestE2ERedactionInTranscriptAndLog(t *testing.T) {
 	dir := t.TempDir()
 	rec, logFile := filepath.Join(dir, "s.jsonl"), filepath.Join(dir, "acp-guard.log")
 	p := startBin(t, nil, proxy(t, []string{"--record", rec, "--log-file", logFile, "--log-level", "debug"}, "--scenario", "success")...)
-	p.send(binInit, binNew)
-	p.until("2")
-	p.send("not json: "+leakText+"\n",
-		binRequest(3, "session/prompt", `{"sessionId":"sess-1","prompt":[{"type":"text","text":"`+leakText+`"}]}`))
-	p.until("3")
-	if _, code := p.finish(); code != 0 {
-		t.Fatalf("exit %d: %s", code, p.stderr.String())
+	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
+	p.Until("2")
+	p.TrySend("not json: "+leakText+"\n",
+		acptest.Request(3, "session/prompt", `{"sessionId":"sess-1","prompt":[{"type":"text","text":"`+leakText+`"}]}`))
+	p.Until("3")
+	if _, code := p.Finish(); code != 0 {
+		t.Fatalf("exit %d: %s", code, p.Stderr.String())
 	}
 	transcript, err := os.ReadFile(rec)
 	if err != nil {

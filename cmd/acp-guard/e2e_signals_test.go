@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -17,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
@@ -44,47 +41,22 @@ type earlyRun struct {
 // with stdin left open (an EOF would end the session by itself).
 func runEarlySignal(t *testing.T, argv []string, sig syscall.Signal, delay time.Duration) earlyRun {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1", "XDG_STATE_HOME="+t.TempDir())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	errR, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := testbin.NewStream()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	go stderr.Fill(errR) // ends at the process's stderr EOF
-	dog := time.AfterFunc(binWatchdog, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	defer dog.Stop()
-	if _, err := io.WriteString(in, binInit); err != nil {
-		t.Fatal(err)
-	}
-	if !stderr.WaitFor(stopsigReady) {
-		t.Fatalf("no %q in stderr:\n%s", stopsigReady, stderr.Tail(2000))
+	p := acptest.Start(t, argv, acptest.Options{Env: append(os.Environ(), "GODEBUG=inittrace=1", "XDG_STATE_HOME="+t.TempDir())})
+	p.Send(acptest.Initialize(1))
+	if !p.Stderr.WaitFor(stopsigReady) {
+		t.Fatalf("no %q in stderr:\n%s", stopsigReady, p.Stderr.Tail(2000))
 	}
 	time.Sleep(delay) // the random point: part of the scenario, not a margin
-	_ = cmd.Process.Signal(sig)
-	b, _ := io.ReadAll(bufio.NewReader(out))
-	stderr.WaitEOF()
-	_ = cmd.Wait()
-	r := earlyRun{delay: delay, code: cmd.ProcessState.ExitCode(), out: string(b), stderr: stderr.Tail(3000)}
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	_ = p.Cmd.Process.Signal(sig)
+	b := p.RestBytes()
+	p.Stderr.WaitEOF()
+	<-p.Done()
+	r := earlyRun{delay: delay, code: p.Cmd.ProcessState.ExitCode(), out: string(b), stderr: p.Stderr.Tail(3000)}
+	if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		r.killed = ws.Signal().String()
 	}
 	for _, ln := range strings.SplitAfter(r.out, "\n") {
-		var f binFrame
-		if json.Unmarshal([]byte(ln), &f) == nil && f.Method == "" && string(f.ID) == "1" {
+		if f, err := acptest.Parse([]byte(ln)); err == nil && f.Answers("1") {
 			r.answers++
 		}
 	}
@@ -185,7 +157,7 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 	}
 	marker := filepath.Join(dir, "agent-ran")
 	p := startBin(t, nil, "--log-level", "info", "--policy", fifo, "--", "sh", "-c", "touch "+marker+"; exec cat")
-	p.send(binInit)
+	p.TrySend(acptest.Initialize(1))
 	src := []byte(`{"version":1}`)
 	// A non-blocking open for writing succeeds once acp-guard has the FIFO
 	// open for reading: it is then loading its configuration (after the
@@ -196,20 +168,17 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 		w, err = os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0)
 		return err == nil
 	}); err != nil {
-		t.Fatalf("acp-guard never opened the policy: %v; stderr:\n%s", err, p.stderr.Tail(2000))
+		t.Fatalf("acp-guard never opened the policy: %v; stderr:\n%s", err, p.Stderr.Tail(2000))
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
 	if err := setBlocking(w); err != nil {
 		t.Fatal(err)
 	}
 	_, _ = w.Write(src)
 	w.Close()
-	out, _ := io.ReadAll(p.out)
-	p.stderr.WaitEOF()
-	_ = p.cmd.Wait()
-	p.waited = true
-	if code := p.cmd.ProcessState.ExitCode(); code != 143 {
-		t.Errorf("exit code %d, want 143; stderr:\n%s", code, p.stderr.Tail(2000))
+	out := p.RestBytes()
+	if code := p.Wait(); code != 143 {
+		t.Errorf("exit code %d, want 143; stderr:\n%s", code, p.Stderr.Tail(2000))
 	}
 	if n := bytes.Count(out, []byte(`"id":1`)); n != 1 || !bytes.Contains(out, []byte("stopped by SIGTERM before the agent started")) {
 		t.Errorf("stdout %s; want one error to initialize naming the signal", out)
@@ -222,7 +191,7 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 // waitUntil polls cond until it holds (a guard deadline, not an
 // assertion: it only ends a hang).
 func waitUntil(cond func() bool) error {
-	deadline := time.Now().Add(binWatchdog)
+	deadline := time.Now().Add(acptest.DefaultWatchdog)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("condition not reached")

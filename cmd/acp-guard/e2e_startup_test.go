@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // Every start-up configuration error answers the client's initialize with
@@ -36,7 +38,7 @@ func TestE2EStartupErrorsOnTheWire(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, stderr, code := runBin(t, nil, binInit, proxy(t, tt.flags, "--scenario", "success")...)
+			out, stderr, code := runBin(t, nil, acptest.Initialize(1), proxy(t, tt.flags, "--scenario", "success")...)
 			if code != 2 || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tt.want)
 			}

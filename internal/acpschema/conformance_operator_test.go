@@ -1,6 +1,7 @@
 package acpschema_test
 
 import (
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,17 +28,17 @@ func TestSchemaOperatorActions(t *testing.T) {
 				"--scenario", "fail-then-succeed", "--fail", "1", "--error", "overloaded", "--agent-name", "codex-acp")
 			sid := s.open()
 			s.send(8, "_acp-guard/recovery", `{"sessionId":"`+sid+`","action":"stop"}`) // nothing held yet
-			if f := s.until(answerTo("8")); !strings.Contains(string(f.raw), `"not_held"`) {
-				t.Fatalf("want not_held, got %s", f.raw)
+			if f := s.until(answerTo("8")); !strings.Contains(string(f.Raw), `"not_held"`) {
+				t.Fatalf("want not_held, got %s", f.Raw)
 			}
 			s.prompt(3, sid)
-			s.until(func(f frame) bool {
-				return f.Method == "session/update" && strings.Contains(string(f.raw), "retrying in")
+			s.until(func(f acptest.Frame) bool {
+				return f.Method == "session/update" && strings.Contains(string(f.Raw), "retrying in")
 			})
 			s.send(9, "_acp-guard/recovery", `{"sessionId":"`+sid+`","action":"`+action+`"}`)
 			if action == "skip" { // model-x is not offered: nothing to switch to
-				if f := s.until(answerTo("9")); !strings.Contains(string(f.raw), `"not_allowed"`) {
-					t.Fatalf("skip: want not_allowed, got %s", f.raw)
+				if f := s.until(answerTo("9")); !strings.Contains(string(f.Raw), `"not_allowed"`) {
+					t.Fatalf("skip: want not_allowed, got %s", f.Raw)
 				}
 				s.send(10, "_acp-guard/recovery", `{"sessionId":"`+sid+`","action":"later"}`)
 				s.until(answerTo("10"))
@@ -45,7 +46,7 @@ func TestSchemaOperatorActions(t *testing.T) {
 			}
 			// The prompt's answer and the request's, in either order.
 			seen := map[string]bool{}
-			s.until(func(f frame) bool {
+			s.until(func(f acptest.Frame) bool {
 				if f.Method == "" {
 					seen[string(f.ID)] = true
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/acp-guard/acp-guard/internal/acpschema"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -28,8 +29,7 @@ func conform(t *testing.T, s *session, want counts) {
 	agentReqs, clientReqs := map[string]string{}, map[string]string{}
 	origRaw := map[string]bool{}
 	for _, e := range evs {
-		var f frame
-		if e.IsJSON() && json.Unmarshal(e.Msg, &f) == nil && f.Method != "" && f.ID != nil {
+		if f, err := acptest.Parse(e.Msg); e.IsJSON() && err == nil && f.Method != "" && f.ID != nil {
 			if e.Dir == replay.DirA2C {
 				agentReqs[string(f.ID)] = f.Method
 			} else if e.Dir == replay.DirC2A {
@@ -57,7 +57,7 @@ func conform(t *testing.T, s *session, want counts) {
 		}
 		validate(t, v, side, where, e.Bytes(), methods)
 	}
-	for _, line := range s.lines {
+	for _, line := range s.Lines() {
 		line = trimEOL(line)
 		if !json.Valid(line) {
 			if !origRaw[string(line)] {
@@ -71,13 +71,12 @@ func conform(t *testing.T, s *session, want counts) {
 		t.Errorf("frames acp-guard wrote: got %d to the client, %d to the agent; want at least %d and %d (the scenario did not exercise the guard)",
 			got.toClient, got.toAgent, want.toClient, want.toAgent)
 	}
-	t.Logf("validated %d client lines and %d+%d guard frames", len(s.lines), got.toClient, got.toAgent)
+	t.Logf("validated %d client lines and %d+%d guard frames", len(s.Lines()), got.toClient, got.toAgent)
 }
 
 func validate(t *testing.T, v *acpschema.Validator, side acpschema.Side, where string, line []byte, methods map[string]string) {
 	t.Helper()
-	var f frame
-	_ = json.Unmarshal(line, &f)
+	f, _ := acptest.Parse(line)
 	method := f.Method
 	if method == "" {
 		method = methods[string(f.ID)]
@@ -192,12 +191,12 @@ func effects(t *testing.T) *session {
 	sid := s.open()
 	s.prompt(3, sid)
 	for {
-		f := s.until(func(f frame) bool { return f.Method != "session/update" })
+		f := s.until(func(f acptest.Frame) bool { return f.Method != "session/update" })
 		if f.Method == "" && string(f.ID) == "3" {
 			break
 		}
 		if f.Method == "fs/read_text_file" {
-			s.raw(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":"x"}}`+"\n", f.ID))
+			s.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":"x"}}`+"\n", f.ID))
 		}
 	}
 	s.finish()
@@ -215,11 +214,11 @@ func TestSchemaGuardAnswers(t *testing.T) {
 		s := proxy(t, []string{"--policy", policyFile(t, 3, 600, false, "stop")}, "--scenario", "fail-then-succeed", "--fail", "5", "--agent-name", "codex-acp")
 		sid := s.open()
 		s.prompt(3, sid)
-		s.until(func(f frame) bool { return bytes.Contains(f.Params, []byte(`"acpGuard"`)) })
+		s.until(func(f acptest.Frame) bool { return bytes.Contains(f.Params, []byte(`"acpGuard"`)) })
 		s.send(-1, "session/cancel", fmt.Sprintf(`{"sessionId":%q}`, sid))
 		f := s.until(answerTo("3"))
 		if !bytes.Contains(f.Result, []byte("cancelled")) {
-			t.Fatalf("cancel answered %s", f.raw)
+			t.Fatalf("cancel answered %s", f.Raw)
 		}
 		s.finish()
 		conform(t, s, counts{2, 0})
@@ -228,10 +227,10 @@ func TestSchemaGuardAnswers(t *testing.T) {
 		t.Parallel()
 		s := proxy(t, []string{"--max-line", "4096"}, "--scenario", "success")
 		s.open()
-		s.raw(`{"jsonrpc":"2.0","id":"acp-guard:7","method":"session/list","params":{}}` + "\n")
+		s.Send(`{"jsonrpc":"2.0","id":"acp-guard:7","method":"session/list","params":{}}` + "\n")
 		s.until(answerTo(`"acp-guard:7"`))
 		s.sent["9"] = "session/prompt"
-		s.raw(`{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"` + strings.Repeat("x", 10000) + `"}]}}` + "\n")
+		s.Send(`{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"` + strings.Repeat("x", 10000) + `"}]}}` + "\n")
 		s.until(answerTo("9"))
 		s.finish()
 		conform(t, s, counts{2, 0})

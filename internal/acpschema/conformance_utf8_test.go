@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
 // TestSchemaInvalidUTF8FromAgent: an agent's error message and data carry
@@ -23,9 +25,8 @@ esac
 done`
 	s := onePrompt(t, nil, "!", "sh", "-c", agent)
 	var answer []byte
-	for _, ln := range s.lines {
-		var f frame
-		if json.Unmarshal(ln, &f) == nil && f.Method == "" && string(f.ID) == "3" {
+	for _, ln := range s.Lines() {
+		if f, err := acptest.Parse(ln); err == nil && f.Answers("3") {
 			answer = ln
 		}
 	}

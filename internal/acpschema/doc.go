@@ -15,7 +15,5 @@
 // result → PromptResponse, any error → Error …), because the envelope's
 // anyOf over every method would accept almost any object.
 //
-//	internal/acpschema ──► github.com/santhosh-tekuri/jsonschema/v6
-//
-// Only tests import it.
+// Only tests import it (internal/archtest checks that).
 package acpschema

@@ -22,6 +22,4 @@
 //     directories).
 //
 // It imports nothing from acp-guard.
-//
-//	cmd/acp-guard, replay, policy ──► safefile
 package safefile

@@ -10,6 +10,4 @@
 // instead of building one; ACP_GUARD_TEST_RACE=1 builds with -race.
 //
 // It imports nothing from acp-guard; only tests import it.
-//
-//	transport (e2e tests) ──► testbin ──► go build ./cmd/acp-guard
 package testbin

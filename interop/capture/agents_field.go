@@ -18,7 +18,7 @@ func bodyAPI(api string) string {
 // FakeModel is the model the Chat Completions agents are configured with.
 const FakeModel = "fake-model"
 
-// fieldAgents are the OpenAI-compatible agents of issue 12: each talks
+// fieldAgents are OpenAI-compatible agents (Copilot CLI, qwen-code, Kilo): each talks
 // Chat Completions to the fake provider and needs no login.
 var fieldAgents = []Agent{
 	{Name: "copilot", Adapter: "copilot-cli", API: "chat", Retries: -1, Setup: setupCopilot},

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 )
 
-// moreAgents are the agents of issue 20: two codebases the captures had
+// moreAgents are Cline CLI and pi: two codebases the captures had
 // not met, each pointed at the fake provider with no account.
 var moreAgents = []Agent{
 	{Name: "cline", Adapter: "cline", API: "chat", Retries: -1, Setup: setupCline},

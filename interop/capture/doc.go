@@ -1,6 +1,6 @@
 // Package capture drives one real ACP agent through one prompt turn against a
 // fake provider and records the wire as a JSONL transcript in the format of
-// DESIGN.md ("Transcript (JSONL)"):
+// package replay:
 //
 //	{"dir":"meta","argv":[...],"adapter":"codex-acp","scenario":"429"}
 //	{"t_ms":N,"dir":"c2a","msg":<frame as sent>}

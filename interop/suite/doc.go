@@ -14,7 +14,7 @@
 // same folder drives the third-party-client cases. Everything listens on
 // 127.0.0.1 only.
 //
-// Dependencies: suite → interop/capture (agent launch settings),
-// interop/fakeprovider, guard (the ProviderError type); nothing in the
-// proxy imports it.
+// It reads ProviderErrors through the library's stable name
+// (acpguard.ProviderError) and uses interop/capture's agent launch
+// settings; nothing in the proxy imports it.
 package suite

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/guard"
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/interop/capture"
@@ -474,7 +474,7 @@ func (w *world) run() {
 	w.acpx()
 }
 
-type providerErr = guard.ProviderError
+type providerErr = acpguard.ProviderError
 
 // expectError checks that the turn failed with a providerError of code
 // and class, and returns it.
@@ -730,7 +730,7 @@ func runAcpx(ctx context.Context, bin, cwd string, env []string, agentCmd string
 	}
 	var out bytes.Buffer
 	for _, f := range c.Frames(0) {
-		out.Write(f.Raw)
+		out.Write(f.Line())
 		out.WriteByte('\n')
 	}
 	if code != 0 {
@@ -752,7 +752,7 @@ func acpxOutcome(out []byte) (Frame, int, string) {
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 			Result json.RawMessage `json:"result"`
-			Error  json.RawMessage `json:"error"`
+			Error  *RPCError       `json:"error"`
 		}
 		if json.Unmarshal(line, &f) != nil {
 			continue

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/acp-guard/acp-guard/guard"
+	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/internal/acptest"
 	acp "github.com/coder/acp-go-sdk"
 )
 
@@ -48,7 +49,7 @@ func failed(f Frame, err error) error {
 	if err != nil {
 		return err
 	}
-	if f.HasError() {
+	if f.Error != nil {
 		return fmt.Errorf("suite: %s", f.Raw)
 	}
 	return nil
@@ -170,32 +171,19 @@ func (t Turn) StopReason() string {
 }
 
 // RPCError is the JSON-RPC error of a failed turn.
-type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
+type RPCError = acptest.Error
 
 // Err returns the turn's JSON-RPC error, or nil.
-func (t Turn) Err() *RPCError {
-	if !t.Response.HasError() {
-		return nil
-	}
-	var e RPCError
-	if json.Unmarshal(t.Response.Error, &e) != nil {
-		return &RPCError{Message: string(t.Response.Error)}
-	}
-	return &e
-}
+func (t Turn) Err() *RPCError { return t.Response.Error }
 
 // ProviderError returns error.data.providerError, or nil.
-func (t Turn) ProviderError() *guard.ProviderError {
+func (t Turn) ProviderError() *acpguard.ProviderError {
 	e := t.Err()
 	if e == nil || len(e.Data) == 0 {
 		return nil
 	}
 	var d struct {
-		ProviderError *guard.ProviderError `json:"providerError"`
+		ProviderError *acpguard.ProviderError `json:"providerError"`
 	}
 	if json.Unmarshal(e.Data, &d) != nil {
 		return nil

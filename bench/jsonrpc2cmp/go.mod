@@ -1,0 +1,12 @@
+module github.com/acp-guard/acp-guard/bench/jsonrpc2cmp
+
+go 1.26.8
+
+require (
+	github.com/acp-guard/acp-guard v0.0.0
+	github.com/sourcegraph/jsonrpc2 v0.2.3
+)
+
+require github.com/creack/pty v1.1.24 // indirect
+
+replace github.com/acp-guard/acp-guard => ../..

@@ -1,0 +1,14 @@
+// Package archtest holds the checks that keep the repository's map true:
+// its tests, and nothing else, are the package.
+//
+//   - imports_test.go: which package of the module may import which. The
+//     rules are a table there; a wrong arrow — a package importing one it
+//     may not, a package missing from the table — fails the test.
+//     ARCHITECTURE.md draws the same map in prose.
+//   - links_test.go: every relative link in a Markdown file of the
+//     repository resolves, and every docs/… or testdata/… path a comment
+//     or a document names exists.
+//
+// Both read the source tree as text (go/parser, no build), so they run in
+// well under a second.
+package archtest
