@@ -20,7 +20,7 @@ import (
 	"github.com/acp-guard/acp-guard/telemetry"
 )
 
-// Telemetry for fleets (issue 21): what an operator with many guarded
+// Telemetry for fleets: what an operator with many guarded
 // agents and one collector needs — through the built binary.
 
 var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)

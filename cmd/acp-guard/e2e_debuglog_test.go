@@ -11,7 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/internal/acptest"
 )
 
-// Useful logs (issue 21): at debug, one line per frame saying where it
+// Useful logs: at debug, one line per frame saying where it
 // went — direction, kind, method, id, size — and never what it held; at
 // info, decision lines carrying pid, agent, session and the client's id,
 // with durations in milliseconds.
