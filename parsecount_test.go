@@ -98,7 +98,8 @@ func parseSession(t *testing.T, cfg acpguard.Config, agent acpguard.Command, pro
 			if err != nil {
 				t.Fatalf("no answer to %s: %v", id, err)
 			}
-			if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,`) && !strings.Contains(line, `"method"`) {
+			// An answer (the initialize result's _meta may name a method).
+			if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,"result"`) || strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,"error"`) {
 				return
 			}
 		}

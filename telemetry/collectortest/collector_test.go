@@ -114,7 +114,8 @@ func session(bin, stateDir string, env []string, traceparent string) error {
 			if err != nil {
 				return fmt.Errorf("no answer to %s: %v\n%s", id, err, stderr.String())
 			}
-			if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,`) && !strings.Contains(line, `"method"`) {
+			// An answer (the initialize result's _meta may name a method).
+			if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,"result"`) || strings.HasPrefix(line, `{"jsonrpc":"2.0","id":`+id+`,"error"`) {
 				return nil
 			}
 		}
