@@ -21,22 +21,8 @@ var files embed.FS
 // fixtures/*.json (files in name order, so a rules file's place in the
 // order is its name's).
 func Embedded() (classify.Catalogue, error) {
-	b, err := files.ReadFile("catalogue.json")
+	c, err := embeddedRules()
 	if err != nil {
-		return classify.Catalogue{}, err
-	}
-	c, err := Parse(b)
-	if err != nil {
-		return c, fmt.Errorf("catalogue.json: %w", err)
-	}
-	if err := eachFile("rules", func(n string, b []byte) error {
-		var rs []classify.Rule
-		if err := strictUnmarshal(b, &rs); err != nil {
-			return err
-		}
-		c.Rules = append(c.Rules, rs...)
-		return nil
-	}); err != nil {
 		return c, err
 	}
 	err = eachFile("fixtures", func(n string, b []byte) error {
@@ -45,6 +31,27 @@ func Embedded() (classify.Catalogue, error) {
 			return err
 		}
 		c.Fixtures = append(c.Fixtures, fs...)
+		return nil
+	})
+	return c, err
+}
+
+// embeddedRules is the built-in catalogue without its fixtures.
+func embeddedRules() (classify.Catalogue, error) {
+	b, err := files.ReadFile("catalogue.json")
+	if err != nil {
+		return classify.Catalogue{}, err
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return c, fmt.Errorf("catalogue.json: %w", err)
+	}
+	err = eachFile("rules", func(n string, b []byte) error {
+		var rs []classify.Rule
+		if err := strictUnmarshal(b, &rs); err != nil {
+			return err
+		}
+		c.Rules = append(c.Rules, rs...)
 		return nil
 	})
 	return c, err
@@ -79,13 +86,16 @@ var (
 )
 
 // Default returns the engine of the embedded catalogue. It panics only if
-// the embedded data is invalid, which this package's tests rule out (they
-// also run every fixture, so start-up only compiles the rules).
+// the embedded data is invalid, which this package's tests rule out: they
+// compile it with its fixtures, lint it and run every fixture. Start-up
+// therefore reads only the rules, compiles them without linting and
+// leaves their regular expressions to be compiled at first use
+// (classify.CompileRules).
 func Default() *classify.Engine {
 	defaultOnce.Do(func() {
-		c, err := Embedded()
+		c, err := embeddedRules()
 		if err == nil {
-			defaultEngine, err = classify.Compile(c)
+			defaultEngine, err = classify.CompileRules(c)
 		}
 		if err != nil {
 			panic("catalogue: embedded catalogue is invalid: " + err.Error())

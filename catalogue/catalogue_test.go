@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +21,23 @@ func embedded(t testing.TB) classify.Catalogue {
 	return c
 }
 
+// TestDefaultIsValid: the engine the proxy starts with (rules only, not
+// linted at start) is the catalogue that compiles, lints clean and passes
+// its fixtures here.
 func TestDefaultIsValid(t *testing.T) {
 	e := Default()
 	if e.Version() == "" {
 		t.Fatal("got empty version")
 	}
-	if f := e.Lint(); len(f) > 0 {
+	full, err := classify.Compile(embedded(t)) // Compile lints
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := full.Lint(); len(f) > 0 {
 		t.Errorf("got lint findings %v, want none", f)
+	}
+	if !reflect.DeepEqual(e.Rules(), full.Rules()) || e.Version() != full.Version() {
+		t.Errorf("Default: got catalogue %s with %d rules, want %s with %d rules, the same", e.Version(), len(e.Rules()), full.Version(), len(full.Rules()))
 	}
 	if got := Default(); got != e {
 		t.Errorf("Default: got a new engine on the second call, want the same one")

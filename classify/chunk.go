@@ -3,7 +3,6 @@ package classify
 import (
 	"bytes"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -133,11 +132,11 @@ var (
 	// or leading the body when what follows is not a lower-case word
 	// ("400 This model's…", "429 Too Many Requests", "529 {…}", but not
 	// "404 means the route is wrong").
-	reportStatusRe = regexp.MustCompile(`(?i:\bHTTP(?:/[0-9.]+)?\s*|\bstatus(?:\s+code)?\s*[:=]?\s*|\berror\s+code\s*[:=]?\s*|\blast\s+error\s*:\s*|["'](?:code|status)["']\s*:\s*)\(?([45][0-9]{2})\b|^\(?([45][0-9]{2})(?:$|[\s)]+(?:$|[^a-z\s])|[^\w\s.])`)
-	reportBodyRe   = regexp.MustCompile(`(?i)["']error["']\s*:\s*[{"']|["']type["']\s*:\s*["'][a-z_]*error["']`)
+	reportStatusRe = lazyRegexp(`(?i:\bHTTP(?:/[0-9.]+)?\s*|\bstatus(?:\s+code)?\s*[:=]?\s*|\berror\s+code\s*[:=]?\s*|\blast\s+error\s*:\s*|["'](?:code|status)["']\s*:\s*)\(?([45][0-9]{2})\b|^\(?([45][0-9]{2})(?:$|[\s)]+(?:$|[^a-z\s])|[^\w\s.])`)
+	reportBodyRe   = lazyRegexp(`(?i)["']error["']\s*:\s*[{"']|["']type["']\s*:\s*["'][a-z_]*error["']`)
 	// firstPersonRe marks prose: an agent's own error line does not say
 	// "I" (provider messages say "you" and "we", so those do not count).
-	firstPersonRe = regexp.MustCompile(`(?i)\b(?:I|I'm|I've|I'll|I'd|let me|let's)\b`)
+	firstPersonRe = lazyRegexp(`(?i)\b(?:I|I'm|I've|I'll|I'd|let me|let's)\b`)
 )
 
 // ParseErrorLine reports whether text (a whole turn's visible text, or one
@@ -150,7 +149,7 @@ var (
 // engine recognises it, or it carries a provider error shape.
 func ParseErrorLine(text string) (ErrorLine, bool) {
 	t := strings.TrimFunc(text, unicode.IsSpace)
-	if t == "" || len(t) > MaxReportBytes || firstPersonRe.MatchString(strings.SplitN(t, "\n", 2)[0]) {
+	if t == "" || len(t) > MaxReportBytes || firstPersonRe().MatchString(strings.SplitN(t, "\n", 2)[0]) {
 		return ErrorLine{}, false
 	}
 	head, rest, bracketed, ok := parseHead(t)
@@ -167,8 +166,8 @@ func ParseErrorLine(text string) (ErrorLine, bool) {
 	if ErrorLineBroken(t) {
 		return ErrorLine{}, false
 	}
-	r := ErrorLine{Head: head, Body: body, ErrorBody: reportBodyRe.MatchString(body)}
-	if m := reportStatusRe.FindStringSubmatch(body); m != nil {
+	r := ErrorLine{Head: head, Body: body, ErrorBody: reportBodyRe().MatchString(body)}
+	if m := reportStatusRe().FindStringSubmatch(body); m != nil {
 		r.Status, _ = strconv.Atoi(m[1] + m[2])
 	}
 	return r, true
@@ -331,15 +330,15 @@ type Note struct {
 }
 
 var (
-	noteVerbRe     = regexp.MustCompile(`(?i)\bre-?try(?:ing)?\b`)
-	noteAttemptRe  = regexp.MustCompile(`(?i)\b(?:attempt|try|retry)\s*#?\s*\d+(?:\s*(?:/|of)\s*\d+)?\b|\(\s*\d+\s*/\s*\d+\s*\)`)
-	noteDelayRe    = regexp.MustCompile(`(?i)\b(?:in|after|waiting|wait|backoff|sleeping|delay)\s*:?\s*\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
-	noteHeadRe     = regexp.MustCompile(`(?i)^(?:\[[^\]\n]{1,24}\]\s*)?(?:info|warning|warn|notice|note)\s*:`)
-	noteEllipsisRe = regexp.MustCompile(`(?i)\bre-?try(?:ing)?\b[^.…\n]{0,48}(?:\.\.\.|…)`)
+	noteVerbRe     = lazyRegexp(`(?i)\bre-?try(?:ing)?\b`)
+	noteAttemptRe  = lazyRegexp(`(?i)\b(?:attempt|try|retry)\s*#?\s*\d+(?:\s*(?:/|of)\s*\d+)?\b|\(\s*\d+\s*/\s*\d+\s*\)`)
+	noteDelayRe    = lazyRegexp(`(?i)\b(?:in|after|waiting|wait|backoff|sleeping|delay)\s*:?\s*\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)\b`)
+	noteHeadRe     = lazyRegexp(`(?i)^(?:\[[^\]\n]{1,24}\]\s*)?(?:info|warning|warn|notice|note)\s*:`)
+	noteEllipsisRe = lazyRegexp(`(?i)\bre-?try(?:ing)?\b[^.…\n]{0,48}(?:\.\.\.|…)`)
 	noteSymbols    = []string{"⚠", "↻", "⟳", "🔄", "⏳"}
 	// noteEndRe is the note that closes an agent's retry loop: "Retry
 	// finished, resuming." (pi), "Retry failed: 429".
-	noteEndRe = regexp.MustCompile(`(?i)^(?:retry|retries|retrying)\s+(?:is\s+|was\s+|has\s+|have\s+)?(?:finished|done|complete|completed|exhausted|failed|succeeded|aborted|stopped|over)(?:$|[,.:;!])`)
+	noteEndRe = lazyRegexp(`(?i)^(?:retry|retries|retrying)\s+(?:is\s+|was\s+|has\s+|have\s+)?(?:finished|done|complete|completed|exhausted|failed|succeeded|aborted|stopped|over)(?:$|[,.:;!])`)
 )
 
 // ParseNote reports whether text (one chunk, or one stderr line) is a
@@ -363,11 +362,11 @@ func ParseNote(text string) (Note, bool) {
 	// IsRetryNote is the engine's one test of "says it retries" (it keeps
 	// such stderr lines from refining a verdict); a note in assistant text
 	// must also say "retry" itself and not be prose.
-	end := noteEndRe.MatchString(t)
-	if !(IsRetryNote(t) || end) || !noteVerbRe.MatchString(t) || firstPersonRe.MatchString(t) {
+	end := noteEndRe().MatchString(t)
+	if !(IsRetryNote(t) || end) || !noteVerbRe().MatchString(t) || firstPersonRe().MatchString(t) {
 		return Note{}, false
 	}
-	shaped := end || noteAttemptRe.MatchString(t) || noteDelayRe.MatchString(t) || noteHeadRe.MatchString(t) || noteEllipsisRe.MatchString(t)
+	shaped := end || noteAttemptRe().MatchString(t) || noteDelayRe().MatchString(t) || noteHeadRe().MatchString(t) || noteEllipsisRe().MatchString(t)
 	for _, s := range noteSymbols {
 		shaped = shaped || strings.HasPrefix(t, s)
 	}
@@ -388,13 +387,13 @@ func MayBeNote(raw []byte) bool {
 	return bytes.Contains(raw, []byte("etry")) || bytes.Contains(raw, []byte("ETRY"))
 }
 
-var statedRetriesRe = regexp.MustCompile(`(?i)\bretried\s+(\d{1,3})\s+times?\b|\bafter\s+(\d{1,3})\s+(?:retries|retry\s+attempts)\b|\bafter\s+(\d{1,3})\s+attempts\b`)
+var statedRetriesRe = lazyRegexp(`(?i)\bretried\s+(\d{1,3})\s+times?\b|\bafter\s+(\d{1,3})\s+(?:retries|retry\s+attempts)\b|\bafter\s+(\d{1,3})\s+attempts\b`)
 
 // StatedRetries returns how many times an agent says, in an error report,
 // that it retried ("retried 5 times", "after 3 retries"; "after 4
 // attempts" is 3 retries), or 0.
 func StatedRetries(text string) int {
-	m := statedRetriesRe.FindStringSubmatch(text)
+	m := statedRetriesRe().FindStringSubmatch(text)
 	if m == nil {
 		return 0
 	}
@@ -446,7 +445,7 @@ func ErrorLineBroken(text string) bool {
 		return true
 	}
 	lines := strings.Split(t, "\n")
-	if len(lines) > MaxReportLines || (len(lines) > 1 && firstPersonRe.MatchString(lines[0])) {
+	if len(lines) > MaxReportLines || (len(lines) > 1 && firstPersonRe().MatchString(lines[0])) {
 		return true
 	}
 	for _, l := range lines[1:] {

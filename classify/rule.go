@@ -3,7 +3,6 @@ package classify
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"regexp/syntax"
 	"strings"
 	"time"
@@ -137,9 +136,9 @@ type compiledRule struct {
 	index   int
 	sources map[Source]bool
 	in      []string
-	lits    []string // lower-cased; the text must contain one of them before re runs
-	re      *regexp.Regexp
-	vetoes  []*regexp.Regexp
+	literal []string // Match.Literal lower-cased; nil: re's own literals (prefilter)
+	re      *pattern
+	vetoes  []*pattern
 	fields  []compiledField
 	prefix  *PrefixMatch
 	httpSet map[int]bool
@@ -162,19 +161,20 @@ func (r *compiledRule) rank() int {
 type compiledField struct {
 	paths  [][]string // alternatives
 	values map[string]bool
-	re     *regexp.Regexp
+	re     *pattern
 }
 
-var ruleIDRe = regexp.MustCompile(`^[a-z0-9_]+(?:\.[a-z0-9_]+)+\.v[0-9]+$`)
+var ruleIDRe = lazyRegexp(`^[a-z0-9_]+(?:\.[a-z0-9_]+)+\.v[0-9]+$`)
 
 // compileRule validates r and prepares it; errors name the rule and field.
-func compileRule(r Rule, index int) (*compiledRule, []string) {
+// Without check, its id and patterns are not checked (compileWith).
+func compileRule(r Rule, index int, check bool) (*compiledRule, []string) {
 	var errs []string
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Sprintf("rule %q: ", r.ID)+fmt.Sprintf(format, args...))
 	}
 	cr := &compiledRule{Rule: r, index: index, sources: map[Source]bool{}}
-	if !ruleIDRe.MatchString(r.ID) {
+	if check && !ruleIDRe().MatchString(r.ID) {
 		bad("id must look like vendor.signature.vN")
 	}
 	if r.Tier < TierStructured || r.Tier > TierStatus {
@@ -238,16 +238,15 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 		}
 	}
 	if m.Regex != "" {
-		re, err := regexp.Compile(m.Regex)
+		re, err := newPattern(m.Regex, check)
 		if err != nil {
 			bad("match.regex: %v", err)
 		} else {
 			cr.re = re
-			cr.lits = prefilterLiterals(m.Regex)
 		}
 	}
 	if m.Literal != "" {
-		cr.lits = []string{strings.ToLower(m.Literal)}
+		cr.literal = []string{strings.ToLower(m.Literal)}
 	}
 	for i, f := range m.Fields {
 		if f.Path == "" {
@@ -268,7 +267,7 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 			}
 		}
 		if f.Regex != "" {
-			re, err := regexp.Compile(f.Regex)
+			re, err := newPattern(f.Regex, check)
 			if err != nil {
 				bad("match.fields[%d].regex: %v", i, err)
 			}
@@ -301,7 +300,7 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 		cr.beats[id] = true
 	}
 	for i, v := range r.Veto {
-		re, err := regexp.Compile(v)
+		re, err := newPattern(v, check)
 		if err != nil {
 			bad("veto[%d]: %v", i, err)
 			continue
@@ -309,6 +308,15 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 		cr.vetoes = append(cr.vetoes, re)
 	}
 	return cr, errs
+}
+
+// prefilter returns the literals of which the text must contain one
+// before the rule's regex runs (nil: no prefilter).
+func (r *compiledRule) prefilter() []string {
+	if r.literal != nil {
+		return r.literal
+	}
+	return r.re.literals()
 }
 
 // prefilterLiterals derives, from an RE2 pattern, lower-cased literals of

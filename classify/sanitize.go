@@ -25,8 +25,8 @@ const (
 
 var (
 	// key=value and "key": "value" secrets.
-	kvRe      = regexp.MustCompile(`(?i)\b((?:aws[_-]?secret[_-]?access[_-]?key|secret[_-]?access[_-]?key|api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|secret|password|passwd|x-api-key|x-goog-api-key)["']?\s*[:=]\s*["']?)[^\s"',;&\[][^\s"',;&]{5,}`)
-	winHomeRe = regexp.MustCompile(`(?i:\b[a-z]:\\Users\\)[^\\\s"'<>]+`)
+	kvRe      = lazyRegexp(`(?i)\b((?:aws[_-]?secret[_-]?access[_-]?key|secret[_-]?access[_-]?key|api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|client[_-]?secret|secret|password|passwd|x-api-key|x-goog-api-key)["']?\s*[:=]\s*["']?)[^\s"',;&\[][^\s"',;&]{5,}`)
+	winHomeRe = lazyRegexp(`(?i:\b[a-z]:\\Users\\)[^\\\s"'<>]+`)
 )
 
 // Redact replaces secrets and personal data in s, without bounding or
@@ -86,7 +86,7 @@ type redaction struct {
 	// s[start:end] is replaced by repl. Occurrences never overlap: the next
 	// search starts where the last replaced text ended.
 	next func(s string, from int) (start, end int, repl string, ok bool)
-	re   *regexp.Regexp
+	re   func() *regexp.Regexp // compiled at first use (lazyRegexp)
 	repl string
 }
 
@@ -126,7 +126,7 @@ func (r redaction) apply(s string, lower *lowered) string {
 		return s
 	}
 	if r.re != nil {
-		return r.re.ReplaceAllString(s, r.repl)
+		return r.re().ReplaceAllString(s, r.repl)
 	}
 	var b strings.Builder
 	last, replaced := 0, false

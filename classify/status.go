@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The structured layer's first signal is the HTTP status, wherever the
@@ -65,36 +66,38 @@ var statusNames = map[string]int{
 
 var (
 	// A status in text, with the words that say it is one.
-	statusTextRes = []*regexp.Regexp{
-		// "HTTP 403", "(HTTP 403)", "HTTP/1.1 429", "HTTP/2 503", "http: 502"
-		regexp.MustCompile(`(?i)\bHTTP(?:/\d(?:\.\d)?)?(?:\s+status)?[\s:]+([45]\d\d)\b`),
-		// "status: 429", "status code 503", "statusCode=429", "error code: 429",
-		// "last status: 429", "got status 500", "status_code: 502", "code 429"
-		regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)\s*[:=]?\s*\(?([45]\d\d)\b`),
-		// "API Error: 429", "Error: 529 {…}", "[API Error: 500 …]", "APIError: 503"
-		regexp.MustCompile(`(?i)\b(?:API ?Error|Error)\s*[:\s(]\s*\[?([45]\d\d)\b`),
-		// "Request failed with status code 503", "returned 429", "responded with 500",
-		// "failed with 429", "received 503"
-		regexp.MustCompile(`(?i)\b(?:with status(?: code)?|returned(?: status)?|responded with|failed with|received(?: status)?)\s+([45]\d\d)\b`),
-		// "ErrorStatus(500, \"\")", "HttpStatus(429)" (Rust and Java enums)
-		regexp.MustCompile(`\b\w*Status\(\s*([45]\d\d)\b`),
-		// "…request: 400 Invalid 'messages'" — after a colon or dash, followed
-		// by a capitalised word (a lower-case one is prose: "500 lines")
-		regexp.MustCompile(`[:\-]\s+([45]\d\d)\s+[A-Z]`),
-		// "503 status code (no body)" (openai-node)
-		regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
-		// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"
-		regexp.MustCompile(`(?i)\b([45]\d\d)\s*[-:]?\s*(?:Too Many Requests|Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Payment Required|Request Timeout|Conflict|Gone|Payload Too Large|Request Entity Too Large|Unprocessable Entity|Too Early|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out|Site Overloaded|Overloaded)\b`),
-		// "Too Many Requests (429)", "Service Unavailable (503)"
-		regexp.MustCompile(`(?i)\b(?:Too Many Requests|Bad Request|Unauthorized|Forbidden|Not Found|Payment Required|Request Timeout|Conflict|Payload Too Large|Unprocessable Entity|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|Overloaded)\s*\(([45]\d\d)\)`),
-	}
+	statusTextRes = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			// "HTTP 403", "(HTTP 403)", "HTTP/1.1 429", "HTTP/2 503", "http: 502"
+			regexp.MustCompile(`(?i)\bHTTP(?:/\d(?:\.\d)?)?(?:\s+status)?[\s:]+([45]\d\d)\b`),
+			// "status: 429", "status code 503", "statusCode=429", "error code: 429",
+			// "last status: 429", "got status 500", "status_code: 502", "code 429"
+			regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)\s*[:=]?\s*\(?([45]\d\d)\b`),
+			// "API Error: 429", "Error: 529 {…}", "[API Error: 500 …]", "APIError: 503"
+			regexp.MustCompile(`(?i)\b(?:API ?Error|Error)\s*[:\s(]\s*\[?([45]\d\d)\b`),
+			// "Request failed with status code 503", "returned 429", "responded with 500",
+			// "failed with 429", "received 503"
+			regexp.MustCompile(`(?i)\b(?:with status(?: code)?|returned(?: status)?|responded with|failed with|received(?: status)?)\s+([45]\d\d)\b`),
+			// "ErrorStatus(500, \"\")", "HttpStatus(429)" (Rust and Java enums)
+			regexp.MustCompile(`\b\w*Status\(\s*([45]\d\d)\b`),
+			// "…request: 400 Invalid 'messages'" — after a colon or dash, followed
+			// by a capitalised word (a lower-case one is prose: "500 lines")
+			regexp.MustCompile(`[:\-]\s+([45]\d\d)\s+[A-Z]`),
+			// "503 status code (no body)" (openai-node)
+			regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
+			// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"
+			regexp.MustCompile(`(?i)\b([45]\d\d)\s*[-:]?\s*(?:Too Many Requests|Bad Request|Unauthorized|Forbidden|Not Found|Method Not Allowed|Payment Required|Request Timeout|Conflict|Gone|Payload Too Large|Request Entity Too Large|Unprocessable Entity|Too Early|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out|Site Overloaded|Overloaded)\b`),
+			// "Too Many Requests (429)", "Service Unavailable (503)"
+			regexp.MustCompile(`(?i)\b(?:Too Many Requests|Bad Request|Unauthorized|Forbidden|Not Found|Payment Required|Request Timeout|Conflict|Payload Too Large|Unprocessable Entity|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out|Overloaded)\s*\(([45]\d\d)\)`),
+		}
+	})
 	// A message that starts with a status: "429 {…}", "503 - upstream…",
 	// "Error: 429 …" is handled above.
-	statusLeadRe = regexp.MustCompile(`\A\s*\[?([45]\d\d)\b\s*[-:{(\[\]]`)
+	statusLeadRe = lazyRegexp(`\A\s*\[?([45]\d\d)\b\s*[-:{(\[\]]`)
 	// Names that stand for a status, as words of their own.
-	statusNameRe = regexp.MustCompile(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
+	statusNameRe = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
 	// gRPC status as clients print it: "code = ResourceExhausted", "code: Unavailable".
-	grpcCodeRe = regexp.MustCompile(`\bcode\s*[=:]\s*(ResourceExhausted|Unavailable|Internal|DeadlineExceeded|Unauthenticated|PermissionDenied|InvalidArgument|NotFound|FailedPrecondition)\b`)
+	grpcCodeRe = lazyRegexp(`\bcode\s*[=:]\s*(ResourceExhausted|Unavailable|Internal|DeadlineExceeded|Unauthenticated|PermissionDenied|InvalidArgument|NotFound|FailedPrecondition)\b`)
 )
 
 // derivedStatus is the status the evidence carries and where it came from.
@@ -235,12 +238,12 @@ func textStatus(s string) int {
 	if s == "" {
 		return 0
 	}
-	if m := statusLeadRe.FindStringSubmatch(s); m != nil {
+	if m := statusLeadRe().FindStringSubmatch(s); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		return n
 	}
 	best, at := 0, len(s)+1
-	for _, re := range statusTextRes {
+	for _, re := range statusTextRes() {
 		if loc := re.FindStringSubmatchIndex(s); loc != nil && loc[0] < at {
 			n, _ := strconv.Atoi(s[loc[2]:loc[3]])
 			best, at = n, loc[0]
@@ -254,10 +257,10 @@ func nameStatus(s string) int {
 	if s == "" {
 		return 0
 	}
-	if m := grpcCodeRe.FindStringSubmatch(s); m != nil {
+	if m := grpcCodeRe().FindStringSubmatch(s); m != nil {
 		return statusNames[m[1]]
 	}
-	if m := statusNameRe.FindStringSubmatch(s); m != nil {
+	if m := statusNameRe().FindStringSubmatch(s); m != nil {
 		return statusNames[m[1]]
 	}
 	return 0

@@ -4,7 +4,6 @@ import (
 	_ "time/tzdata" // IANA zones in hints ("resets 11:10am (Europe/Helsinki)") work on any machine
 
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -310,15 +309,15 @@ func jsonHints(objects []map[string]any, now time.Time) (time.Duration, time.Tim
 }
 
 var (
-	relativeRe = regexp.MustCompile(`(?i)\b(?:(?:try\s+again|retry(?:ing)?|resets?)\s+(?:in|after)|(?:please\s+)?wait(?:\s+for)?)\s+`)
-	absoluteRe = regexp.MustCompile(`(?i)\b(?:try\s+again|retry|resets?|renews?)(?:\s+(?:at|on))?\s+` +
+	relativeRe = lazyRegexp(`(?i)\b(?:(?:try\s+again|retry(?:ing)?|resets?)\s+(?:in|after)|(?:please\s+)?wait(?:\s+for)?)\s+`)
+	absoluteRe = lazyRegexp(`(?i)\b(?:try\s+again|retry|resets?|renews?)(?:\s+(?:at|on))?\s+` +
 		`(?:(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:\d{2}))|` +
 		`(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?)?` +
 		`(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)?(?:\s*\(?\s*(utc|gmt|[A-Za-z]+/[A-Za-z_]+(?:/[A-Za-z_]+)?)\s*\)?)?)`)
 )
 
 // isoClockRe reads "You will regain access on 2026-08-01 at 00:00 UTC".
-var isoClockRe = regexp.MustCompile(`(?i)\b(?:regain access|try again|retry|resets?|available(?: again)?)\s+(?:on|at|after)\s+(\d{4})-(\d{2})-(\d{2})(?:,?\s+at)?\s+(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*(utc|gmt|z)\b)?`)
+var isoClockRe = lazyRegexp(`(?i)\b(?:regain access|try again|retry|resets?|available(?: again)?)\s+(?:on|at|after)\s+(\d{4})-(\d{2})-(\d{2})(?:,?\s+at)?\s+(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s*(utc|gmt|z)\b)?`)
 
 var months = map[string]time.Month{"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12}
 
@@ -343,7 +342,7 @@ func textHints(vw *view, now time.Time) (time.Duration, time.Time) {
 
 // relativeHint finds "try again in 20s", "Please retry in 3.5s", …
 func relativeHint(s string) time.Duration {
-	for _, loc := range relativeRe.FindAllStringIndex(s, 8) {
+	for _, loc := range relativeRe().FindAllStringIndex(s, 8) {
 		if d, n := scanDuration(s[loc[1]:]); n > 0 {
 			if d = validDuration(d); d > 0 {
 				return d
@@ -358,7 +357,7 @@ func relativeHint(s string) time.Duration {
 // clock time without a date is its next occurrence after now; without a
 // zone it is UTC.
 func absoluteHint(s string, now time.Time) time.Time {
-	for _, m := range isoClockRe.FindAllStringSubmatch(s, 8) {
+	for _, m := range isoClockRe().FindAllStringSubmatch(s, 8) {
 		y, _ := strconv.Atoi(m[1])
 		mo, _ := strconv.Atoi(m[2])
 		d, _ := strconv.Atoi(m[3])
@@ -376,7 +375,7 @@ func absoluteHint(s string, now time.Time) time.Time {
 			return t
 		}
 	}
-	for _, m := range absoluteRe.FindAllStringSubmatch(s, 8) {
+	for _, m := range absoluteRe().FindAllStringSubmatch(s, 8) {
 		if t := absoluteFromMatch(m, now); !t.IsZero() {
 			return t
 		}
@@ -458,12 +457,12 @@ func absoluteFromMatch(m []string, now time.Time) time.Time {
 	return validReset(t.UTC(), now)
 }
 
-var claudeEpochRe = regexp.MustCompile(`(?i)usage limit reached\|(\d{9,13})\b`)
+var claudeEpochRe = lazyRegexp(`(?i)usage limit reached\|(\d{9,13})\b`)
 
 // claudeEpochHint reads Claude Code's "Claude AI usage limit reached|<epoch>".
 func claudeEpochHint(vw *view, now time.Time) time.Time {
 	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
-		if m := claudeEpochRe.FindStringSubmatch(vw.text(f)); m != nil {
+		if m := claudeEpochRe().FindStringSubmatch(vw.text(f)); m != nil {
 			if t := ParseResetTime(m[1], now); !t.IsZero() {
 				return t
 			}

@@ -12,8 +12,9 @@ import (
 const (
 	ProtoHTTP = "http/protobuf"
 	ProtoGRPC = "grpc"
-	// ProtoJSON is in the OTLP specification but not in the Go SDK's
-	// exporters: asking for it turns telemetry off with one warning.
+	// ProtoJSON is in the OTLP specification but not in acp-guard's
+	// exporters: asking for it turns telemetry off with one warning, as
+	// asking for grpc does in a build without -tags otlpgrpc.
 	ProtoJSON = "http/json"
 )
 
@@ -45,6 +46,9 @@ type Settings struct {
 	// Flush is the deadline of the flush at Close: MaxFlush, or the
 	// OTLP timeout when it is shorter.
 	Flush time.Duration
+	// Getenv is where the OTLP/HTTP exporters read their settings
+	// (endpoint, headers, TLS…): FromEnv's getenv; nil: os.Getenv.
+	Getenv func(string) string
 }
 
 // FromEnv decides, from the environment (getenv) and the --otel flag,
@@ -78,6 +82,7 @@ func FromEnv(getenv func(string) string, flag bool) (s Settings, ok bool, err er
 	if s.Flush, err = flushDeadline(getenv, s); err != nil {
 		return s, false, err
 	}
+	s.Getenv = getenv
 	return s, true, nil
 }
 
@@ -94,9 +99,12 @@ func protocol(getenv func(string) string, signal string) (string, error) {
 	case "", ProtoHTTP:
 		return ProtoHTTP, nil
 	case ProtoGRPC:
+		if !grpcBuilt {
+			return "", fmt.Errorf("%s: %q: %w; use http/protobuf (port 4318)", name, p, errNoGRPC)
+		}
 		return ProtoGRPC, nil
 	case ProtoJSON:
-		return "", fmt.Errorf("%s: %q is not supported by this build's OTLP exporters (use http/protobuf or grpc)", name, p)
+		return "", fmt.Errorf("%s: %q is not supported by acp-guard's OTLP exporters (use http/protobuf or grpc)", name, p)
 	}
 	return "", fmt.Errorf("%s: %q is not an OTLP protocol (http/protobuf or grpc)", name, p)
 }
@@ -132,6 +140,9 @@ func flushDeadline(getenv func(string) string, s Settings) (time.Duration, error
 	}
 	return d, nil
 }
+
+// errNoGRPC: a protocol setting asks for grpc in a build without it.
+var errNoGRPC = errors.New("OTLP over gRPC is not built into this acp-guard (build it with -tags otlpgrpc)")
 
 // ErrNotBuilt is New's error in a build without telemetry (-tags nootel).
 var ErrNotBuilt = errors.New("this acp-guard was built without telemetry (-tags nootel)")

@@ -191,6 +191,9 @@ func TestExitDelayBounded(t *testing.T) {
 		{"hung, OTLP timeout 200 ms", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + hung.Addr().String(), "OTEL_EXPORTER_OTLP_TIMEOUT=200"}, 200},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.Contains(strings.Join(tt.env, " "), "=grpc") && !telemetry.GRPCBuilt {
+				t.Skip("OTLP/gRPC is not in this build (-tags otlpgrpc)")
+			}
 			out, stderr := session(t, tt.env, []string{"--log-level", "debug"}, "--scenario", "success")
 			if !strings.Contains(out, `"stopReason":"end_turn"`) {
 				t.Fatalf("session not answered:\n%s", out)
@@ -207,18 +210,25 @@ func TestExitDelayBounded(t *testing.T) {
 	}
 }
 
-// OTLP over http/json is in the specification but not in the Go SDK's
-// exporters: asking for it, or any other telemetry setting that cannot be
-// used, costs one warning and the agent runs without telemetry.
+// OTLP over http/json is in the specification but not in acp-guard's
+// exporters, and gRPC is not in a build without -tags otlpgrpc: asking
+// for either, or any other telemetry setting that cannot be used, costs
+// one warning and the agent runs without telemetry.
 func TestUnusableSettingTurnsTelemetryOff(t *testing.T) {
 	t.Parallel()
 	rcv := newReceiver(t)
 	for _, tt := range []struct{ name, env, want string }{
 		{"http/json", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json", "http/json"},
+		{"grpc not built", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "-tags otlpgrpc"},
 		{"bad timeout", "OTEL_EXPORTER_OTLP_TIMEOUT=soon", "OTEL_EXPORTER_OTLP_TIMEOUT"},
+		{"bad header", "OTEL_EXPORTER_OTLP_HEADERS=no-equals-sign", "OTEL_EXPORTER_OTLP_HEADERS"},
+		{"bad compression", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=zstd", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"},
 		{"bad session mode", "ACP_GUARD_OTEL_SESSION_ID=plain", "ACP_GUARD_OTEL_SESSION_ID"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "grpc not built" && telemetry.GRPCBuilt {
+				t.Skip("this build has OTLP/gRPC")
+			}
 			out, stderr := session(t, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.url, tt.env}, nil, "--scenario", "success")
 			if !strings.Contains(out, `"stopReason":"end_turn"`) {
 				t.Fatalf("the agent did not run:\n%s\nstderr:\n%s", out, stderr)

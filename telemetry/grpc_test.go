@@ -1,4 +1,4 @@
-//go:build !nootel
+//go:build otlpgrpc && !nootel
 
 package telemetry_test
 

@@ -14,10 +14,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -74,12 +70,12 @@ func New(ctx context.Context, set Settings, log *slog.Logger, identity observers
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(t.exportError))
 	var err error
 	if set.Traces {
-		if t.spanExp, err = traceExporter(ctx, set.TraceProto); err != nil {
+		if t.spanExp, err = traceExporter(ctx, set); err != nil {
 			return nil, err
 		}
 	}
 	if set.Metrics {
-		if t.metricExp, err = metricExporter(ctx, set.MetricProto); err != nil {
+		if t.metricExp, err = metricExporter(ctx, set); err != nil {
 			return nil, err
 		}
 	}
@@ -102,18 +98,21 @@ func newInstanceID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
-func traceExporter(ctx context.Context, proto string) (sdktrace.SpanExporter, error) {
-	if proto == ProtoGRPC {
-		return otlptracegrpc.New(ctx)
+// traceExporter is the OTLP exporter of spans: over HTTP (otlphttp.go),
+// or gRPC in a build with -tags otlpgrpc (FromEnv refuses grpc in a
+// build without it).
+func traceExporter(ctx context.Context, set Settings) (sdktrace.SpanExporter, error) {
+	if set.TraceProto == ProtoGRPC {
+		return grpcTraceExporter(ctx)
 	}
-	return otlptracehttp.New(ctx)
+	return newSpanExporter(set.Getenv)
 }
 
-func metricExporter(ctx context.Context, proto string) (sdkmetric.Exporter, error) {
-	if proto == ProtoGRPC {
-		return otlpmetricgrpc.New(ctx)
+func metricExporter(ctx context.Context, set Settings) (sdkmetric.Exporter, error) {
+	if set.MetricProto == ProtoGRPC {
+		return grpcMetricExporter(ctx)
 	}
-	return otlpmetrichttp.New(ctx)
+	return newMetricExporter(set.Getenv)
 }
 
 // exportError is the SDK's error handler: the first failure is logged,

@@ -5,6 +5,8 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +30,8 @@ func TestFromEnv(t *testing.T) {
 		{name: "flag", flag: true, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
 		{name: "endpoint", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
 		{name: "traces only", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"}, on: true, want: Settings{Traces: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
-		{name: "metrics only, grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoGRPC, SessionID: SessionHash, Flush: MaxFlush}},
-		{name: "per-signal protocol wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "metrics only, grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, on: grpcBuilt, wantErr: !grpcBuilt, want: Settings{Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoGRPC, SessionID: SessionHash, Flush: MaxFlush}},
+		{name: "per-signal protocol wins", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL": "http/protobuf"}, on: grpcBuilt, wantErr: !grpcBuilt, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoGRPC, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
 		{name: "exporter none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_TRACES_EXPORTER": "none"}, on: true, want: Settings{Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionHash, Flush: MaxFlush}},
 		{name: "sdk disabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "OTEL_SDK_DISABLED": "true"}, flag: true, on: false},
 		{name: "raw session ids", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "x", "ACP_GUARD_OTEL_SESSION_ID": "raw"}, on: true, want: Settings{Traces: true, Metrics: true, TraceProto: ProtoHTTP, MetricProto: ProtoHTTP, SessionID: SessionRaw, Flush: MaxFlush}},
@@ -49,10 +51,25 @@ func TestFromEnv(t *testing.T) {
 			if (err != nil) != tt.wantErr || on != tt.on {
 				t.Fatalf("got on=%v err=%v, want on=%v err=%v", on, err, tt.on, tt.wantErr)
 			}
-			if on && got != tt.want {
+			got.Getenv = nil // FromEnv's getenv, passed on to the exporters
+			if on && !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// In a build without -tags otlpgrpc, asking for OTLP over gRPC is an
+// error that names the variable and the build tag: the caller logs it and
+// runs the agent without telemetry.
+func TestGRPCNotBuiltNamesTheVariable(t *testing.T) {
+	if grpcBuilt {
+		t.Skip("this build has OTLP/gRPC (-tags otlpgrpc)")
+	}
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "grpc"}
+	_, on, err := FromEnv(func(k string) string { return env[k] }, false)
+	if on || err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") || !strings.Contains(err.Error(), "-tags otlpgrpc") {
+		t.Errorf("got on=%v err=%v, want off with an error naming OTEL_EXPORTER_OTLP_TRACES_PROTOCOL and -tags otlpgrpc", on, err)
 	}
 }
 

@@ -114,7 +114,7 @@ func isTerminal(r io.Reader) bool {
 // otherEnv are the ACP_GUARD_* variables that are not a flag's: read by
 // acp-guard itself, and by its test and interop tooling (prefixes ending
 // in "_").
-var otherEnv = []string{envPrefix + "CONFIG", envPrefix + "CPUPROFILE", envPrefix + "OTEL_SESSION_ID",
+var otherEnv = []string{envPrefix + "CONFIG", envPrefix + "CPUPROFILE", envPrefix + "MEMPROFILE", envPrefix + "OTEL_SESSION_ID",
 	envPrefix + "TEST_", envPrefix + "INTEROP", envPrefix + "CACHE", envPrefix + "MEASURE_"}
 
 // unknownEnv lists the ACP_GUARD_* variables of environ that name no

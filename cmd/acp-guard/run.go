@@ -117,6 +117,12 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 			defer stop()
 		}
 	}
+	if path := os.Getenv("ACP_GUARD_MEMPROFILE"); path != "" {
+		// The heap at the end of the session, with what was allocated
+		// since start (GODEBUG=memprofilerate=1 records every allocation,
+		// package inits included; docs/PERFORMANCE.md).
+		defer writeHeapProfile(path)
+	}
 	// Loading the catalogue is the only big allocation
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
@@ -210,6 +216,15 @@ func startCPUProfile(path string) (func(), error) {
 		return nil, err
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func writeHeapProfile(path string) {
+	f, err := safefile.Open(path, safefile.Truncate)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("heap").WriteTo(f, 0)
 }
 
 // agentStderr is where the agent's stderr is copied: acp-guard's stderr as

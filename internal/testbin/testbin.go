@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -61,6 +62,9 @@ func build() {
 	if os.Getenv("ACP_GUARD_TEST_RACE") == "1" {
 		args = append(args, "-race")
 	}
+	if tags := testTags(); tags != "" {
+		args = append(args, "-tags", tags)
+	}
 	args = append(args, "./cmd/acp-guard")
 	// go test puts its own GOROOT/bin first on PATH, so this is the go
 	// command that is running the tests.
@@ -69,6 +73,21 @@ func build() {
 	if out, berr := cmd.CombinedOutput(); berr != nil {
 		err = fmt.Errorf("go %v in %s: %w\n%s", args, root, berr, out)
 	}
+}
+
+// testTags are the build tags the test binary was built with (go test
+// -tags otlpgrpc, nootel…): the binary under test is built with them too.
+func testTags() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" {
+			return s.Value
+		}
+	}
+	return ""
 }
 
 // moduleRoot is the directory holding go.mod, two levels above this file.

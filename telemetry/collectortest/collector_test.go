@@ -29,11 +29,12 @@ import (
 )
 
 // acpGuard builds acp-guard from the repository (two directories up) with
-// the repository's own go.mod.
+// the repository's own go.mod, with OTLP over gRPC (-tags otlpgrpc) beside
+// the default OTLP/HTTP exporter, so that the Collector receives both.
 func acpGuard(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "acp-guard")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/acp-guard")
+	cmd := exec.Command("go", "build", "-tags", "otlpgrpc", "-o", bin, "./cmd/acp-guard")
 	cmd.Dir = filepath.Join("..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building acp-guard: %v\n%s", err, out)
