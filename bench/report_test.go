@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -212,6 +213,40 @@ func TestParseStatCPU(t *testing.T) {
 				t.Errorf("got %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		line    string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"plain", "123456789 2000 17\n", 123456789, false},
+		{"empty", "", 0, true},
+		{"not a number", "x 1 2\n", 0, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSchedstat([]byte(tt.line))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("got %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSchedstatCPUOwnProcess(t *testing.T) {
+	dir := "/proc/self"
+	if _, err := os.Stat(dir + "/task"); err != nil {
+		t.Skip("no /proc")
+	}
+	d, err := schedstatCPU(dir)
+	if err != nil {
+		t.Skipf("schedstat unavailable: %v", err)
+	}
+	if d <= 0 {
+		t.Errorf("own CPU time %v, want > 0", d)
 	}
 }
 

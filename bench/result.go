@@ -18,9 +18,10 @@ type Result struct {
 	Elapsed   time.Duration // sum of the measured prompts' times
 	Latencies []time.Duration
 	PeakRSS   int64 // bytes; the relay's VmHWM (0 in Direct mode)
-	// RelayCPU is the CPU time (user+system, 10 ms resolution) the relay
-	// process used during the measured prompts (0 in Direct mode). Unlike
-	// wall time it hardly depends on what else the machine is doing.
+	// RelayCPU is the CPU time (user+system; the scheduler's nanosecond
+	// accounting, Session.CPUTime) the relay process used during the
+	// measured prompts (0 in Direct mode). Unlike wall time it hardly
+	// depends on what else the machine is doing.
 	RelayCPU time.Duration
 }
 

@@ -122,14 +122,60 @@ func (s *Session) PeakRSS() (int64, error) {
 	return parseVmHWM(b)
 }
 
-// CPUTime returns the user+system CPU time the process the client talks to
-// has used so far, all its threads, not its children (/proc/PID/stat).
+// CPUTime returns the CPU time the process the client talks to has used
+// so far, all its threads, not its children: the scheduler's own
+// accounting in nanoseconds (/proc/PID/task/*/schedstat, user and system
+// alike), else utime+stime of /proc/PID/stat (10 ms ticks). A Go process
+// keeps its threads, so no thread's time is lost between two readings.
 func (s *Session) CPUTime() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID()) + "/stat")
+	dir := "/proc/" + strconv.Itoa(s.PID())
+	if d, err := schedstatCPU(dir); err == nil {
+		return d, nil
+	}
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return 0, err
 	}
 	return parseStatCPU(b)
+}
+
+// schedstatCPU sums the first field (time on the CPU, ns) of the
+// schedstat of every thread of the process in dir.
+func schedstatCPU(dir string) (time.Duration, error) {
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the thread ended since ReadDir
+			}
+			return 0, err
+		}
+		d, err := parseSchedstat(b)
+		if err != nil {
+			return 0, err
+		}
+		total += d
+	}
+	return total, nil
+}
+
+// parseSchedstat returns the first field of a schedstat line: nanoseconds
+// spent on the CPU.
+func parseSchedstat(b []byte) (time.Duration, error) {
+	f := bytes.Fields(b)
+	if len(f) < 1 {
+		return 0, errors.New("schedstat: empty")
+	}
+	ns, err := strconv.ParseInt(string(f[0]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("schedstat: %w", err)
+	}
+	return time.Duration(ns), nil
 }
 
 // clockTick is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
