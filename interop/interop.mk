@@ -12,7 +12,11 @@
 #                       INTEROP_AGENTS=codex,gemini to narrow,
 #                       INTEROP_RUN=TestInterop/codex/fallback for go test -run,
 #                       INTEROP_OUT=dir to keep transcripts,
-#                       INTEROP_PARALLEL=N scenarios at once (default 4).
+#                       INTEROP_PARALLEL=N scenarios at once (default 4),
+#                       INTEROP_LOG=file to keep go test -json's output
+#                       somewhere else than a new temporary file.
+#                       It prints one line per scenario, the known agent
+#                       bugs seen, and each failure's whole output.
 #
 # The install folder is outside the repository (default
 # ~/.cache/acp-guard-interop); CI keeps it between runs, and npm's own
@@ -44,7 +48,10 @@ interop-test:
 	$(GO) test -race ./interop/...
 
 interop: interop-suite-deps
+	@log="$${INTEROP_LOG:-$$(mktemp /tmp/acp-guard-interop.XXXXXX)}"; \
+	echo "interop: go test -json output in $$log"; \
 	ACP_GUARD_CACHE=$(ACP_GUARD_CACHE) ACP_GUARD_INTEROP_AGENTS=$(INTEROP_AGENTS) \
 		ACP_GUARD_INTEROP_OUT=$(INTEROP_OUT) \
-		$(GO) test -tags interop -count=1 -timeout 10m -parallel $(INTEROP_PARALLEL) \
-		$(if $(INTEROP_RUN),-run '$(INTEROP_RUN)') -v ./interop/suite/
+		$(GO) test -json -tags interop -count=1 -timeout 10m -parallel $(INTEROP_PARALLEL) \
+		$(if $(INTEROP_RUN),-run '$(INTEROP_RUN)') ./interop/suite/ 2>&1 | \
+		$(GO) run ./interop/cmd/testsummary -log "$$log"

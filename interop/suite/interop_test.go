@@ -63,11 +63,15 @@ type agentCase struct {
 	// suite asserts that shape so a fixed agent makes the case fail and be
 	// updated.
 	staleAfterError bool
+	// losesPromptAfterSwitch: now and then the prompt acp-guard re-sends
+	// right after switching the model is never answered
+	// (bugPromptLostAfterSwitch, intermittent).
+	losesPromptAfterSwitch bool
 }
 
 var agentCases = []agentCase{
 	{name: "codex", retries: 1, attempts: 4, model: "gpt-5.4", fallback: "gpt-5.4-mini",
-		textFail: "text_then_error", textFailSurfaces: true},
+		textFail: "text_then_error", textFailSurfaces: true, losesPromptAfterSwitch: true},
 	{name: "claude", retries: 1, attempts: 2, model: "claude-sonnet-4-6", fallback: "haiku",
 		textFail: "drop_after_text", textFailSurfaces: false, staleAfterError: true},
 	{name: "gemini", retries: 1, attempts: 2, model: "gemini-2.5-flash", fallback: "gemini-2.5-pro",
@@ -462,6 +466,10 @@ var (
 		"a stream that fails after text ends the turn with end_turn and the partial text, not an error"}
 	bugDrops429Body = knownBug{"codex-acp/drops-429-body",
 		"a 429's body and headers never reach ACP: no reset hint survives, and codex does not retry 429 itself"}
+	// Intermittent (about one run in five): it cannot be required to
+	// happen, only recognised by its signature when it does.
+	bugPromptLostAfterSwitch = knownBug{"codex-acp/prompt-lost-after-model-switch",
+		"now and then the prompt sent right after session/set_config_option(model) is never answered; codex logs \"Received event for unknown submission ID\""}
 )
 
 // expectBug checks that the known bug still shows (present), logs it, and

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/acp-guard/acp-guard/interop/capture"
@@ -262,13 +263,19 @@ func (w *world) cancelDuringWait() {
 	p.stop(true)
 }
 
+// fallbackStall is the stall watchdog of the fallback scenario: it turns
+// codex's intermittently lost prompt (bugPromptLostAfterSwitch) into an
+// agent_stalled answer instead of a wait for the scenario's budget. An
+// agent busy answering is never quiet for this long.
+const fallbackStall = "30s"
+
 // fallback: the first model keeps failing; after the retry on it acp-guard
 // switches the model (a second notice says so) and the answer comes from
 // the fallback model.
 func (w *world) fallback() {
 	t, ac := w.t, w.ac
 	main := capture.MainKey(w.agent.API)
-	p := w.guarded()
+	p := w.start("policy", false, "--policy", w.policy, "--stall-timeout", fallbackStall)
 	fail := w.script("unavailable_503", -1)[main]
 	got, _ := p.turn("fallback", fp.Script{
 		main + "@" + ac.model: fail,
@@ -284,11 +291,17 @@ func (w *world) fallback() {
 		p.stop(true)
 		return
 	}
-	if got.StopReason() != "end_turn" || got.Text() != fallbackText {
-		t.Errorf("got %s text %q, want end_turn with %q", got.Response.Raw, got.Text(), fallbackText)
-	}
-	if m := got.Model(); m != ac.fallback {
-		t.Errorf("result _meta.acpGuard.model: got %q, want %q (%s)", m, ac.fallback, got.Response.Raw)
+	lost := false
+	if pe := got.ProviderError(); ac.losesPromptAfterSwitch && pe != nil && pe.Recovery.Reason == "agent_stalled" {
+		lost = strings.Contains(p.stderr.String(), "Received event for unknown submission ID")
+		w.expectBug(bugPromptLostAfterSwitch, lost, fmt.Sprintf("the prompt after the switch stalled (%s) without the bug's log line", got.Response.Raw))
+	} else {
+		if got.StopReason() != "end_turn" || got.Text() != fallbackText {
+			t.Errorf("got %s text %q, want end_turn with %q", got.Response.Raw, got.Text(), fallbackText)
+		}
+		if m := got.Model(); m != ac.fallback {
+			t.Errorf("result _meta.acpGuard.model: got %q, want %q (%s)", m, ac.fallback, got.Response.Raw)
+		}
 	}
 	var failed, other int
 	for _, r := range w.fp.Stats().Requests {
@@ -301,7 +314,7 @@ func (w *world) fallback() {
 			other++
 		}
 	}
-	if failed != 2*ac.attempts || other == 0 {
+	if failed != 2*ac.attempts || (other == 0 && !lost) {
 		t.Errorf("requests to %s: got %d, want %d (agent × (1 + acp-guard retry)); successful requests to another model: %d, want > 0",
 			ac.model, failed, 2*ac.attempts, other)
 	}
