@@ -11,7 +11,7 @@ help:
 	@echo "make demo         build and run the demo (client -> acp-guard -> demo agent)"
 	@echo "make test         the whole test suite, with the race detector"
 	@echo "make acp-schema   fetch the official ACP JSON schema (npm) for the conformance test"
-	@echo "make test-short   the test suite without -race and without the slowest cases (-short)"
+	@echo "make test-short   the quick loop (~25 s): -short, no -race, no end-to-end tests of the built binary (TestE2E*)"
 	@echo "make test-busy    CI (.ci/run) 3 times in a row, each in a fresh clone, beside 2 CPU hogs"
 	@echo "make lint         gofmt, go vet, catalogue lint"
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"

@@ -8,7 +8,8 @@
 // build settings, and is made under a file lock, so the packages that
 // `go test ./...` runs at once build and link the program once, and a
 // second run of unchanged code builds nothing. A package's TestMain should
-// call Cleanup (or use Main), which removes private builds.
+// call Cleanup (or use Main), which removes private builds. Under -short,
+// Main skips the package's end-to-end tests (named TestE2E*).
 //
 // Environment: ACP_GUARD_TEST_BIN=/path/to/acp-guard tests that binary
 // instead of building one; ACP_GUARD_TEST_RACE=1 builds with -race;

@@ -1,6 +1,7 @@
 package testbin
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"sync"
 	"testing"
 )
+
+// ShortSkip is the -skip pattern Main applies under -short.
+const ShortSkip = "^TestE2E"
 
 // built is one program built for this test process.
 type built struct {
@@ -134,8 +138,18 @@ func moduleRoot() (string, error) {
 // Main is a TestMain for packages that use Path: it makes the process
 // hermetic, runs the tests, then removes private builds.
 //
+// With -short (make test-short) and no -skip of the caller's, it skips the
+// end-to-end tests of the built program, which the project names TestE2E*
+// (they take seconds each by design: grace periods, slow readers,
+// cooldowns, real processes): -short is the quick loop of unit,
+// virtual-clock and in-process tests; make test runs everything.
+//
 //	func TestMain(m *testing.M) { testbin.Main(m) }
 func Main(m *testing.M) {
+	flag.Parse()
+	if skip := flag.Lookup("test.skip"); testing.Short() && skip != nil && skip.Value.String() == "" {
+		_ = skip.Value.Set(ShortSkip)
+	}
 	home, err := Hermetic()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testbin:", err)
