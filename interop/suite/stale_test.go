@@ -63,11 +63,14 @@ func (w *world) staleTurn() {
 	if err != nil {
 		w.fatalf("third prompt: %v", err)
 	}
-	// Whether the agent has already sent the third prompt's own request
-	// (it queues it) when the answer arrives depends on timing; which
-	// answer the third prompt got does not.
-	if third.StopReason() != "end_turn" || third.Text() != firstAnswer {
-		t.Errorf("third prompt: got %s text %q; want %q, the answer to the second prompt's request", third.Response.Raw, third.Text(), firstAnswer)
+	// The third prompt gets the answer to the second prompt's request
+	// first. Whether its own request's answer follows in the same turn
+	// (the agent queues prompts) depends on timing: both shapes were seen
+	// on a busy machine, so only the first part is the bug's signature.
+	if third.StopReason() != "end_turn" || !strings.HasPrefix(third.Text(), firstAnswer) {
+		t.Errorf("third prompt: got %s text %q; want it to begin with %q, the answer to the second prompt's request", third.Response.Raw, third.Text(), firstAnswer)
+	} else {
+		t.Logf("third prompt: %q (its own answer in the same turn: %v)", third.Text(), third.Text() != firstAnswer)
 	}
 	p.stop(true)
 	if out := os.Getenv("ACP_GUARD_INTEROP_CAPTURE"); out != "" {
