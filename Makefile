@@ -4,7 +4,7 @@ BIN ?= bin/acp-guard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema
+.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet
 
 help:
 	@echo "make build        build $(BIN)"
@@ -16,6 +16,7 @@ help:
 	@echo "make lint         gofmt, go vet, catalogue lint"
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
 	@echo "make bench-otel   the end-to-end benchmark with OpenTelemetry export on"
+	@echo "make fleet        shared circuits at N = 50/100/200 acp-guard processes (NATS, file store, a store restart)"
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
 	@echo "make interop      the interop suite against real agents (needs Node and npm)"
@@ -51,6 +52,12 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzSanitize$$' -fuzztime $(FUZZTIME) ./classify
 	$(GO) test -run '^$$' -fuzz '^FuzzReader$$' -fuzztime $(FUZZTIME) ./replay
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy
+
+# The fleet measurement of shared circuits (fleet/, docs/CIRCUITS.md):
+# FLEET_FLAGS passes flags to fleet/cmd/fleet (e.g. -n 20 -stores nats).
+FLEET_FLAGS ?=
+fleet:
+	$(GO) run ./fleet/cmd/fleet $(FLEET_FLAGS)
 
 clean:
 	rm -rf bin

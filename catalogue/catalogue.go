@@ -13,11 +13,13 @@ import (
 	"github.com/acp-guard/acp-guard/classify"
 )
 
-//go:embed catalogue.json fixtures/*.json
+//go:embed catalogue.json rules/*.json fixtures/*.json
 var files embed.FS
 
-// Embedded returns the built-in catalogue data: the rules of catalogue.json
-// and the fixtures of fixtures/*.json (files in name order).
+// Embedded returns the built-in catalogue data: the version of
+// catalogue.json, the rules of rules/*.json and the fixtures of
+// fixtures/*.json (files in name order, so a rules file's place in the
+// order is its name's).
 func Embedded() (classify.Catalogue, error) {
 	b, err := files.ReadFile("catalogue.json")
 	if err != nil {
@@ -27,9 +29,32 @@ func Embedded() (classify.Catalogue, error) {
 	if err != nil {
 		return c, fmt.Errorf("catalogue.json: %w", err)
 	}
-	entries, err := files.ReadDir("fixtures")
-	if err != nil {
+	if err := eachFile("rules", func(n string, b []byte) error {
+		var rs []classify.Rule
+		if err := strictUnmarshal(b, &rs); err != nil {
+			return err
+		}
+		c.Rules = append(c.Rules, rs...)
+		return nil
+	}); err != nil {
 		return c, err
+	}
+	err = eachFile("fixtures", func(n string, b []byte) error {
+		var fs []classify.Fixture
+		if err := strictUnmarshal(b, &fs); err != nil {
+			return err
+		}
+		c.Fixtures = append(c.Fixtures, fs...)
+		return nil
+	})
+	return c, err
+}
+
+// eachFile calls fn with every embedded file of dir, in name order.
+func eachFile(dir string, fn func(name string, b []byte) error) error {
+	entries, err := files.ReadDir(dir)
+	if err != nil {
+		return err
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
@@ -37,17 +62,15 @@ func Embedded() (classify.Catalogue, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		b, err := files.ReadFile(path.Join("fixtures", n))
+		b, err := files.ReadFile(path.Join(dir, n))
+		if err == nil {
+			err = fn(n, b)
+		}
 		if err != nil {
-			return c, err
+			return fmt.Errorf("%s/%s: %w", dir, n, err)
 		}
-		var fs []classify.Fixture
-		if err := strictUnmarshal(b, &fs); err != nil {
-			return c, fmt.Errorf("fixtures/%s: %w", n, err)
-		}
-		c.Fixtures = append(c.Fixtures, fs...)
 	}
-	return c, nil
+	return nil
 }
 
 var (

@@ -4,25 +4,31 @@
 //
 //	cmd → replay → transport/observers → classify ← catalogue
 //
-// The embedded catalogue is catalogue.json (version and rules) plus
-// fixtures/*.json (one JSON array of fixtures per vendor). Default returns
-// its engine; Load reads an operator-reviewed file for --catalogue FILE,
-// which must compile and pass its own fixtures before it is used.
+// The embedded catalogue is catalogue.json (its version), rules/*.json (one
+// JSON array of rules per file: a provider's typed codes, an agent's
+// signatures, the phrase table 12-phrase.json, the status table
+// 13-status.json; files in name order, which is the order of rules within
+// a tier) and fixtures/*.json (one JSON array of fixtures per file).
+// Default returns its engine; Load reads an operator-reviewed file for
+// --catalogue FILE, which must compile and pass its own fixtures before it
+// is used. docs/CATALOGUE.md explains the layers and how to add a
+// provider.
 //
 // # File format
 //
-// A catalogue file is one JSON document (`acp-guard catalogue export`
-// prints the embedded one in this form):
+// An operator's catalogue file is one JSON document (`acp-guard catalogue
+// export` prints the embedded one in this form; a rules/*.json file is the
+// "rules" array alone):
 //
 //	{"version": "2026.11.29-1",
 //	 "rules": [{
 //	   "id": "anthropic.overloaded_error.v1",   // vendor.signature.vN, never reused
-//	   "tier": 1,                               // 1 structured, 2 exact signature, 3 broad
+//	   "tier": 1,                               // 1 typed structure, 2 exact signature, 3 phrase (ordered), 4 status (ordered)
 //	   "adapter": "any",                        // or codex-acp, claude-agent-acp, gemini-cli, cursor-acp
 //	   "sources": ["rpc_error", "stderr", "exit", "http"],
 //	   "match": {                               // all present conditions must hold
 //	     "rpcCode": -32603,                     // JSON-RPC error code
-//	     "httpStatus": [529],                   // Evidence.httpStatus is one of
+//	     "httpStatus": [529],                   // the status derived from the evidence is one of
 //	     "fields": [                            // all within one JSON object of the data or an embedded body
 //	       {"path": "type", "values": ["error"]},
 //	       {"path": "error.type", "values": ["overloaded_error"]},
@@ -40,7 +46,8 @@
 //	   "scope": "provider",                     // provider | account | model | request | agent | network
 //	   "timing": ["headers", "json", "text"],   // extractors, in order; also "claude_epoch"
 //	   "note": "where the signature comes from",
-//	   "outranks": ["codex.stream_disconnected_text.v1"]}], // same-rank rules this one is more specific than
+//	   "outranks": ["anthropic.rate_limit_error.v1"], // same-rank rules this one is more specific than (tiers 1–2)
+//	   "overridesStatus": [429]}],              // statuses whose class this rule may change
 //	 "fixtures": [{
 //	   "name": "anthropic.overloaded_error.v1 +1",
 //	   "rule": "anthropic.overloaded_error.v1",
@@ -52,9 +59,13 @@
 //	   "resetAt": "2026-11-29T12:00:30Z",
 //	   "transcript": "testdata/transcripts/real/claude/overloaded.jsonl"}]}
 //
-// A positive fixture passes when its rule classifies it and no other rule
-// of the same rank (tier, then adapter-scoped before "any") matches it
-// unless the rule declares it outranks that rule (the collision test; each
-// declaration needs such a collision fixture); a negative one when its rule
-// does not match it. See docs/CATALOGUE.md for adding a rule.
+// A positive fixture passes when its rule classifies it and, in tiers 1
+// and 2, no other rule of the same rank (tier, then adapter-scoped before
+// "any") matches it unless the rule declares it outranks that rule (the
+// collision test; each declaration needs such a collision fixture); in the
+// ordered tiers 3 and 4 the first matching rule wins. Each overridesStatus
+// entry needs a positive fixture whose evidence carries that status. A
+// negative fixture passes when its rule does not match it (and, with
+// "code", when the verdict has that code). See docs/CATALOGUE.md for adding
+// a rule.
 package catalogue

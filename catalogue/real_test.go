@@ -3,6 +3,7 @@ package catalogue
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +18,9 @@ import (
 // realExpect is what each captured failure must classify as, by
 // "agent/scenario" or, failing that, by scenario. codex-acp hides the
 // provider's 429 body behind its retry loop, so its quota and billing
-// failures can only be seen as rate limits.
+// failures can only be seen as rate limits. An "agent/scenario" entry also
+// says the capture is a failure: a turn of it that ends without an error
+// (or a projected control chunk) is checked as the verdict "none".
 var realExpect = map[string]string{
 	"bad_gateway_502":        classify.CodeProviderUnavailable,
 	"billing":                classify.CodeQuotaLimited,
@@ -39,12 +42,86 @@ var realExpect = map[string]string{
 	"stall":                  classify.CodeAgentTransportLost,
 	"stream_error":           classify.CodeAgentTransportLost,
 	"text_then_error":        classify.CodeAgentTransportLost,
-	"unauthorized_401":       classify.CodeAuthRequired,
-	"api_key_invalid_400":    classify.CodeAuthRequired,
-	"offline_dns":            classify.CodeNetworkUnavailable,
-	"no_api_key":             classify.CodeMissingCredentials,
-	"claude/no_api_key":      classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
-	"overloaded_529":         classify.CodeProviderOverloaded,
+	// codex-acp reports the provider's in-stream error event as "stream
+	// disconnected before completion: An error occurred while processing
+	// your request." — OpenAI's server_error text: the provider failed, the
+	// stream did not drop.
+	"codex/stream_error":    classify.CodeProviderUnavailable,
+	"codex/text_then_error": classify.CodeProviderUnavailable,
+	"unauthorized_401":      classify.CodeAuthRequired,
+	"api_key_invalid_400":   classify.CodeAuthRequired,
+	"offline_dns":           classify.CodeNetworkUnavailable,
+	"no_api_key":            classify.CodeMissingCredentials,
+	"claude/no_api_key":     classify.CodeAuthRequired, // ACP's -32000 "Authentication required"
+	"overloaded_529":        classify.CodeProviderOverloaded,
+
+	// Cline CLI 3.0.65 (issue 20) hands over the provider's message alone,
+	// without status or type.
+	"cline/forbidden_403": classify.CodeProviderNotConfigured, // codex/forbidden_403's region text
+	"cline/no_api_key":    classify.CodeAuthRequired,          // session/new: -32000 "Call authenticate"
+	"cline/empty_answer":  classify.CodeEmptyResponse,
+	"cline/empty_stream":  classify.CodeEmptyResponse,
+	// Cline hands an in-stream error event over as "Type validation failed:
+	// Value: {…}" with the event embedded: the provider's server_error, as
+	// codex-acp's (above).
+	"cline/stream_error":                 classify.CodeProviderUnavailable,
+	"cline/text_then_error":              classify.CodeProviderUnavailable,
+	"cline/text_then_error_then_success": classify.CodeProviderUnavailable, // not retried: the turn fails
+	// Cline hands an in-stream error event over as "Type validation failed:
+	// Value: {…}" with the event embedded: the provider's server_error, as
+	// codex-acp's (above).
+
+	// pi through pi-acp 0.0.34 (issue 20) relays no error: a failed turn
+	// ends end_turn, with only pi's retry notes when pi retried. Every
+	// failure is listed here by agent, which makes a turn without an error
+	// a miss (see TestRealAgentCaptures).
+	"pi/rate_limit":             classify.CodeRateLimited,
+	"pi/rate_limit_retry_after": classify.CodeRateLimited,
+	"pi/quota":                  classify.CodeQuotaLimited,
+	"pi/billing":                classify.CodeQuotaLimited,
+	"pi/server_error_500":       classify.CodeProviderUnavailable,
+	"pi/bad_gateway_502":        classify.CodeProviderUnavailable,
+	"pi/unavailable_503":        classify.CodeProviderUnavailable,
+	"pi/overloaded":             classify.CodeProviderOverloaded,
+	"pi/unauthorized_401":       classify.CodeAuthRequired,
+	"pi/forbidden_403":          classify.CodeAuthRequired,
+	"pi/model_not_found_404":    classify.CodeModelUnavailable,
+	"pi/context_overflow":       classify.CodeContextOverflow,
+	"pi/drop_before_text":       classify.CodeAgentTransportLost,
+	"pi/drop_after_text":        classify.CodeAgentTransportLost,
+	"pi/stream_error":           classify.CodeAgentTransportLost,
+	"pi/text_then_error":        classify.CodeAgentTransportLost,
+	"pi/stall":                  classify.CodeAgentTransportLost,
+	"pi/offline_dns":            classify.CodeNetworkUnavailable,
+	"pi/no_api_key":             classify.CodeAuthRequired, // session/new: ACP's -32000 "Authentication required: Configure an API key or log in…", as claude and cline
+}
+
+// knownMisses are captures of the agents first captured for issue 20
+// (Cline CLI, pi through pi-acp) that today's classifier reads wrong:
+// key → the verdict it gives today ("none": the relay sees no failure at
+// all). realExpect keeps what each failure means; the test logs these
+// instead of failing, fails on any other wrong verdict, and fails when a
+// listed capture comes out right, so the list only shrinks. The
+// classifier's rewrite (issue 20) empties it.
+var knownMisses = map[string]string{
+	"pi/bad_gateway_502":        noVerdict,
+	"pi/billing":                noVerdict,
+	"pi/context_overflow":       noVerdict,
+	"pi/drop_after_text":        noVerdict,
+	"pi/drop_before_text":       noVerdict,
+	"pi/forbidden_403":          noVerdict,
+	"pi/model_not_found_404":    noVerdict,
+	"pi/offline_dns":            noVerdict,
+	"pi/overloaded":             noVerdict,
+	"pi/quota":                  noVerdict,
+	"pi/rate_limit":             noVerdict,
+	"pi/rate_limit_retry_after": noVerdict,
+	"pi/server_error_500":       noVerdict,
+	"pi/stall":                  noVerdict,
+	"pi/stream_error":           noVerdict,
+	"pi/text_then_error":        noVerdict,
+	"pi/unauthorized_401":       noVerdict,
+	"pi/unavailable_503":        noVerdict,
 }
 
 // projected returns the signature a chunk of adapter's is a control chunk
@@ -103,6 +180,7 @@ func readTurns(t *testing.T, path string) []turn {
 	var turns []turn
 	adapter := ""
 	prompts := map[string]bool{}
+	setup := map[string]bool{} // authenticate and session/new: a failure there is the turn's
 	var cur *turn
 	var stderr []string
 	for sc.Scan() {
@@ -126,6 +204,18 @@ func readTurns(t *testing.T, path string) []turn {
 				prompts[string(fr.ID)] = true
 				cur = &turn{adapter: adapter}
 				stderr = nil
+				continue
+			}
+			if ev.Dir == "c2a" && (fr.Method == "session/new" || fr.Method == "authenticate") {
+				setup[string(fr.ID)] = true
+				continue
+			}
+			if ev.Dir == "a2c" && fr.Method == "" && setup[string(fr.ID)] && fr.Error != nil {
+				// The session never came: the failure stands for the turn.
+				code := fr.Error.Code
+				turns = append(turns, turn{adapter: adapter, err: &classify.Evidence{Source: classify.SourceRPCError,
+					Adapter: adapter, RPCCode: &code, Message: fr.Error.Message, Data: fr.Error.Data, Stderr: stderr,
+					Now: classify.DefaultFixtureNow}})
 				continue
 			}
 			if cur == nil || ev.Dir != "a2c" {
@@ -163,46 +253,48 @@ func TestRealAgentCaptures(t *testing.T) {
 	sigs, missing := observers.Bind(observers.DefaultSignatures, func(rule string) (observers.ChunkRule, error) {
 		cc, err := e.ControlChunk(rule)
 		return observers.ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
+	}, func(adapter, text string) bool {
+		_, _, ok := e.ReportedFailure(classify.Evidence{Adapter: adapter, Message: text})
+		return ok
 	})
 	if len(missing) > 0 {
 		t.Fatal(missing)
 	}
 	failed, classified, passed := 0, 0, 0
 	codes := map[string]int{}
+	misses := &missLog{seen: map[string]bool{}}
 	for _, path := range files {
 		key := strings.TrimSuffix(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), ".jsonl")
 		scenario := key[strings.IndexByte(key, '/')+1:]
+		fileFailed := false
 		for _, tr := range readTurns(t, path) {
-			for _, c := range tr.chunks {
-				// A text-reported failure (a control chunk of the adapter's
-				// projection) makes the turn a failed one, classified from
-				// its text; a diagnostic is neither output nor evidence.
-				if sig := projected(sigs, tr.adapter, c); sig != nil {
-					if sig.Kind == observers.KindControl && tr.err == nil {
-						tr.err = &classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter,
-							Message: sig.EvidenceText(sig.Suffix(c)), Now: classify.DefaultFixtureNow}
-					}
-					continue
-				}
-				ev := classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter, Message: c, Now: classify.DefaultFixtureNow}
-				if v := e.Classify(ev); v.Code != classify.CodeUnclassified {
-					t.Errorf("%s: assistant text %q classified as %s by %s", key, c, v.Code, v.Rule)
-				}
+			textFailure := projectText(t, e, sigs, key, &tr)
+			want, scoped := realExpect[key]
+			ok := scoped
+			if !ok {
+				want, ok = realExpect[scenario]
 			}
 			if tr.err == nil {
+				// An agent-scoped expectation says the capture is a
+				// failure: a turn that ends without one is a miss.
+				if scoped {
+					misses.check(t, key, noVerdict, want, "the turn ended without an error or a projected control chunk")
+				}
 				passed++
 				continue
 			}
 			failed++
-			v := e.Classify(*tr.err)
-			want, ok := realExpect[key]
-			if !ok {
-				want, ok = realExpect[scenario]
+			fileFailed = true
+			var v classify.Verdict
+			if textFailure {
+				v = e.ClassifyText(*tr.err)
+			} else {
+				v = e.Classify(*tr.err)
 			}
 			switch {
-			case ok && v.Code != want:
-				t.Errorf("%s: got %s (rule %q, reason %q, conflicts %v), want %s", key, v.Code, v.Rule, v.Reason, v.Conflicts, want)
-			case !ok && v.Code == classify.CodeUnclassified:
+			case ok:
+				misses.check(t, key, v.Code, want, fmt.Sprintf("rule %q, reason %q, conflicts %v", v.Rule, v.Reason, v.Conflicts))
+			case v.Code == classify.CodeUnclassified:
 				t.Errorf("%s: captured failure is unclassified (%q); add a rule and a fixture", key, v.SafeExcerpt)
 			}
 			if v.Code != classify.CodeUnclassified {
@@ -213,7 +305,16 @@ func TestRealAgentCaptures(t *testing.T) {
 				t.Errorf("%s: excerpt of %d bytes", key, len(v.SafeExcerpt))
 			}
 		}
+		// A failure scenario expected of every agent that no turn showed:
+		// a projection lost it (agent-scoped expectations are checked
+		// turn by turn above).
+		_, scoped := realExpect[key]
+		if _, expected := realExpect[scenario]; expected && !scoped && !fileFailed && !realPasses[key] &&
+			!strings.HasSuffix(path, ".expected.jsonl") {
+			t.Errorf("%s: the captured failure was not seen (no failed turn)", key)
+		}
 	}
+	misses.finish(t)
 	var summary []string
 	for c, n := range codes {
 		summary = append(summary, c+"="+strconv.Itoa(n))
@@ -221,4 +322,124 @@ func TestRealAgentCaptures(t *testing.T) {
 	sort.Strings(summary)
 	t.Logf("real captures: %d files, %d failed turns (%d classified), %d passed turns untouched; %s",
 		len(files), failed, classified, passed, strings.Join(summary, " "))
+}
+
+// projectText applies the text-reported failure projection to a turn the
+// way the guard does: a control chunk of the adapter's signatures (Cursor's
+// exact rule, Copilot's error chunk), else — for any adapter — a turn
+// whose whole visible text is one error line the engine recognises or that
+// carries a provider error shape; retry notes are diagnostics, not text.
+// It sets tr.err for a text-reported failure of a turn that returned a
+// result, and reports whether it did. Assistant text that is neither must
+// never classify.
+func projectText(t *testing.T, e *classify.Engine, sigs []observers.ControlSignature, key string, tr *turn) bool {
+	t.Helper()
+	var marker *observers.ControlSignature
+	markerText, visible := "", ""
+	for _, c := range tr.chunks {
+		if sig := projected(sigs, tr.adapter, c); sig != nil {
+			if sig.Kind != observers.KindDiagnostic {
+				marker, markerText = sig, strings.TrimSpace(c)
+			}
+			continue
+		}
+		if _, ok := classify.ParseNote(c); ok && visible == "" {
+			continue // a note before any output: a diagnostic
+		}
+		visible += c
+		marker = nil // the agent resumed
+	}
+	if tr.err != nil {
+		return false
+	}
+	switch {
+	case marker != nil:
+		tr.err = &classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tr.adapter,
+			Message: marker.EvidenceText(markerText), Now: classify.DefaultFixtureNow}
+		return marker.ClassifyText
+	case visible != "":
+		ev := classify.Evidence{Adapter: tr.adapter, Message: visible, Now: classify.DefaultFixtureNow}
+		if _, _, ok := e.ReportedFailure(ev); ok {
+			tr.err = &ev
+			return true
+		}
+		if v := e.ClassifyText(ev); v.Code != classify.CodeUnclassified {
+			t.Errorf("%s: assistant text %q classified as %s by %s", key, visible, v.Code, v.Rule)
+		}
+	}
+	return false
+}
+
+// realPasses are the captures of failure scenarios expected of every agent
+// in which the agent did not fail (it ended the turn with an answer or
+// nothing, or never returned before the capture cancelled it).
+var realPasses = map[string]bool{
+	"claude/drop_after_text":              true, // end_turn with the partial text
+	"claude/drop_after_text_then_success": true,
+	"claude/drop_before_text":             true, // an empty end_turn
+	"claude/stream_error":                 true,
+	"claude/text_then_error":              true,
+	"claude/text_then_error_then_success": true,
+	"codex/drop_after_text_then_success":  true,
+	"codex/text_then_error_then_success":  true,
+	"copilot/no_api_key":                  true, // Copilot used its own credentials
+	"copilot/stall":                       true, // cancelled
+	"kilo/offline_dns":                    true, // an empty end_turn after 300 s
+	"qwen/offline_dns":                    true, // cancelled
+	"qwen/quota":                          true,
+	"qwen/rate_limit":                     true,
+	"qwen/server_error_500":               true,
+	"gemini/drop_after_text_then_success": true,
+	"gemini/stall":                        true, // cancelled
+	"gemini/stream_error":                 true, // an empty end_turn
+	"gemini/text_then_error":              true, // end_turn with the partial text
+	"gemini/no_api_key":                   true, // failed at session set-up
+	"qwen/no_api_key":                     true, // failed at authenticate
+	"cline/stall":                         true, // cancelled
+}
+
+// noVerdict is the verdict of a failure the relay cannot see: the turn
+// ended without an error and without a projected control chunk.
+const noVerdict = "none"
+
+// missLog checks verdicts against realExpect and knownMisses.
+type missLog struct {
+	seen  map[string]bool
+	known int
+}
+
+// check compares a capture's verdict with what it means. A wrong verdict
+// fails the test unless knownMisses lists exactly that verdict for the
+// capture; a listed capture that is now right fails it too, so that the
+// list only shrinks.
+func (m *missLog) check(t *testing.T, key, got, want, detail string) {
+	t.Helper()
+	listed, isListed := knownMisses[key]
+	if isListed {
+		m.seen[key] = true
+	}
+	switch {
+	case got == want && isListed:
+		t.Errorf("%s: now %s as it should be; remove it from knownMisses", key, got)
+	case got == want:
+	case isListed && listed == got:
+		m.known++
+		t.Logf("known miss %s: got %s, want %s (%s)", key, got, want, detail)
+	case isListed:
+		t.Errorf("%s: got %s (%s), want %s; knownMisses says %s", key, got, detail, want, listed)
+	default:
+		t.Errorf("%s: got %s (%s), want %s", key, got, detail, want)
+	}
+}
+
+func (m *missLog) finish(t *testing.T) {
+	t.Helper()
+	for key := range knownMisses {
+		if !m.seen[key] {
+			t.Errorf("knownMisses lists %s, which no capture checked", key)
+		}
+	}
+	if m.known > 0 {
+		t.Logf("%d known misses (knownMisses) of %d listed", m.known, len(knownMisses))
+	}
 }

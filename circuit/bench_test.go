@@ -42,6 +42,22 @@ func BenchmarkAcquireParked(b *testing.B) {
 	})
 }
 
+// BenchmarkFailOnOpenCircuit is the common case at fleet scale: many
+// sessions failing on a circuit already open, which reads and writes
+// nothing.
+func BenchmarkFailOnOpenCircuit(b *testing.B) {
+	benchStores(b, func(b *testing.B, c *Circuits) {
+		if _, err := c.Fail(ctx, testKey, backoff(time.Hour), "a", t0); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, err := c.Fail(ctx, testKey, backoff(time.Second), "b", t0.Add(time.Second)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 func BenchmarkFailExtends(b *testing.B) {
 	benchStores(b, func(b *testing.B, c *Circuits) {
 		i := 0

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -16,16 +17,30 @@ const (
 	DefaultReleaseWindow = 3 * time.Second
 	DefaultMaxCooldown   = 24 * time.Hour
 	DefaultOpTimeout     = 2 * time.Second
-	DefaultStoreRetry    = 30 * time.Second
+	DefaultMaxOpTimeout  = 30 * time.Second
+	DefaultStoreRetry    = 8 * time.Second
 )
 
 // maxHolder bounds a lease holder id.
 const maxHolder = 256
 
 // casRounds bounds the read-decide-swap rounds of one operation. Racers on
-// one key need two rounds (the first swap wins, the others re-read and
-// park), so running out means a store under heavy churn.
+// one key need two rounds (the first swap wins; the others re-read, find
+// the change already made or park, and write nothing), so running out
+// means a store under heavy churn.
 const casRounds = 16
+
+// Contention backoff: after the k-th lost swap an operation waits a random
+// time in [0, min(base·2^k, maxConflictWait)), base the measured store
+// latency (at least minConflictWait), before it re-reads.
+const (
+	minConflictWait = time.Millisecond
+	maxConflictWait = 250 * time.Millisecond
+)
+
+// firstStoreRetry is how soon a failed store is asked again; each further
+// failure doubles it up to Config.StoreRetry.
+const firstStoreRetry = 500 * time.Millisecond
 
 // ErrContended is returned (not wrapping ErrStore) when an operation lost
 // casRounds compare-and-swap races in a row.
@@ -50,10 +65,18 @@ type Config struct {
 	// Seed perturbs the release jitter; tests pin it, production may use
 	// any value (the holder ids already differ).
 	Seed uint64
-	// OpTimeout bounds each operation on the store.
-	OpTimeout time.Duration
-	// StoreRetry is how long the store is left alone after it failed:
-	// operations in that time answer at once as if circuits were off.
+	// OpTimeout is the least time one store call (a read, a swap) may
+	// take before the store counts as failed. The actual timeout follows
+	// the measured latency (4 × (smoothed + 4 × deviation), as TCP
+	// computes its retransmission timeout), so a store slowed by load is
+	// not taken for a dead one; MaxOpTimeout caps it.
+	OpTimeout    time.Duration
+	MaxOpTimeout time.Duration
+	// StoreRetry caps how long a failed store is left alone: it is asked
+	// again after 0.5 s, then after twice as long at each further
+	// failure, up to StoreRetry; operations in between answer at once as
+	// if circuits were off. A store that reconnects (NATS) is asked at
+	// once. The first answer resumes sharing.
 	StoreRetry time.Duration
 	// Logger receives "circuit store unavailable" once per store outage
 	// and "circuit store recovered"; nil discards.
@@ -63,16 +86,28 @@ type Config struct {
 // Circuits is the circuit layer: the transitions of doc.go over a Store.
 // Safe for concurrent use. It starts no goroutines.
 type Circuits struct {
-	store      Store
-	p          params
-	opTimeout  time.Duration
-	storeRetry time.Duration
-	log        *slog.Logger
+	store        Store
+	p            params
+	opTimeout    time.Duration
+	maxOpTimeout time.Duration
+	storeRetry   time.Duration
+	log          *slog.Logger
+	// clock measures store latency and sleep waits out contention; they
+	// are never part of a decision (every operation takes its now).
+	clock func() time.Time
+	sleep func(context.Context, time.Duration)
 
-	mu        sync.Mutex
-	down      bool      // the store failed and has not answered since
-	downUntil time.Time // skip the store until then
+	mu         sync.Mutex
+	srtt, rttv time.Duration // smoothed store call latency and its deviation (0: no sample yet)
+	down       bool          // the store failed and has not answered since
+	downUntil  time.Time     // skip the store until then (in operation time)
+	downWait   time.Duration // the current wait between store retries
+	downConns  uint64        // the store's reconnect count when it failed
 }
+
+// reconnecter is a store that knows when its connection came back (NATS):
+// a store that failed is asked again at once after a reconnect.
+type reconnecter interface{ Reconnects() uint64 }
 
 // New returns the circuit layer over cfg.Store.
 func New(cfg Config) *Circuits {
@@ -95,9 +130,21 @@ func New(cfg Config) *Circuits {
 			maxCooldown:   or(cfg.MaxCooldown, DefaultMaxCooldown),
 			seed:          cfg.Seed,
 		},
-		opTimeout:  or(cfg.OpTimeout, DefaultOpTimeout),
-		storeRetry: or(cfg.StoreRetry, DefaultStoreRetry),
-		log:        log,
+		opTimeout:    or(cfg.OpTimeout, DefaultOpTimeout),
+		maxOpTimeout: max(or(cfg.MaxOpTimeout, DefaultMaxOpTimeout), or(cfg.OpTimeout, DefaultOpTimeout)),
+		storeRetry:   max(or(cfg.StoreRetry, DefaultStoreRetry), firstStoreRetry),
+		log:          log,
+		clock:        time.Now,
+		sleep:        sleepCtx,
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -128,7 +175,7 @@ func (c *Circuits) Acquire(ctx context.Context, key Key, holder string, now time
 	switch {
 	case errors.Is(err, ErrContended):
 		until := now.Add(c.p.parkPoll/2 + c.p.jitter(holder, 0, c.p.parkPoll/2))
-		return Decision{Action: Park, Until: until, Circuit: d.Circuit}, err
+		return Decision{Action: Park, Until: until, Wait: WaitProbe, Circuit: d.Circuit}, err
 	case err != nil:
 		return Decision{Action: Go, Circuit: (*Record)(nil).SnapshotAt(key, now)}, err
 	}
@@ -136,10 +183,11 @@ func (c *Circuits) Acquire(ctx context.Context, key Key, holder string, now time
 }
 
 // Fail records a classified failure of a turn on key: a transient or hard
-// one opens the circuit or extends it to f.CooldownUntil (capped by
-// MaxCooldown); if holder held the probe lease, the lease is handed on.
-// Request and unclassified failures do not touch circuits (no store
-// access; the snapshot is the zero Snapshot).
+// one opens the circuit, re-opens it for the next step of its schedule
+// when holder's probe failed (handing the lease on), or — already open —
+// writes only if the failure moves the cooldown meaningfully (see
+// params.fail). Request and unclassified failures do not touch circuits
+// (no store access; the snapshot is the zero Snapshot).
 func (c *Circuits) Fail(ctx context.Context, key Key, f Failure, holder string, now time.Time) (Snapshot, error) {
 	if !opensCircuit(f.Class) {
 		return Snapshot{}, nil
@@ -218,8 +266,12 @@ func checkArgs(key Key, holder string) (Key, error) {
 
 // update runs one read-decide-swap operation: fn gets the current record
 // (nil when none) and returns the record to store, or nil to change
-// nothing. update returns the record in force afterwards. Store failures
-// wrap ErrStore and leave the store alone for StoreRetry.
+// nothing. update returns the record in force afterwards. A lost swap is
+// contention, not a failure: the operation waits a jittered backoff and
+// decides again on the fresh record, up to casRounds times (then
+// ErrContended). Only a call that errs or outlives its timeout (see
+// callTimeout) is a store failure: it wraps ErrStore and leaves the store
+// alone for a while (see Config.StoreRetry).
 func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time,
 	fn func(cur *Record) (*Record, error)) (*Record, error) {
 	if c.store == nil {
@@ -228,11 +280,14 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 	if c.skipStore(now) {
 		return nil, fmt.Errorf("%w: %s: skipped after an earlier failure", ErrStore, op)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.opTimeout)
-	defer cancel()
 	id := key.ID()
-	for range casRounds {
-		cur, rev, err := c.store.Get(ctx, id)
+	for k := range casRounds {
+		var cur *Record
+		var rev uint64
+		err := c.call(ctx, func(ctx context.Context) (err error) {
+			cur, rev, err = c.store.Get(ctx, id)
+			return err
+		})
 		if err != nil {
 			return nil, c.storeFailed(op, now, err)
 		}
@@ -241,8 +296,10 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 			c.storeAnswered()
 			return cur, err
 		}
-		err = c.store.CompareAndSwap(ctx, id, *next, rev)
+		err = c.call(ctx, func(ctx context.Context) error { return c.store.CompareAndSwap(ctx, id, *next, rev) })
 		if errors.Is(err, ErrConflict) {
+			c.storeAnswered() // it answered: someone else wrote first
+			c.sleep(ctx, c.conflictWait(k))
 			continue
 		}
 		if err != nil {
@@ -254,10 +311,62 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 	return nil, fmt.Errorf("circuit: %s %s: %w", op, key, ErrContended)
 }
 
+// call runs one store call under the adaptive timeout and feeds its
+// latency to the estimate when it answered.
+func (c *Circuits) call(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout())
+	defer cancel()
+	start := c.clock()
+	err := fn(ctx)
+	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrFormat) {
+		c.sample(c.clock().Sub(start))
+	}
+	return err
+}
+
+// sample adds one latency measurement (RFC 6298's estimator).
+func (c *Circuits) sample(r time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.srtt == 0 {
+		c.srtt, c.rttv = max(r, time.Microsecond), r/2
+		return
+	}
+	diff := c.srtt - r
+	if diff < 0 {
+		diff = -diff
+	}
+	c.rttv = (3*c.rttv + diff) / 4
+	c.srtt = (7*c.srtt + r) / 8
+}
+
+// callTimeout is how long one store call may take: four retransmission
+// timeouts of the measured latency, within [OpTimeout, MaxOpTimeout].
+func (c *Circuits) callTimeout() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return min(max(4*(c.srtt+4*c.rttv), c.opTimeout), c.maxOpTimeout)
+}
+
+// conflictWait is the jittered wait after the k-th lost swap in a row.
+func (c *Circuits) conflictWait(k int) time.Duration {
+	c.mu.Lock()
+	base := max(c.srtt, minConflictWait)
+	c.mu.Unlock()
+	ceil := min(base<<min(k, 16), maxConflictWait)
+	return rand.N(ceil) + 1
+}
+
 func (c *Circuits) skipStore(now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.down && now.Before(c.downUntil)
+	if !c.down || !now.Before(c.downUntil) {
+		return false
+	}
+	if rc, ok := c.store.(reconnecter); ok && rc.Reconnects() != c.downConns {
+		return false // the connection came back: ask at once
+	}
+	return true
 }
 
 func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
@@ -267,10 +376,16 @@ func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
 	}
 	c.mu.Lock()
 	first := !c.down
-	c.down, c.downUntil = true, now.Add(c.storeRetry)
+	c.down = true
+	c.downWait = min(max(2*c.downWait, firstStoreRetry), c.storeRetry)
+	c.downUntil = now.Add(c.downWait)
+	if rc, ok := c.store.(reconnecter); ok {
+		c.downConns = rc.Reconnects()
+	}
+	wait := c.downWait
 	c.mu.Unlock()
 	if first {
-		c.log.Warn("circuit store unavailable", "op", op, "err", err, "retryAfter", c.storeRetry)
+		c.log.Warn("circuit store unavailable", "op", op, "err", err, "retryAfter", wait)
 	}
 	if errors.Is(err, ErrStore) {
 		return err
@@ -281,7 +396,7 @@ func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
 func (c *Circuits) storeAnswered() {
 	c.mu.Lock()
 	was := c.down
-	c.down = false
+	c.down, c.downWait = false, 0
 	c.mu.Unlock()
 	if was {
 		c.log.Info("circuit store recovered")

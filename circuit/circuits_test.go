@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -17,8 +18,15 @@ var (
 	ctx     = context.Background()
 )
 
+// transient is a failure with a provider hint (the cooldown's step is the
+// hint's distance from now when it opens the circuit).
 func transient(until time.Time) Failure {
 	return Failure{Class: "transient", Code: "provider_overloaded", CooldownUntil: until}
+}
+
+// backoff is a failure without a hint whose session would wait d.
+func backoff(d time.Duration) Failure {
+	return Failure{Class: "transient", Code: "provider_overloaded", Backoff: d}
 }
 
 func newTest(t *testing.T, st Store) *Circuits {
@@ -72,8 +80,8 @@ func TestOpenParkProbeClose(t *testing.T) {
 		t.Fatalf("after Fail: %+v, want open until %v", s, cool)
 	}
 	d := mustAcquire(t, c, "b", t0.Add(time.Second), Park)
-	if !d.Until.Equal(cool) {
-		t.Fatalf("park until %v, want cooldown end %v", d.Until, cool)
+	if d.Wait != WaitCooldown || d.Until.Before(cool) || !d.Until.Before(cool.Add(time.Second)) {
+		t.Fatalf("park %v until +%v, want a cooldown wait until within [cooldown end, +1s) (the wake spread)", d.Wait, d.Until.Sub(cool))
 	}
 	// The first session to ask after the cooldown probes; asking again is idempotent.
 	p := mustAcquire(t, c, "b", cool, Probe)
@@ -83,7 +91,7 @@ func TestOpenParkProbeClose(t *testing.T) {
 	mustAcquire(t, c, "b", cool.Add(time.Second), Probe)
 	// Others park, re-asking within the poll interval and never past the lease.
 	w := mustAcquire(t, c, "c", cool.Add(2*time.Second), Park)
-	if w.Until.Before(cool.Add(3*time.Second)) || !w.Until.Before(cool.Add(4*time.Second)) {
+	if w.Wait != WaitProbe || w.Until.Before(cool.Add(3*time.Second)) || !w.Until.Before(cool.Add(4*time.Second)) {
 		t.Fatalf("parked until +%v after cooldown, want in [1s, 2s) from the question", w.Until.Sub(cool))
 	}
 	l, err := c.Refresh(ctx, testKey, "b", cool.Add(20*time.Second))
@@ -99,6 +107,9 @@ func TestOpenParkProbeClose(t *testing.T) {
 	// Released with a stable per-holder jitter inside the window.
 	r1, _ := c.Acquire(ctx, testKey, "c", closedAt)
 	if r1.Action == Park {
+		if r1.Wait != WaitRelease {
+			t.Fatalf("release park: wait %v", r1.Wait)
+		}
 		if r1.Until.Before(closedAt) || !r1.Until.Before(closedAt.Add(3*time.Second)) {
 			t.Fatalf("release at +%v, want within the 3s window", r1.Until.Sub(closedAt))
 		}
@@ -115,8 +126,8 @@ func TestProbeFailureReopensAndHandsLeaseOn(t *testing.T) {
 	c := newTest(t, newMemStore())
 	mustFail(t, c, transient(t0.Add(5*time.Second)), "a", t0)
 	mustAcquire(t, c, "a", t0.Add(5*time.Second), Probe)
-	next := t0.Add(25 * time.Second)
-	s := mustFail(t, c, transient(next), "a", t0.Add(6*time.Second))
+	next := t0.Add(16 * time.Second) // the failure + twice the 5 s step
+	s := mustFail(t, c, backoff(time.Second), "a", t0.Add(6*time.Second))
 	if s.State != StateOpen || !s.CooldownUntil.Equal(next) {
 		t.Fatalf("after failed probe: %+v, want open until %v", s, next)
 	}
@@ -133,7 +144,7 @@ func TestProbeFailureReopensAndHandsLeaseOn(t *testing.T) {
 
 func TestLeaseExpiryLetsAnotherSessionTakeOver(t *testing.T) {
 	c := newTest(t, newMemStore())
-	mustFail(t, c, transient(t0), "a", t0)
+	mustFail(t, c, backoff(time.Second), "a", t0.Add(-time.Second))
 	p := mustAcquire(t, c, "a", t0, Probe)
 	mustAcquire(t, c, "b", p.Lease.Until.Add(-time.Nanosecond), Park)
 	q := mustAcquire(t, c, "b", p.Lease.Until, Probe) // a crashed: its lease ran out
@@ -146,14 +157,19 @@ func TestLeaseExpiryLetsAnotherSessionTakeOver(t *testing.T) {
 	if err := c.Release(ctx, testKey, "a", p.Lease.Until); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("stale Release: %v, want ErrLeaseLost", err)
 	}
-	// A Fail from the old holder extends the circuit but leaves b's lease.
-	mustFail(t, c, transient(p.Lease.Until), "a", p.Lease.Until)
+	// A Fail from the old holder while b probes changes nothing: b's
+	// probe will tell.
+	_, puts := st(c).counts()
+	mustFail(t, c, backoff(time.Second), "a", p.Lease.Until)
+	if _, again := st(c).counts(); again != puts {
+		t.Fatalf("a failure during another's probe wrote the record")
+	}
 	mustAcquire(t, c, "b", p.Lease.Until.Add(time.Second), Probe)
 }
 
 func TestReleaseLetsTheNextSessionProbeAtOnce(t *testing.T) {
 	c := newTest(t, newMemStore())
-	mustFail(t, c, transient(t0), "a", t0)
+	mustFail(t, c, backoff(time.Second), "a", t0.Add(-time.Second))
 	mustAcquire(t, c, "a", t0, Probe)
 	mustAcquire(t, c, "b", t0, Park)
 	if err := c.Release(ctx, testKey, "a", t0.Add(time.Second)); err != nil {
@@ -177,13 +193,13 @@ func TestFailExtendsNeverShortensAndIsCapped(t *testing.T) {
 			t.Fatalf("Fail until +%v: cooldown +%v, want +%v", tt.until.Sub(t0), s.CooldownUntil.Sub(t0), tt.want.Sub(t0))
 		}
 	}
-	// A cooldown in the past opens the circuit until now: the next asker probes.
+	// A cooldown in the past opens the circuit for the least step.
 	k := Key{Provider: "p", Scope: "provider"}
 	s, _ := c.Fail(ctx, k, transient(t0.Add(-time.Hour)), "a", t0)
-	if !s.CooldownUntil.Equal(t0) {
+	if !s.CooldownUntil.Equal(t0.Add(MinCooldown)) {
 		t.Fatalf("past cooldown: %+v", s)
 	}
-	if d, _ := c.Acquire(ctx, k, "b", t0); d.Action != Probe {
+	if d, _ := c.Acquire(ctx, k, "b", t0.Add(MinCooldown)); d.Action != Probe {
 		t.Fatalf("after past cooldown: %v, want probe", d.Action)
 	}
 }
@@ -216,30 +232,40 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 	var logs bytes.Buffer
 	c := New(Config{Store: st, StoreRetry: 30 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c.sleep = func(context.Context, time.Duration) {}
 	mustFail(t, c, transient(t0.Add(time.Hour)), "a", t0)
 	st.setFail(errors.New("disk on fire"))
 	d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second))
 	if !errors.Is(err, ErrStore) || d.Action != Go || d.Circuit.State != StateClosed {
 		t.Fatalf("Acquire on a failing store = %+v, %v; want go and ErrStore", d, err)
 	}
-	calls, _ := st.counts()
-	for i := range 5 {
-		d, err = c.Acquire(ctx, testKey, "b", t0.Add(time.Duration(2+i)*time.Second))
+	// The store is left alone for 0.5 s, then asked again with a doubling
+	// pause (1 s, 2 s, … capped at StoreRetry, 30 s here).
+	var asked []time.Duration
+	for ms := 1100; ms <= 62500; ms += 100 {
+		at := t0.Add(time.Duration(ms) * time.Millisecond)
+		before, _ := st.counts()
+		d, err = c.Acquire(ctx, testKey, "b", at)
 		if !errors.Is(err, ErrStore) || d.Action != Go {
-			t.Fatalf("Acquire while skipped = %+v, %v", d, err)
+			t.Fatalf("Acquire while the store is down = %+v, %v", d, err)
+		}
+		if after, _ := st.counts(); after != before {
+			asked = append(asked, at.Sub(t0))
 		}
 	}
-	if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "b", t0.Add(3*time.Second)); !errors.Is(err, ErrStore) {
-		t.Fatalf("Fail on a failing store: %v", err)
+	want := []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond, 4500 * time.Millisecond,
+		8500 * time.Millisecond, 16500 * time.Millisecond, 32500 * time.Millisecond, 62500 * time.Millisecond}
+	if fmt.Sprint(asked) != fmt.Sprint(want) {
+		t.Fatalf("store asked again at %v, want %v (a doubling pause from 0.5 s, capped at 30 s)", asked, want)
 	}
-	if again, _ := st.counts(); again != calls {
-		t.Fatalf("store called %d more times within StoreRetry", again-calls)
+	if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "b", t0.Add(62600*time.Millisecond)); !errors.Is(err, ErrStore) {
+		t.Fatalf("Fail on a failing store: %v", err)
 	}
 	if n := strings.Count(logs.String(), "circuit store unavailable"); n != 1 {
 		t.Fatalf("logged %d times, want once:\n%s", n, logs.String())
 	}
 	st.setFail(nil)
-	mustAcquire(t, c, "b", t0.Add(31*time.Second), Park) // the store answers again: still open
+	mustAcquire(t, c, "b", t0.Add(93*time.Second), Park) // the store answers again: still open
 	if !strings.Contains(logs.String(), "circuit store recovered") {
 		t.Fatalf("recovery not logged:\n%s", logs.String())
 	}
@@ -356,7 +382,7 @@ func TestJitterIsStableAndSpread(t *testing.T) {
 func TestLeaseFromAFarFutureClockBindsNobody(t *testing.T) {
 	st := newMemStore()
 	c := newTest(t, st)
-	mustFail(t, c, transient(t0), "a", t0)
+	mustFail(t, c, backoff(time.Second), "a", t0.Add(-time.Second))
 	k, _ := testKey.Normalize()
 	e := st.recs[k.ID()]
 	e.rec.Lease = &Lease{Holder: "skewed", Until: t0.Add(time.Hour), GrantedAt: t0.Add(time.Hour - 30*time.Second)}
@@ -373,7 +399,7 @@ func TestLeaseFromAFarFutureClockBindsNobody(t *testing.T) {
 
 func TestRefreshKeepsAnExpiredLeaseNobodyTook(t *testing.T) {
 	c := newTest(t, newMemStore())
-	mustFail(t, c, transient(t0), "a", t0)
+	mustFail(t, c, backoff(time.Second), "a", t0.Add(-time.Second))
 	p := mustAcquire(t, c, "a", t0, Probe)
 	late := p.Lease.Until.Add(5 * time.Second) // the probe's process was slow to refresh
 	l, err := c.Refresh(ctx, testKey, "a", late)
@@ -416,3 +442,6 @@ func TestAForeignRecordDoesNotTakeTheStoreDown(t *testing.T) {
 	mustFail(t, c, transient(t0.Add(time.Minute)), "a", t0)
 	mustAcquire(t, c, "b", t0.Add(time.Second), Park)
 }
+
+// st returns the memStore behind c.
+func st(c *Circuits) *memStore { return c.store.(*memStore) }

@@ -11,34 +11,56 @@
 //
 // circuit imports nothing else of the module: the guard translates a
 // classify verdict into a [Key] and a [Failure]. It does no I/O besides its
-// store, reads no clock (every operation takes now), and starts no
-// goroutines; the NATS client runs its own connection goroutines, owned by
-// the [NATSStore] and ended by its Close.
+// store and starts no goroutines (the NATS client runs its own connection
+// goroutines, owned by the [NATSStore] and ended by its Close). Every
+// decision takes its now from the caller; the clock is read only to
+// measure store latency (for timeouts) and to wait out contention.
 //
 // # The model
 //
 // A circuit is named by a [Key] = (namespace, adapter/provider id, model
 // when known, verdict scope). Its state is a [Record]:
 //
-//   - closed: OpenUntil is zero. Everyone dispatches. For ReleaseWindow
-//     after it closed, a session asking is told to wait until
-//     ClosedAt + jitter(holder) — so the sessions parked during the outage
-//     leave spread over the window, not in one millisecond.
+//   - closed: OpenUntil is zero (or the record is stale, below). Everyone
+//     dispatches. For ReleaseWindow after it closed, a session asking is
+//     told to wait until ClosedAt + jitter(holder) — so the sessions parked
+//     during the outage leave spread over the window, not in one
+//     millisecond.
 //   - open: OpenUntil is the end of the cooldown. Before it, every session
-//     that wants to retry parks until OpenUntil. After it, the first to ask
-//     gets the probe lease.
+//     that wants to retry parks until OpenUntil + jitter(holder, round)
+//     within the wake spread (min(step/4, ParkPoll/2)), so that the first
+//     to wake takes the probe lease and the others find it instead of
+//     racing for it. After it, the first to ask gets the probe lease —
+//     except the session whose probe failed last, which waits out the
+//     spread first: probing rotates over the sessions that wait.
 //   - probing: open, cooldown over, and one session holds an unexpired
 //     [Lease] {holder, until}. Others park and re-ask every ParkPoll (each
 //     holder in [ParkPoll/2, ParkPoll)), never past the lease's end.
 //
+// The cooldown follows the circuit's own schedule, not one session's
+// backoff: the failure that opens a circuit sets its step (the session's
+// own next policy delay, Failure.Backoff, or a provider hint's distance),
+// every failed probe doubles the step (capped by MaxCooldown), and a
+// validated provider hint (Failure.CooldownUntil) only ever lengthens a
+// cooldown. A session that parks learns why ([Decision].Wait): behind a
+// cooldown (WaitCooldown: the time its own backoff would have waited),
+// behind a running probe (WaitProbe) or in the release jitter
+// (WaitRelease); the guard charges only cooldowns to the session's
+// patience.
+//
 // Transitions (each one compare-and-swap on the stored record; a lost race
-// re-reads and decides again, so exactly one session wins a lease):
+// re-reads and decides again, so exactly one session wins a lease; an
+// operation whose decision changes nothing writes nothing):
 //
 //	operation                         effect
-//	Fail(key, transient|hard, until)  closed → open until `until` (epoch+1); open → OpenUntil = max(OpenUntil, until);
-//	                                  the caller's lease, if it held one, is dropped (a failed probe hands the lease on)
+//	Fail(key, transient|hard, holder) not open → open for Backoff (epoch+1, step = Backoff);
+//	                                  holder's probe failed → open for 2×step from now (step doubles), lease
+//	                                  handed on, LastProbe = holder;
+//	                                  cooldown over, no probe running → open for one step from now;
+//	                                  otherwise (open, cooling down or another's probe running) nothing, unless
+//	                                  a hint moves the cooldown by ≥ max(1 s, step/10) or the class turns hard
 //	Fail(key, request|unclassified)   nothing (the store is not even read)
-//	Acquire(key, holder, now)         Go | Park{Until} | Probe{Lease} as above; Probe sets Lease{holder, now+LeaseTTL}
+//	Acquire(key, holder, now)         Go | Park{Until, Wait} | Probe{Lease} as above; Probe sets Lease{holder, now+LeaseTTL}
 //	Refresh(key, holder, now)         the holder's lease until now+LeaseTTL (also one that ran out if nobody took it
 //	                                  over: its probe still runs); ErrLeaseLost if another session holds it now
 //	Release(key, holder, now)         drops the holder's lease without an outcome (probe cancelled or stopped)
@@ -46,10 +68,15 @@
 //	                                  in the probe's turn or any other, is proof the outage is over
 //
 // A lease that is not refreshed (its process crashed) expires by itself;
-// the next session to ask after Lease.Until takes it over. Cooldowns are
-// capped by MaxCooldown (24 h). The release jitter is a hash of (Seed,
-// holder, epoch): stable for one holder across repeated questions and
-// across processes, spread over the holders, deterministic in tests.
+// the next session to ask after Lease.Until takes it over. A record open
+// with nobody probing for max(30 s, one step) after its cooldown (or its
+// last lease) ended is stale: whoever waited on it is gone — or the store
+// was away when its probe succeeded — so it reads as closed, costs no
+// write, and the next failure opens it afresh ([Record.OpenAt]). Cooldowns
+// are capped by MaxCooldown (24 h). The jitters are a hash of (Seed,
+// holder, epoch or round): stable for one holder across repeated
+// questions and across processes, spread over the holders, different in
+// every probe round, deterministic in tests.
 //
 // Lease and cooldown times are wall-clock instants compared by whoever
 // asks, so machines sharing a NATS store must keep their clocks in step
@@ -66,12 +93,22 @@
 // operation as read → decide → swap on it. A nil store is "--circuits off":
 // Acquire always says Go.
 //
-// A store failure never blocks a turn. Each operation is bounded by
-// OpTimeout; when the store fails, the operation returns the decision a
-// guard without circuits would take (Acquire: Go) together with an error
-// wrapping [ErrStore], the store is left alone for StoreRetry (operations
-// answer at once), and the Logger gets "circuit store unavailable" once per
-// store outage and "circuit store recovered" when it answers again.
+// A store failure never blocks a turn. Each store call (a read, a swap) is
+// bounded by a timeout that follows the measured latency — four times
+// (smoothed latency + 4 × its deviation), never below OpTimeout (2 s) nor
+// above MaxOpTimeout (30 s) — so a store slowed by load is not taken for a
+// dead one. A lost compare-and-swap is contention, not failure: the
+// operation waits a jittered backoff (random below the latency × 2^round,
+// at most 250 ms) and decides again on the fresh record; after casRounds
+// lost rounds it gives up with ErrContended (Acquire then parks one
+// poll), still without touching the store's health. When a call fails,
+// the operation returns the decision a guard without circuits would take
+// (Acquire: Go) together with an error wrapping [ErrStore], and the store
+// is left alone for 0.5 s, then 1 s, 2 s … up to StoreRetry (8 s):
+// operations in between answer at once. A store that reconnects (NATS) is
+// asked at once. The Logger gets "circuit store unavailable" once per store
+// outage and "circuit store recovered" when it answers again — sharing
+// resumes with that answer.
 //
 // [FileStore] (embedded default, $XDG_STATE_HOME/acp-guard/) is one JSON
 // document, circuits.json, shared by every acp-guard process of the user on
@@ -81,7 +118,10 @@
 // rename it over the document; readers take no lock, because the rename is
 // atomic. There is no fsync: a power loss can at worst leave a torn file,
 // which reads as "no circuits" (soft state), and the lock is held for
-// microseconds instead of a disk flush. Files are 0600 and opened with O_NOFOLLOW, the
+// microseconds instead of a disk flush. A writer that cannot get the lock
+// within its call's timeout reports a conflict (other writers held it: an
+// flock ends with its holder's process), which is contention, not a
+// failed store. Files are 0600 and opened with O_NOFOLLOW, the
 // directory is created 0700 (safefile.MkdirPrivate). The document is bounded
 // (8 MiB, 4096 circuits; records untouched for 48 h behind the newest are
 // pruned unless still cooling down). A corrupt document reads as empty and
@@ -105,9 +145,12 @@
 // permission on "$KV.acp_guard_circuits.ns.<namespace>.>" confines a
 // tenant; the value is the JSON record. CompareAndSwap is Create (rev 0,
 // also over a deleted key) or Update at the revision; a wrong-last-sequence
-// answer is ErrConflict. The client reconnects forever in the background and
-// buffers nothing while disconnected, so an operation during an outage fails
-// at once instead of waiting; a server unreachable at start is not an error.
+// answer is ErrConflict. The client reconnects forever in the background
+// (every second, plus the client's jitter) and buffers nothing while
+// disconnected, so an operation during an outage fails at once instead of
+// waiting; a server unreachable at start is not an error. A server that
+// comes back without its store (a new store directory) gets the bucket
+// created again by the next operation.
 //
 // # Stored format (version 1)
 //
@@ -119,7 +162,9 @@
 //	 "openedAt":"…", "closedAt":"…",          // absent when unknown
 //	 "code":"provider_overloaded","class":"transient",   // latest failure
 //	 "failures":3,"probes":1,"epoch":5,
-//	 "lease":{"holder":"host/pid/session/request","until":"…","grantedAt":"…"},  // absent when none
+//	 "cooldownMs":4000,                        // the schedule's current step (absent in older records)
+//	 "lastProbe":"host/pid/guard/session/request",  // whose probe failed last (absent when none)
+//	 "lease":{"holder":"host/pid/guard/session/request","until":"…","grantedAt":"…"},  // absent when none
 //	 "updatedAt":"…"}
 //
 // The file document: {"format":"acp-guard.circuits/1","seq":N,
@@ -131,44 +176,56 @@
 //
 // # How the guard calls it
 //
-// The integration points in the recovery state machine (guard/doc.go). Store
-// operations can take up to OpTimeout (a file lock, a NATS round trip), so
-// the guard runs each one off its event loop — on one worker goroutine
-// owned by the guard (guard/circuitops.go) that runs the operations in
-// order and posts each result back as an event fenced by the prompt's
-// epoch — and never waits for it on the relay path. A result arriving for a stale generation is
-// dropped (a lease it acquired expires or is released).
+// The integration points in the recovery state machine (guard/doc.go's
+// table: the states parked and probing, the events park, probe, progress
+// and circuit_open, and the lease column of every row out of probing).
+// Store operations can take a store call's timeout (a file lock, a NATS
+// round trip), so the guard runs each one off its event loop — on one
+// worker goroutine owned by the guard (guard/circuitops.go) that runs the
+// operations in order and posts each result back as an event fenced by
+// the prompt's epoch — and never waits for it on the relay path. Every
+// operation is given the now of the event that asked for it. A result
+// arriving for a stale generation is dropped (a lease it acquired is
+// released).
 //
-//  1. active → classified transient/hard failure: Fail(key, {class, code,
-//     CooldownUntil: validated provider hint, else now + the session's next
-//     policy delay}, holder, now). Request and unclassified verdicts may
-//     call it too: it does nothing. The key's scope is the verdict's scope,
-//     the model the turn's model when known, the namespace
-//     --circuit-namespace. holder is unique per turn across machines:
-//     host/pid/sessionId/requestId.
-//  2. retry_wait / waiting_for_reset deadline, before dispatch: Acquire.
-//     Go → retrying as today. Probe → retrying as the probe; Refresh every
-//     RefreshEvery() while its turn runs. Park{Until} → stay in the waiting
-//     state and ask again at min(Until, the end of the session's own
-//     schedule); when the own schedule ends while still parked, answer the
-//     client with the ProviderError, recovery.reason "circuit_open" and
-//     "circuit": Decision.Circuit ({key, state, cooldownUntil} — the
-//     [Snapshot] JSON is exactly that member). Late activity or a client
-//     cancel while parked end the turn as in any waiting state.
-//  3. The probe's turn: the first sign of provider progress (assistant or
-//     thought chunk, tool call) or its successful return → Progress(key).
-//     A classified failure → Fail with the probe's holder (re-opens with
-//     the next cooldown and hands the lease on). Cancelled, late activity,
-//     unsafe or unclassified → Release(key, holder).
+//  1. A classified transient or hard failure of any attempt: Fail(key,
+//     {class, code, CooldownUntil: the validated provider hint or zero,
+//     Backoff: the session's own next policy delay}, holder, now). The
+//     key's scope is the verdict's scope, the model the attempt's model
+//     when known, the namespace --circuit-namespace. holder is unique per
+//     turn across machines: host/pid/guard/sessionId/requestId.
+//  2. A held prompt about to dispatch — its wait's deadline, or a model
+//     switch the agent accepted — asks Acquire on the circuit of its
+//     latest failure on the model it now runs. Go → due (or switched):
+//     dispatch. Probe → probe: dispatch as the circuit's probe (state
+//     probing), Refresh every RefreshEvery() while its turn runs. Park →
+//     park (state parked): ask again at Decision.Until. A WaitCooldown
+//     park spends the prompt's parking budget — the delays its own retry
+//     schedule has left (it keeps its retries while parked), at least 5 s
+//     after a model switch — by the cooldown's remaining time; WaitProbe
+//     and WaitRelease parks spend nothing. When a cooldown ends beyond the
+//     budget (by more than a second) the prompt is answered at once with its ProviderError,
+//     recovery.reason "circuit_open" and "circuit": Decision.Circuit
+//     ({key, state, cooldownUntil} — the [Snapshot] JSON is exactly that
+//     member), the state then always "open". Late activity or a client
+//     cancel while parked end the turn as in any held state.
+//  3. Leaving probing settles the lease as the table's row says: the first
+//     provider progress (assistant or thought chunk, tool call) or a
+//     successful return → Progress(key); a classified transient or hard
+//     failure → the Fail of point 1 with the probe's holder (doubles the
+//     step and hands the lease on); any other end — cancelled, late
+//     activity, unsafe, unclassified, stalled, the agent's exit — →
+//     Release(key, holder).
 //  4. New prompts (not recovering) never call Acquire: a circuit never
-//     blocks them. Their failures call Fail; their progress may call
-//     Progress when the guard knows the key's circuit to be open (it is a
-//     no-op write-free read otherwise).
+//     blocks them. Their failures call Fail (writing nothing while the
+//     circuit is open and the failure moves nothing).
 //  5. An error from any operation is logged by the guard at debug (the
 //     package already logs store outages once) and the decision it came
 //     with is followed: a store failure means "as if no circuit".
 //
 // Cooldown-aware fallback (spec 002) reads a candidate model's circuit with
-// Get: Record.OpenUntil, Code and Class say whether it is cooling down and
-// whether a cooldown probe is allowed.
+// Get: Record.OpenAt, OpenUntil, Code and Class say whether it is cooling
+// down and whether a cooldown probe is allowed; a model switched to then
+// asks its circuit as in point 2, so a fallback onto a circuit about to
+// end its cooldown takes the probe lease like any retry.
 package circuit

@@ -154,8 +154,13 @@ func (s *FileStore) write(ctx context.Context, change func(*fileDoc) error) erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ok, err := s.lock.TryLockContext(ctx, fileLockPoll)
-	if err != nil || !ok {
-		return fmt.Errorf("circuit store: locking %s: %w", s.lock.Path(), cmp.Or(err, context.DeadlineExceeded))
+	if !ok && (err == nil || errors.Is(err, context.DeadlineExceeded)) {
+		// Other writers held the lock for the whole call: contention (an
+		// flock ends with its holder's process), not a failed store.
+		return fmt.Errorf("circuit store: locking %s: busy: %w", s.lock.Path(), ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("circuit store: locking %s: %w", s.lock.Path(), err)
 	}
 	defer s.lock.Unlock()
 	doc, err := s.read()

@@ -34,15 +34,53 @@ func (a Action) String() string {
 	return "unknown"
 }
 
+// Wait says why a session parks, which decides whether the wait counts
+// against the session's own patience (guard: the parking budget).
+type Wait int
+
+const (
+	// WaitNone: not parked (Go or Probe).
+	WaitNone Wait = iota
+	// WaitCooldown: the circuit is cooling down until
+	// Decision.Circuit.CooldownUntil; this is the wait the session's own
+	// retry schedule would have spent in its backoff, so it counts.
+	WaitCooldown
+	// WaitProbe: the cooldown is over and another session probes (or is
+	// given the first chance to): the probe's outcome decides. It counts
+	// for nothing — the session would have been waiting for its own
+	// attempt's answer instead.
+	WaitProbe
+	// WaitRelease: the circuit closed; the session leaves at its release
+	// jitter. It counts for nothing.
+	WaitRelease
+)
+
+func (w Wait) String() string {
+	switch w {
+	case WaitNone:
+		return "none"
+	case WaitCooldown:
+		return "cooldown"
+	case WaitProbe:
+		return "probe"
+	case WaitRelease:
+		return "release"
+	}
+	return "unknown"
+}
+
 // Decision is Acquire's answer.
 type Decision struct {
 	Action Action
 	// Until is when a parked session asks again (Park only).
 	Until time.Time
+	// Wait is why it parks (Park only).
+	Wait Wait
 	// Lease is the probe lease (Probe only).
 	Lease Lease
 	// Circuit is the circuit as the decision saw it, for the
-	// ProviderError's circuit member and the logs.
+	// ProviderError's circuit member and the logs; for WaitCooldown its
+	// CooldownUntil is the end of the cooldown.
 	Circuit Snapshot
 }
 
@@ -50,11 +88,20 @@ type Decision struct {
 type Failure struct {
 	Class string // transient | hard open circuits; request, unclassified never do
 	Code  string // semantic code, e.g. rate_limited
-	// CooldownUntil is when the circuit may be probed again: the validated
-	// provider hint (reset time, retry-after), else the failing session's
-	// next policy delay from now.
+	// CooldownUntil is the validated provider hint (reset time,
+	// retry-after): the circuit stays open at least until then. Zero when
+	// the provider gave none.
 	CooldownUntil time.Time
+	// Backoff is the failing session's own policy delay before its next
+	// attempt: the first step of the circuit's schedule when this failure
+	// opens it (later steps double it, whoever fails). Zero: the hint's
+	// distance from now, at least MinCooldown.
+	Backoff time.Duration
 }
+
+// MinCooldown is the shortest cooldown step: a failure without a backoff
+// or a hint still keeps the circuit open this long.
+const MinCooldown = time.Second
 
 // opensCircuit reports whether failures of class touch circuits at all.
 func opensCircuit(class string) bool { return class == "transient" || class == "hard" }
@@ -82,6 +129,18 @@ func (p params) leaseHeld(r *Record, now time.Time) bool {
 	return r.leaseValid(now) && r.Lease.Until.Sub(now) <= 2*p.leaseTTL
 }
 
+// wakeSpread is the window over which the sessions parked on a cooldown
+// ask again after it ends, each at its own offset (a hash of its holder
+// and the probe round): the first to ask takes the probe, and the others
+// find its lease instead of racing it for one compare-and-swap — which
+// also makes the probe's owner a different session each round.
+func (p params) wakeSpread(r *Record) time.Duration {
+	return min(r.Cooldown()/4, p.parkPoll/2)
+}
+
+// round identifies one cooldown of one outage, for the wake jitter.
+func round(r *Record) uint64 { return r.Epoch*0x9e3779b97f4a7c15 ^ uint64(r.Probes) }
+
 // clone returns a deep copy of cur, or a fresh closed record for key.
 func clone(cur *Record, key Key) *Record {
 	if cur == nil {
@@ -96,27 +155,36 @@ func clone(cur *Record, key Key) *Record {
 }
 
 // acquire decides for holder at now. It returns the record to store, or
-// nil when nothing changes.
+// nil when nothing changes: only granting (or re-granting) the probe
+// lease writes.
 func (p params) acquire(cur *Record, key Key, holder string, now time.Time) (Decision, *Record) {
-	park := func(until time.Time) (Decision, *Record) {
-		return Decision{Action: Park, Until: until, Circuit: cur.SnapshotAt(key, now)}, nil
+	park := func(until time.Time, w Wait) (Decision, *Record) {
+		return Decision{Action: Park, Until: until, Wait: w, Circuit: cur.SnapshotAt(key, now)}, nil
 	}
-	if cur.Closed() {
-		if cur != nil && !cur.ClosedAt.IsZero() && now.Before(cur.ClosedAt.Add(p.releaseWindow)) {
+	if !cur.OpenAt(now) {
+		if cur != nil && cur.Closed() && !cur.ClosedAt.IsZero() && now.Before(cur.ClosedAt.Add(p.releaseWindow)) {
 			if r := cur.ClosedAt.Add(p.jitter(holder, cur.Epoch, p.releaseWindow)); now.Before(r) {
-				return park(minTime(r, now.Add(p.releaseWindow))) // a ClosedAt from the future binds no longer
+				return park(minTime(r, now.Add(p.releaseWindow)), WaitRelease) // a ClosedAt from the future binds no longer
 			}
 		}
 		return Decision{Action: Go, Circuit: cur.SnapshotAt(key, now)}, nil
 	}
+	spread := p.wakeSpread(cur)
 	if now.Before(cur.OpenUntil) {
-		return park(minTime(cur.OpenUntil, now.Add(p.maxCooldown)))
+		wake := cur.OpenUntil.Add(p.jitter(holder, round(cur), spread))
+		return park(minTime(wake, now.Add(p.maxCooldown)), WaitCooldown)
 	}
 	if p.leaseHeld(cur, now) && cur.Lease.Holder != holder {
 		// Re-ask within [poll/2, poll), spread per holder, never after the
 		// lease could have expired.
 		poll := p.parkPoll/2 + p.jitter(holder, cur.Epoch^0x9e3779b97f4a7c15, p.parkPoll/2)
-		return park(minTime(cur.Lease.Until, now.Add(poll)))
+		return park(minTime(cur.Lease.Until, now.Add(poll)), WaitProbe)
+	}
+	if holder == cur.LastProbe && now.Before(cur.OpenUntil.Add(spread)) {
+		// The last probe was this session's: the others parked on the
+		// cooldown ask within the spread; the lease is this session's only
+		// if none of them wants it.
+		return park(cur.OpenUntil.Add(spread), WaitProbe)
 	}
 	next := clone(cur, key)
 	if next.Lease == nil || next.Lease.Holder != holder || !p.leaseHeld(cur, now) {
@@ -128,46 +196,81 @@ func (p params) acquire(cur *Record, key Key, holder string, now time.Time) (Dec
 	return Decision{Action: Probe, Lease: *next.Lease, Circuit: next.SnapshotAt(key, now)}, next
 }
 
-// fail opens the circuit or extends it, and hands the lease on when the
-// failing session held it (a failed probe). Never nil.
+// fail applies a transient or hard failure. It opens a circuit that is not
+// open; a failed probe (the lease holder's failure) re-opens it for the
+// next, doubled step of the circuit's schedule and hands the lease on; a
+// failure after the cooldown with no probe running re-opens it for the
+// same step. Any other failure — the common case, many sessions failing
+// while the circuit is already open — changes the record only when it
+// moves the cooldown meaningfully (a provider hint well past it) or turns
+// a transient circuit hard: otherwise fail returns nil and nothing is
+// written.
 func (p params) fail(cur *Record, key Key, f Failure, holder string, now time.Time) *Record {
-	until := f.CooldownUntil
-	if until.Before(now) {
-		until = now
-	}
-	if limit := now.Add(p.maxCooldown); until.After(limit) {
-		until = limit
+	hint := f.CooldownUntil
+	if limit := now.Add(p.maxCooldown); hint.After(limit) {
+		hint = limit
 	}
 	next := clone(cur, key)
-	if next.Closed() {
+	touch := func(openUntil time.Time) *Record {
+		next.OpenUntil = latest(openUntil, hint).UTC()
+		next.Failures++
+		next.Code, next.Class = f.Code, f.Class
+		next.UpdatedAt = now.UTC()
+		return next
+	}
+	if !cur.OpenAt(now) {
 		next.Epoch++
 		next.OpenedAt = now.UTC()
 		next.ClosedAt = time.Time{}
 		next.Failures, next.Probes = 0, 0
+		next.Lease, next.LastProbe = nil, ""
+		next.OpenUntil = time.Time{}
+		step := f.Backoff
+		if step <= 0 {
+			step = hint.Sub(now)
+		}
+		next.CooldownMs = p.step(step).Milliseconds()
+		return touch(now.Add(next.Cooldown()))
+	}
+	held := p.leaseHeld(cur, now)
+	switch {
+	case cur.Lease != nil && cur.Lease.Holder == holder:
+		// A failed probe (also one whose lease ran out unnoticed: nobody
+		// took it over, so it was still the one probe).
+		next.CooldownMs = p.step(2 * cur.Cooldown()).Milliseconds()
+		next.Lease, next.LastProbe = nil, holder
+		return touch(latest(cur.OpenUntil, now.Add(next.Cooldown())))
+	case !now.Before(cur.OpenUntil) && !held:
+		// The cooldown is over and nobody probes: this failure is the probe's
+		// answer, without a probe. Same step again.
 		next.Lease = nil
+		next.CooldownMs = p.step(cur.Cooldown()).Milliseconds()
+		return touch(now.Add(next.Cooldown()))
 	}
-	if until.After(next.OpenUntil) {
-		next.OpenUntil = until.UTC()
+	moves := hint.Sub(cur.OpenUntil) >= max(time.Second, cur.Cooldown()/10)
+	harder := f.Class == "hard" && cur.Class != "hard"
+	if !moves && !harder {
+		return nil
 	}
-	next.Failures++
-	next.Code, next.Class = f.Code, f.Class
-	if next.Lease != nil && (next.Lease.Holder == holder || !p.leaseHeld(next, now)) {
-		next.Lease = nil
-	}
-	next.UpdatedAt = now.UTC()
-	return next
+	return touch(cur.OpenUntil)
+}
+
+// step bounds one cooldown step to [MinCooldown, maxCooldown].
+func (p params) step(d time.Duration) time.Duration {
+	return min(max(d, MinCooldown), p.maxCooldown)
 }
 
 // progress closes an open circuit: provider progress anywhere on the key is
-// proof the outage is over. nil when already closed.
+// proof the outage is over. nil when already closed (or stale: nobody
+// waits on it).
 func (p params) progress(cur *Record, key Key, now time.Time) *Record {
-	if cur.Closed() {
+	if !cur.OpenAt(now) {
 		return nil
 	}
 	next := clone(cur, key)
 	next.OpenUntil = time.Time{}
 	next.ClosedAt = now.UTC()
-	next.Lease = nil
+	next.Lease, next.LastProbe = nil, ""
 	next.Epoch++
 	next.UpdatedAt = now.UTC()
 	return next
@@ -229,6 +332,13 @@ func mix64(x uint64) uint64 {
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
 		return b
 	}
 	return a

@@ -20,6 +20,10 @@ const (
 	// this long disappears (twice the longest cooldown).
 	DefaultBucketTTL = 2 * DefaultMaxCooldown
 	natsMaxValue     = 16 << 10 // a record is < 5 KiB even with every field at its bound and JSON-escaped
+	// natsReconnectWait is the pause between reconnect attempts (the
+	// client adds its own jitter): a restarted server is found within
+	// about a second, and Circuits asks it at once after a reconnect.
+	natsReconnectWait = time.Second
 )
 
 // NATSOptions configures NATSStore. Zero fields take the defaults.
@@ -65,6 +69,7 @@ func OpenNATS(url string, opts NATSOptions) (*NATSStore, error) {
 		nats.Name(opts.Name),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
+		nats.ReconnectWait(natsReconnectWait),
 		nats.ReconnectBufSize(-1),
 	}, opts.Extra...)
 	nc, err := nats.Connect(url, nopts...)
@@ -110,6 +115,24 @@ func (s *NATSStore) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// Reconnects is how many times the connection came back after a loss
+// (Circuits asks a failed store again at once when it changes).
+func (s *NATSStore) Reconnects() uint64 { return s.nc.Stats().Reconnects }
+
+// lost forgets the bound bucket after an error saying the server no longer
+// has it (a server restarted without its store directory, a bucket
+// deleted by hand: a direct get then has no responders), so that the next
+// operation binds it again, creating it if need be.
+func (s *NATSStore) lost(err error) {
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders) {
+		s.mu.Lock()
+		s.kv = nil
+		s.mu.Unlock()
+	}
+}
+
 // Get implements Store.
 func (s *NATSStore) Get(ctx context.Context, id string) (*Record, uint64, error) {
 	kv, err := s.bucket(ctx)
@@ -121,6 +144,7 @@ func (s *NATSStore) Get(ctx context.Context, id string) (*Record, uint64, error)
 		return nil, 0, nil
 	}
 	if err != nil {
+		s.lost(err)
 		return nil, 0, fmt.Errorf("circuit store: nats get: %w", err)
 	}
 	r, err := decodeRecord(e.Value())
@@ -150,6 +174,7 @@ func (s *NATSStore) CompareAndSwap(ctx context.Context, id string, rec Record, r
 		return ErrConflict
 	}
 	if err != nil {
+		s.lost(err)
 		return fmt.Errorf("circuit store: nats put: %w", err)
 	}
 	return nil

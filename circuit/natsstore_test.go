@@ -123,8 +123,8 @@ func TestNATSStoreTwoMachinesShareOneCircuit(t *testing.T) {
 	cool := t0.Add(10 * time.Second)
 	mustFail(t, machines[0], transient(cool), "m0/s0", t0)
 	d := mustAcquire(t, machines[1], "m1/s0", t0.Add(time.Second), Park)
-	if !d.Until.Equal(cool) {
-		t.Fatalf("machine 1 parks until %v, want %v", d.Until, cool)
+	if d.Wait != WaitCooldown || !d.Circuit.CooldownUntil.Equal(cool) {
+		t.Fatalf("machine 1 parks %v, cooldown until %v; want the cooldown until %v", d.Wait, d.Circuit.CooldownUntil, cool)
 	}
 	var mu sync.Mutex
 	var probes []string
@@ -162,7 +162,7 @@ func TestNATSStoreTwoMachinesShareOneCircuit(t *testing.T) {
 func TestNATSStoreLeaseTakeoverAfterTTL(t *testing.T) {
 	ns := startNATS(t, -1, t.TempDir())
 	a, b := newTest(t, openNATS(t, ns.url())), newTest(t, openNATS(t, ns.url()))
-	mustFail(t, a, transient(t0), "a", t0)
+	mustFail(t, a, backoff(time.Second), "a", t0.Add(-time.Second))
 	p := mustAcquire(t, a, "a", t0, Probe)
 	if _, err := a.Refresh(ctx, testKey, "a", t0.Add(20*time.Second)); err != nil {
 		t.Fatal(err)
@@ -214,8 +214,47 @@ func TestNATSStoreServerGoesAway(t *testing.T) {
 	case <-time.After(60 * time.Second): // hang guard only
 		t.Fatal("client did not reconnect")
 	}
-	// After StoreRetry the store is asked again, and the circuit survived.
-	mustAcquire(t, c, "b", t0.Add(40*time.Second), Park)
+	// The reconnect ends the store's backoff at once, and the circuit
+	// survived.
+	mustAcquire(t, c, "b", t0.Add(2500*time.Millisecond), Park)
+}
+
+// TestNATSStoreServerLosesItsStore: a server restarted without its store
+// directory has no bucket; the store creates it again on the next
+// operation, and sharing resumes.
+func TestNATSStoreServerLosesItsStore(t *testing.T) {
+	ns := startNATS(t, -1, t.TempDir())
+	reconnected := make(chan struct{}, 1)
+	st := openNATS(t, ns.url(), nats.ReconnectWait(20*time.Millisecond),
+		nats.ReconnectHandler(func(*nats.Conn) {
+			select {
+			case reconnected <- struct{}{}:
+			default:
+			}
+		}))
+	c := New(Config{Store: st, OpTimeout: 2 * time.Minute}) // hang guard
+	mustFail(t, c, backoff(time.Hour), "a", t0)
+	ns.stop()
+	startNATS(t, ns.port, t.TempDir()) // same port, empty store
+	select {
+	case <-reconnected:
+	case <-time.After(60 * time.Second): // hang guard only
+		t.Fatal("client did not reconnect")
+	}
+	// The first operation may find the old binding gone; a later one
+	// (after the store's backoff) binds, creating the bucket, and shares
+	// again.
+	var err error
+	for i := range 3 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		if _, err = c.Fail(ctx, testKey, backoff(time.Hour), "b", at); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("Fail after the server lost its store: %v", err)
+	}
+	mustAcquire(t, c, "c", t0.Add(3*time.Minute), Park)
 }
 
 // TestNATSStoreUnreachableAtStart: a configured server that is not there

@@ -37,10 +37,20 @@ type Record struct {
 	// rate_limited or another transient code).
 	Code  string `json:"code,omitempty"`
 	Class string `json:"class,omitempty"`
-	// Failures counts failures since the circuit last opened; Probes the
-	// probe leases granted since then.
+	// Failures counts the failures that changed the record since the
+	// circuit last opened (a failure that changes nothing is not written);
+	// Probes the probe leases granted since then.
 	Failures int `json:"failures"`
 	Probes   int `json:"probes"`
+	// CooldownMs is the circuit's own backoff step in milliseconds: the
+	// length of the cooldown the opening failure asked for, doubled by
+	// every failed probe (capped by MaxCooldown). 0 in records written
+	// before it existed (then the step is OpenUntil - OpenedAt).
+	CooldownMs int64 `json:"cooldownMs,omitempty"`
+	// LastProbe is the holder whose probe failed last: at the end of the
+	// next cooldown it lets the others take the lease first, so probing
+	// rotates over the sessions that wait.
+	LastProbe string `json:"lastProbe,omitempty"`
 	// Epoch increases on every open and every close. The release jitter of
 	// a session is a function of (seed, holder, epoch).
 	Epoch     uint64    `json:"epoch"`
@@ -57,13 +67,50 @@ type Lease struct {
 	GrantedAt time.Time `json:"grantedAt"`
 }
 
-// Closed reports whether the circuit lets everyone dispatch.
+// Closed reports whether the stored record is closed. A record that is
+// open but stale (see OpenAt) is not Closed, yet lets everyone dispatch.
 func (r *Record) Closed() bool { return r == nil || r.OpenUntil.IsZero() }
+
+// staleAfter: an open record whose cooldown ended this long ago (or one
+// cooldown step, if longer), with no probe lease running, is stale. The
+// sessions that waited on it are gone (their process died, or the store
+// was away when its probe succeeded), so it binds nobody: it reads as
+// closed, and the next failure opens it afresh.
+const staleAfter = 30 * time.Second
+
+// OpenAt reports whether the circuit is open at now: stored open, and not
+// stale. An open circuit stays open after its cooldown until a probe's
+// outcome closes or re-opens it, but never longer than max(staleAfter,
+// one cooldown step) past the cooldown's end (or past a lease's end)
+// without any write: stale records expire by their own cooldown.
+func (r *Record) OpenAt(now time.Time) bool {
+	if r.Closed() {
+		return false
+	}
+	end := r.OpenUntil
+	if r.Lease != nil && r.Lease.Until.After(end) && r.Lease.Until.Sub(now) <= 2*staleAfter {
+		end = r.Lease.Until // a lease further ahead is a skewed clock's: it keeps nothing open
+	}
+	return now.Before(end.Add(max(staleAfter, r.Cooldown())))
+}
+
+// Cooldown is the circuit's backoff step (see CooldownMs).
+func (r *Record) Cooldown() time.Duration {
+	switch {
+	case r == nil:
+		return 0
+	case r.CooldownMs > 0:
+		return time.Duration(r.CooldownMs) * time.Millisecond
+	case !r.OpenedAt.IsZero() && r.OpenUntil.After(r.OpenedAt):
+		return r.OpenUntil.Sub(r.OpenedAt)
+	}
+	return 0
+}
 
 // StateAt is the circuit's state name at now.
 func (r *Record) StateAt(now time.Time) string {
 	switch {
-	case r.Closed():
+	case !r.OpenAt(now):
 		return StateClosed
 	case r.leaseValid(now):
 		return StateProbing
@@ -87,7 +134,7 @@ type Snapshot struct {
 // SnapshotAt summarises r at now; a nil r is the closed circuit of key.
 func (r *Record) SnapshotAt(key Key, now time.Time) Snapshot {
 	s := Snapshot{Key: key.String(), State: r.StateAt(now)}
-	if !r.Closed() {
+	if r.OpenAt(now) {
 		t := r.OpenUntil.UTC()
 		s.CooldownUntil = &t
 	}

@@ -47,6 +47,7 @@ type simAttempt struct {
 type stampede struct {
 	t         *testing.T
 	machines  []*Circuits // session i runs on machines[i%len]
+	retries   int         // each session's policy: retries from simInitial
 	q         simQueue
 	seq       int
 	outageEnd time.Time
@@ -58,7 +59,6 @@ type stampede struct {
 const (
 	simAttemptLen = 200 * time.Millisecond // provider time of one attempt
 	simFirstChunk = 50 * time.Millisecond  // progress shows this long after dispatch
-	simRetries    = 8
 	simInitial    = time.Second
 )
 
@@ -79,12 +79,20 @@ func holderOf(i int) string { return fmt.Sprintf("host-%d/4242/sess-%03d/1", i%4
 // delay is the session's policy delay before retry n (0-based): 1s, 2s, 4s…
 func delay(n int) time.Duration { return simInitial << n }
 
-// session drives one session through its failures and retries.
+// simSession drives one session through its failures and retries as the
+// guard does (guard/circuit.go): a failure reports Fail with the session's
+// own next delay and waits that delay; at its end the session asks the
+// circuit. A park on a cooldown spends the session's parking budget (what
+// its own schedule would still have waited); a park behind a probe or in
+// the release jitter spends nothing. The session stops with circuit_open
+// only when a cooldown's end lies beyond its budget (the guard allows a
+// second more; the simulation checks the stricter rule).
 type simSession struct {
-	s        *stampede
-	i        int
-	retries  int       // retries dispatched so far
-	deadline time.Time // when its own schedule would have ended
+	s       *stampede
+	i       int
+	used    int           // retries decided so far
+	budget  time.Duration // what is left of the parking budget
+	parking bool          // parked since the last failure (the budget is set)
 }
 
 func (ss *simSession) c() *Circuits { return ss.s.machines[ss.i%len(ss.s.machines)] }
@@ -112,26 +120,21 @@ func (ss *simSession) dispatch(now time.Time, kind string) {
 func (ss *simSession) failed(now time.Time, idx int) {
 	s := ss.s
 	s.attempts[idx].failed = true
-	if ss.retries == simRetries {
+	if ss.used == s.retries {
 		ss.answer("exhausted")
 		return
 	}
-	next := now.Add(delay(ss.retries))
-	snap, err := ss.c().Fail(ctx, testKey, transient(next), holderOf(ss.i), now)
+	d := delay(ss.used)
+	ss.used++
+	ss.parking = false
+	snap, err := ss.c().Fail(ctx, testKey, backoff(d), holderOf(ss.i), now)
 	if err != nil {
 		s.t.Errorf("Fail: %v", err)
 	}
-	if snap.CooldownUntil != nil {
+	if s.attempts[idx].kind == "probe" && snap.CooldownUntil != nil {
 		s.attempts[idx].reopened = *snap.CooldownUntil
 	}
-	if ss.deadline.IsZero() {
-		end := now
-		for n := range simRetries {
-			end = end.Add(delay(n))
-		}
-		ss.deadline = end
-	}
-	s.at(next, ss.ask)
+	s.at(now.Add(d), ss.ask)
 }
 
 // ask is the guard's retry_wait deadline: before dispatching, ask the circuit.
@@ -143,14 +146,24 @@ func (ss *simSession) ask(now time.Time) {
 	}
 	switch d.Action {
 	case Go, Probe:
-		ss.retries++
 		ss.dispatch(now, d.Action.String())
 	case Park:
-		if !now.Before(ss.deadline) {
-			ss.answer("circuit_open")
-			return
+		if !ss.parking {
+			ss.parking = true
+			ss.budget = 0
+			for n := ss.used; n < s.retries; n++ {
+				ss.budget += delay(n)
+			}
 		}
-		s.at(minTime(d.Until, ss.deadline), ss.ask)
+		if d.Wait == WaitCooldown {
+			wait := d.Circuit.CooldownUntil.Sub(now)
+			if wait > ss.budget {
+				ss.answer("circuit_open")
+				return
+			}
+			ss.budget -= wait
+		}
+		s.at(d.Until, ss.ask)
 	}
 }
 
@@ -158,8 +171,8 @@ func (ss *simSession) answer(outcome string) {
 	ss.s.answers[ss.i] = append(ss.s.answers[ss.i], outcome)
 }
 
-func runStampede(t *testing.T, machines []*Circuits, n int, outage time.Duration) *stampede {
-	s := &stampede{t: t, machines: machines, outageEnd: t0.Add(outage), answers: map[int][]string{}}
+func runStampede(t *testing.T, machines []*Circuits, n, retries int, outage time.Duration) *stampede {
+	s := &stampede{t: t, machines: machines, retries: retries, outageEnd: t0.Add(outage), answers: map[int][]string{}}
 	for i := range n {
 		ss := &simSession{s: s, i: i}
 		s.at(t0.Add(time.Duration(i)*10*time.Millisecond), func(now time.Time) { ss.dispatch(now, "initial") })
@@ -187,30 +200,85 @@ func TestStampedeOneProbePerCooldown(t *testing.T) {
 			if tt.name != "memory" && testing.Short() {
 				t.Skip("a few thousand store operations")
 			}
-			var machines []*Circuits
-			for _, st := range tt.stores(t) {
-				machines = append(machines, New(Config{Store: st, Seed: 7, ParkPoll: 2 * time.Second,
-					ReleaseWindow: 3 * time.Second, OpTimeout: 2 * time.Minute}))
+			stores := tt.stores(t)
+			s := runStampede(t, simMachines(stores), 200, 8, 47*time.Second)
+			checkStampede(t, s, 200)
+			if ms, ok := stores[0].(*memStore); ok {
+				// Writes: the opening, each probe's lease and its failure,
+				// the close, and a re-opening while the first failures still
+				// came in after the first cooldown: never one per failure.
+				_, puts := ms.counts()
+				probes := 0
+				for _, a := range s.attempts {
+					if a.kind == "probe" {
+						probes++
+					}
+				}
+				t.Logf("%d store writes for %d failures and %d probes", puts, len(s.attempts)-200, probes)
+				if puts > 2*probes+4 {
+					t.Errorf("%d store writes for %d probes, want at most %d (writes only on change)", puts, probes, 2*probes+4)
+				}
 			}
-			checkStampede(t, machines)
 		})
 	}
 }
 
-func checkStampede(t *testing.T, machines []*Circuits) {
-	const n = 200
-	const outage = 47 * time.Second
-	s := runStampede(t, machines, n, outage)
-
-	// Every session answered exactly once, and none gave up: the outage is
-	// shorter than every schedule.
-	for i := range n {
-		if got := s.answers[i]; len(got) != 1 || got[0] != "ok" {
-			t.Fatalf("session %d answered %v, want [ok]", i, got)
-		}
+func simMachines(stores []Store) []*Circuits {
+	var machines []*Circuits
+	for _, st := range stores {
+		machines = append(machines, New(Config{Store: st, Seed: 7, ParkPoll: 2 * time.Second,
+			ReleaseWindow: 3 * time.Second, OpTimeout: 2 * time.Minute}))
 	}
-	// During the outage only probes reached the provider, one at a time,
-	// each after the cooldown the previous one's failure set.
+	return machines
+}
+
+// TestStampedeParkingNeverFails is the small case: 20 sessions
+// (and 4), "3 retries from 1 s", a 5 s outage. Without circuits each
+// session's third retry, at +7 s, succeeds; with them every session must
+// succeed too — none may be stopped because it waited behind another
+// session's probe or in the release jitter.
+func TestStampedeParkingNeverFails(t *testing.T) {
+	for _, n := range []int{4, 20} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			s := runStampede(t, simMachines([]Store{newMemStore()}), n, 3, 5*time.Second)
+			for i := range n {
+				if got := s.answers[i]; len(got) != 1 || got[0] != "ok" {
+					t.Errorf("session %d answered %v, want [ok]", i, got)
+				}
+			}
+			checkProbes(t, s)
+		})
+	}
+}
+
+// TestStampedeOutageBeyondEverySchedule: when the outage outlasts every
+// session's schedule, sessions stop with circuit_open (never more than
+// one retry per cooldown reaches the provider), each answered once.
+func TestStampedeOutageBeyondEverySchedule(t *testing.T) {
+	const n = 50
+	s := runStampede(t, simMachines([]Store{newMemStore()}), n, 3, time.Hour)
+	outcomes := map[string]int{}
+	for i := range n {
+		got := s.answers[i]
+		if len(got) != 1 {
+			t.Fatalf("session %d answered %v, want one answer", i, got)
+		}
+		outcomes[got[0]]++
+	}
+	if outcomes["ok"] != 0 || outcomes["circuit_open"] == 0 {
+		t.Fatalf("outcomes %v, want circuit_open (and exhausted for probers) only", outcomes)
+	}
+	checkProbes(t, s)
+	t.Logf("%d sessions, outage beyond the schedule: %v, %d attempts", n, outcomes, len(s.attempts))
+}
+
+// checkProbes: during the outage only probes reached the provider (besides
+// the sessions' own prompts), one at a time, each after the cooldown the
+// previous one's failure set; the cooldowns follow the circuit's own
+// doubling schedule, whoever probed; and no session probed twice in a row
+// while others waited.
+func checkProbes(t *testing.T, s *stampede) []simAttempt {
+	t.Helper()
 	var probes []simAttempt
 	for _, a := range s.attempts {
 		if a.kind == "initial" || !a.start.Before(s.outageEnd) {
@@ -222,11 +290,37 @@ func checkStampede(t *testing.T, machines []*Circuits) {
 		probes = append(probes, a)
 	}
 	for k := 1; k < len(probes); k++ {
-		if prev := probes[k-1]; probes[k].start.Before(prev.reopened) {
-			t.Fatalf("probe %d at +%v before the cooldown +%v set by probe %d", k, probes[k].start.Sub(t0), prev.reopened.Sub(t0), k-1)
+		prev, cur := probes[k-1], probes[k]
+		if cur.start.Before(prev.reopened) {
+			t.Fatalf("probe %d at +%v before the cooldown +%v set by probe %d", k, cur.start.Sub(t0), prev.reopened.Sub(t0), k-1)
+		}
+		if cur.session == prev.session {
+			t.Errorf("session %d probed twice in a row (probes %d and %d)", cur.session, k-1, k)
 		}
 	}
-	if len(probes) == 0 || len(probes) > 47 {
+	for k, a := range probes {
+		if !a.failed {
+			continue
+		}
+		end := a.start.Add(simAttemptLen)
+		if want := simInitial << (k + 1); a.reopened.Sub(end) != want {
+			t.Errorf("probe %d failed at +%v and set a cooldown of %v, want %v (the circuit's schedule)",
+				k, end.Sub(t0), a.reopened.Sub(end), want)
+		}
+	}
+	return probes
+}
+
+func checkStampede(t *testing.T, s *stampede, n int) {
+	// Every session answered exactly once, and none gave up: the outage is
+	// shorter than every schedule.
+	for i := range n {
+		if got := s.answers[i]; len(got) != 1 || got[0] != "ok" {
+			t.Fatalf("session %d answered %v, want [ok]", i, got)
+		}
+	}
+	probes := checkProbes(t, s)
+	if len(probes) == 0 || len(probes) > 8 {
 		t.Fatalf("%d probes during a 47 s outage", len(probes))
 	}
 
@@ -265,15 +359,15 @@ func checkStampede(t *testing.T, machines []*Circuits) {
 		t.Fatalf("releases bunched: busiest %v bucket %d, %d distinct ms, span %v\n%s",
 			bucket, busiest, len(distinct), rest[len(rest)-1]-rest[0], histogram(rest, bucket))
 	}
-	t.Logf("%d sessions, %v outage: %d provider attempts during the outage beyond the %d first prompts (all probes); "+
+	t.Logf("%d sessions: %d provider attempts during the outage beyond the %d first prompts (all probes); "+
 		"releases after close: span %v, busiest %v bucket %d\n%s",
-		n, outage, len(probes), n, rest[len(rest)-1]-rest[0], bucket, busiest, histogram(rest, 250*time.Millisecond))
+		n, len(probes), n, rest[len(rest)-1]-rest[0], bucket, busiest, histogram(rest, 250*time.Millisecond))
 }
 
 // TestStampedeWithoutCircuits is the baseline the circuit removes: the same
 // sessions with circuits off hit the provider on every schedule.
 func TestStampedeWithoutCircuits(t *testing.T) {
-	s := runStampede(t, []*Circuits{New(Config{})}, 200, 47*time.Second)
+	s := runStampede(t, []*Circuits{New(Config{})}, 200, 8, 47*time.Second)
 	retries := 0
 	for _, a := range s.attempts {
 		if a.kind != "initial" && a.start.Before(s.outageEnd) {

@@ -94,10 +94,13 @@ const (
 	AdapterCopilot = "copilot-cli"
 	AdapterQwen    = "qwen-code"
 	AdapterKilo    = "kilo"
+	AdapterCline   = "cline"
+	AdapterPi      = "pi-acp"
 )
 
 // Adapters are the adapter names a rule may be scoped to, besides AnyAdapter.
-var Adapters = []string{AdapterCodex, AdapterClaude, AdapterGemini, AdapterCursor, AdapterCopilot, AdapterQwen, AdapterKilo}
+var Adapters = []string{AdapterCodex, AdapterClaude, AdapterGemini, AdapterCursor, AdapterCopilot, AdapterQwen, AdapterKilo,
+	AdapterCline, AdapterPi}
 
 // AnyAdapter scopes a rule to every adapter.
 const AnyAdapter = "any"
@@ -126,6 +129,10 @@ func NormalizeAdapter(name string) string {
 		return AdapterQwen
 	case "kilo", "kilocode", "kilo-code", "kilo_code", "kilo code":
 		return AdapterKilo
+	case "cline", "cline-cli", "cline_cli", "cline cli":
+		return AdapterCline
+	case "pi", "pi-acp", "pi_acp", "pi acp", "pi-coding-agent":
+		return AdapterPi
 	}
 	return n
 }

@@ -4,32 +4,36 @@
 // the catalogue version, validated timing hints and a sanitized excerpt.
 //
 // It is pure: no I/O and no clock. The time against which timing hints are
-// validated comes in Evidence.Now. Imports point one way:
-//
-//	cmd → replay → transport/observers → classify ← catalogue
-//
-// classify imports neither transport, catalogue nor replay.
+// validated comes in Evidence.Now. It imports neither transport,
+// catalogue nor replay.
 //
 // # Engine
 //
 // Compile validates a Catalogue (rule IDs vendor.signature.vN and unique,
 // codes from the fixed registry of codes.go, known adapters and sources, RE2
 // regular expressions, at least one positive and one negative fixture per
-// rule, every rule reachable) and returns an Engine. Engine.Classify
-// evaluates rules in tiers — 1 structured metadata, 2 exact signatures,
-// 3 broad patterns — and the first tier with a matching rule decides: its
-// first rule wins, unless rules of that tier disagree on the code, in which
-// case the evidence is conflicting and the verdict is unclassified. Stale
-// evidence and evidence no rule matches are unclassified too; unclassified
-// never authorizes recovery. Input is bounded: at most MaxScanBytes of each
-// text field (the most recent stderr), a few embedded JSON documents.
+// rule, every rule reachable, a collision fixture for every declared
+// outranks and overridesStatus) and returns an Engine. Engine.Classify
+// evaluates rules in tiers — 1 typed structure, 2 exact signatures, 3
+// the provider-agnostic phrase table, 4 the HTTP status — and the first
+// tier with a matching rule decides (Engine.Classify spells out the
+// precedence). The status is derived from wherever the evidence carries it
+// (status.go: envelope, a JSON-RPC code in 400–599, status fields, the
+// text, names that stand for one); JSON and Python-repr bodies embedded in
+// text are decoded (view.go, pyrepr.go). The agent's report is classified
+// before its stderr, which may only refine the verdict within its class and
+// never through the agent's own retry notes (retrynote.go). Stale evidence,
+// evidence no rule matches and conflicting evidence are unclassified;
+// unclassified never authorizes recovery. Input is bounded: at most
+// MaxScanBytes of each text field (the most recent stderr), a few embedded
+// documents.
 //
 // A rule applies only to its adapter ("any" for all) and to its evidence
 // sources, and all its conditions must hold: JSON-RPC code, HTTP status,
-// field matches inside one JSON object of the data or of a JSON body
-// embedded in the text, a control-chunk prefix, an RE2 regex behind a
-// literal prefilter; any veto regex cancels it. Agent prose is never
-// evidence: only the Cursor control-chunk rule reads assistant text.
+// field matches inside one JSON object of the data or of a body embedded in
+// the text, a control-chunk prefix, an RE2 regex behind a literal
+// prefilter; any veto regex cancels it. Assistant text reaches the engine
+// only as a projection hands it over (a chunk that is an error report).
 //
 // # Timing hints
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -121,16 +122,20 @@ func (e *Engine) Rule(id string) (Rule, bool) {
 // Catalogue returns the catalogue the engine was compiled from.
 func (e *Engine) Catalogue() Catalogue { return e.cat }
 
-// Classify returns the verdict for ev. Precedence: structured fields
-// (tier 1) > signatures scoped to the agent's adapter > signatures for any
-// adapter (tier 2) > broad patterns (tier 3, scoped before generic). Only
-// the matches of the strongest rank count; among them a rule's declared
-// Outranks removes the rules it is more specific than, and the first
-// remaining rule wins when all remaining rules agree on the class. Rules
-// pointing to different classes at equal precedence are a conflict: the
-// verdict is unclassified with Reason conflict and Conflicts naming them.
-// Stale evidence and evidence no rule matches are unclassified too. The result depends only on ev (including ev.Now) and the
-// catalogue.
+// Classify returns the verdict for ev. Precedence, most specific first:
+// typed structure (tier 1) > signatures (tier 2) > intent phrases (tier 3)
+// > the HTTP status (tier 4); within a tier, rules scoped to the agent's
+// adapter before rules for any adapter. Only the matches of the strongest
+// rank count. In tiers 1 and 2 a rule's declared Outranks removes the
+// rules it is more specific than, and the first remaining rule wins when
+// all remaining rules agree on the class; rules pointing to different
+// classes there are a conflict. Tiers 3 and 4 are ordered tables: the
+// first matching rule wins. The winner may refine what the evidence's HTTP
+// status means within its class, and change the class only for statuses
+// it declares (OverridesStatus); otherwise the evidence is conflicting.
+// Conflicts are unclassified with Reason conflict and Conflicts naming the
+// rules. Stale evidence and evidence no rule matches are unclassified too.
+// The result depends only on ev (including ev.Now) and the catalogue.
 func (e *Engine) Classify(ev Evidence) Verdict {
 	v, _ := e.classify(&ev)
 	if e.observe != nil {
@@ -142,7 +147,35 @@ func (e *Engine) Classify(ev Evidence) Verdict {
 // classify also returns every rule that matched, in evaluation order, for
 // fixture collision checks.
 func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
-	vw := newView(ev)
+	// The agent's own report (message, data, status) speaks first. Stderr
+	// holds the agent's logs of the whole turn, so it decides only when the
+	// report says nothing, and otherwise may only refine a phrase or status
+	// verdict within its class (a lost stream whose log names the DNS
+	// failure behind it) — and not with the agent's retry notes, which name
+	// failures the agent already handled.
+	if len(ev.Stderr) == 0 {
+		return e.decideView(newView(ev))
+	}
+	primary := *ev
+	primary.Stderr = nil
+	pv, pall := e.decideView(newView(&primary))
+	if pv.Rule == "" {
+		return e.decideView(newView(ev))
+	}
+	if pall[0].Tier < TierPhrase {
+		return pv, pall
+	}
+	refined := *ev
+	refined.Stderr = withoutRetryNotes(ev.Stderr)
+	if fv, fall := e.decideView(newView(&refined)); fv.Rule != "" && fv.Class == pv.Class {
+		return fv, fall
+	}
+	return pv, pall
+}
+
+// decideView classifies one view of the evidence.
+func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
+	ev := vw.ev
 	unclassified := func(reason string) Verdict {
 		return Verdict{
 			Code:             CodeUnclassified,
@@ -167,6 +200,9 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 		return unclassified(ReasonNoMatch), all
 	}
 	win, conflicts := decide(all)
+	if win != nil {
+		conflicts = statusConflict(win, all, vw.status().code)
+	}
 	if len(conflicts) > 0 {
 		v := unclassified(ReasonConflict)
 		v.Conflicts = conflicts
@@ -182,7 +218,30 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 		SafeExcerpt:      Sanitize(win.excerpt(vw)),
 	}
 	v.RetryAfter, v.ResetAt = extractTiming(win.Timing, vw, ev.Now)
+	if v.Code == CodeRateLimited && lifting(v, ev.Now) >= QuotaAfter {
+		// A rate limit that lifts only after hours is a quota: retrying on
+		// a short schedule cannot succeed (Copilot's "try again in 58
+		// hours", Azure's Retry-After 86400).
+		v.Code, v.Class, v.Scope = CodeQuotaLimited, ClassHard, "account"
+	}
 	return v, all
+}
+
+// QuotaAfter is how far away a rate limit's validated reset must be for
+// the verdict to be quota_limited instead.
+const QuotaAfter = time.Hour
+
+// lifting returns how long until the verdict's hint says the limit lifts
+// (0 without a hint).
+func lifting(v Verdict, now time.Time) time.Duration {
+	var d time.Duration
+	if v.RetryAfter != nil {
+		d = *v.RetryAfter
+	}
+	if v.ResetAt != nil {
+		d = max(d, v.ResetAt.Sub(now))
+	}
+	return d
 }
 
 // decide picks the winner among the matched rules (in evaluation order):
@@ -191,6 +250,9 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 // the class. Rules that point to different classes at equal precedence
 // are a conflict: win is nil and conflicts holds their IDs.
 func decide(all []*compiledRule) (win *compiledRule, conflicts []string) {
+	if ordered(all[0].Tier) {
+		return all[0], nil
+	}
 	top := all[0].rank()
 	var cands []*compiledRule
 	for _, r := range all {
@@ -219,6 +281,27 @@ func decide(all []*compiledRule) (win *compiledRule, conflicts []string) {
 		}
 	}
 	return live[0], nil
+}
+
+// statusConflict checks the winner against the evidence's HTTP status: the
+// first status-tier rule that matched says what the status alone means. A
+// more specific winner may refine the code within the status's class; it
+// may change the class only for the statuses it declares in
+// OverridesStatus. Otherwise the two rules are a conflict.
+func statusConflict(win *compiledRule, all []*compiledRule, status int) []string {
+	if win.Tier == TierStatus {
+		return nil
+	}
+	for _, r := range all {
+		if r.httpSet == nil {
+			continue // only a rule that reads the status says what it means
+		}
+		if ClassOf(r.Code) == ClassOf(win.Code) || win.changes[status] {
+			return nil
+		}
+		return []string{win.ID, r.ID}
+	}
+	return nil
 }
 
 // outranked reports whether another rule of rs declares it outranks r.
@@ -339,7 +422,7 @@ func (r *compiledRule) matches(vw *view) bool {
 	if r.Match.RPCCode != nil && (ev.RPCCode == nil || *ev.RPCCode != *r.Match.RPCCode) {
 		return false
 	}
-	if r.httpSet != nil && !r.httpSet[ev.HTTPStatus] {
+	if r.httpSet != nil && !r.httpSet[vw.status().code] {
 		return false
 	}
 	if r.prefix != nil && !prefixMatches(vw.text(FieldMessage), r.prefix) {

@@ -176,7 +176,7 @@ func TestCompileRejects(t *testing.T) {
 		want   string
 	}{
 		{"bad id", func(r *Rule) { r.ID = "Nope" }, "vendor.signature.vN"},
-		{"tier", func(r *Rule) { r.Tier = 4 }, "tier 4"},
+		{"tier", func(r *Rule) { r.Tier = 5 }, "tier 5"},
 		{"adapter", func(r *Rule) { r.Adapter = "aider" }, `adapter "aider"`},
 		{"no sources", func(r *Rule) { r.Sources = nil }, "sources"},
 		{"source", func(r *Rule) { r.Sources = []Source{"mail"} }, `unknown source "mail"`},
@@ -294,6 +294,7 @@ func TestNormalizeAdapter(t *testing.T) {
 	for in, want := range map[string]string{
 		"cursor-agent": "cursor-acp", "cursor_acp": "cursor-acp", "@zed-industries/claude-agent-acp": "claude-agent-acp",
 		"claude-code-acp": "claude-agent-acp", "gemini": "gemini-cli", " Codex-ACP ": "codex-acp", "other": "other",
+		"@earendil-works/pi-coding-agent": "pi-acp", "pi": "pi-acp", "Cline": "cline",
 	} {
 		if got := NormalizeAdapter(in); got != want {
 			t.Errorf("NormalizeAdapter(%q): got %q, want %q", in, got, want)

@@ -3,6 +3,7 @@ package classify
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // precedenceCatalogue has one pair of rules per precedence question:
@@ -44,8 +45,12 @@ func TestPrecedence(t *testing.T) {
 	}{
 		{"agreeing class never unclassified: first in catalogue order wins",
 			Evidence{Source: SourceRPCError, Message: "stream disconnected", Stderr: []string{"dns error"}}, "p.stream.v1", CodeAgentTransportLost, ""},
-		{"agreeing class, order of the evidence does not matter",
-			Evidence{Source: SourceRPCError, Message: "dns error", Stderr: []string{"stream disconnected"}}, "p.stream.v1", CodeAgentTransportLost, ""},
+		{"agreeing class, order of the text does not matter",
+			Evidence{Source: SourceRPCError, Message: "dns error; stream disconnected"}, "p.stream.v1", CodeAgentTransportLost, ""},
+		{"the agent's own report outranks its stderr",
+			Evidence{Source: SourceRPCError, Message: "dns error", Stderr: []string{"stream disconnected"}}, "p.dns.v1", CodeNetworkUnavailable, ""},
+		{"stderr speaks when the report says nothing",
+			Evidence{Source: SourceRPCError, Message: "Internal error", Stderr: []string{"quota"}}, "p.quota.v1", CodeQuotaLimited, ""},
 		{"different classes at equal rank: conflict naming both",
 			Evidence{Source: SourceRPCError, Message: "quota; slow down"}, "", CodeUnclassified, "p.quota.v1,p.slow.v1"},
 		{"adapter-scoped signature outranks the generic one",
@@ -115,7 +120,7 @@ func TestOutranksNeedsCollisionFixture(t *testing.T) {
 	}
 	// A positive fixture that another same-rank rule also matches, without
 	// a declaration, fails Test even when the classes agree.
-	c.Fixtures = append(c.Fixtures, fixture("p.stream.v1", true, `{"source":"rpc_error","message":"stream disconnected","stderr":["dns error"]}`))
+	c.Fixtures = append(c.Fixtures, fixture("p.stream.v1", true, `{"source":"rpc_error","message":"stream disconnected; dns error"}`))
 	e := mustCompileNoFixtures(t, c)
 	var failures []string
 	for _, r := range e.Test().Rules {
@@ -123,5 +128,99 @@ func TestOutranksNeedsCollisionFixture(t *testing.T) {
 	}
 	if got := strings.Join(failures, "\n"); !strings.Contains(got, `collision: rule "p.dns.v1" of the same rank also matches`) {
 		t.Errorf("Test: want an undeclared collision failure, got %q", got)
+	}
+}
+
+// layerCatalogue has one rule per layer question: an ordered phrase tier,
+// a status tier, a phrase that may change a status's class and one that
+// may not.
+func layerCatalogue() Catalogue {
+	phrase := func(id, code, re string, overrides ...int) Rule {
+		return Rule{ID: id, Tier: TierPhrase, Adapter: AnyAdapter, Sources: []Source{SourceRPCError, SourceStderr}, Code: code,
+			Confidence: "high", Scope: "provider", Match: Match{Regex: re}, OverridesStatus: overrides, Timing: []string{TimingText}}
+	}
+	status := func(id, code string, st ...int) Rule {
+		return Rule{ID: id, Tier: TierStatus, Adapter: AnyAdapter, Sources: []Source{SourceRPCError, SourceStderr, SourceHTTP}, Code: code,
+			Confidence: "medium", Scope: "provider", Match: Match{HTTPStatus: st}, Timing: []string{TimingHeaders, TimingText}}
+	}
+	return Catalogue{Version: "l-1", Rules: []Rule{
+		phrase("l.daily.v1", CodeQuotaLimited, `daily quota exceeded`, 429),
+		phrase("l.quota.v1", CodeQuotaLimited, `quota exceeded`),
+		phrase("l.rate.v1", CodeRateLimited, `rate limit exceeded|quota exceeded`),
+		phrase("l.dns.v1", CodeNetworkUnavailable, `dns error`),
+		phrase("l.stream.v1", CodeAgentTransportLost, `stream disconnected`),
+		status("l.s429.v1", CodeRateLimited, 429),
+		status("l.s500.v1", CodeProviderUnavailable, 500),
+	}}
+}
+
+func TestLayers(t *testing.T) {
+	e := mustCompileNoFixtures(t, layerCatalogue())
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name      string
+		ev        Evidence
+		wantRule  string
+		wantCode  string
+		conflicts string
+	}{
+		{"phrase tier: the first rule in catalogue order wins, even across classes",
+			Evidence{Source: SourceRPCError, Message: "quota exceeded"}, "l.quota.v1", CodeQuotaLimited, ""},
+		{"a status alone decides",
+			Evidence{Source: SourceRPCError, Message: "Error code: 429"}, "l.s429.v1", CodeRateLimited, ""},
+		{"a phrase refines the code within the status's class",
+			Evidence{Source: SourceRPCError, HTTPStatus: 500, Message: "stream disconnected"}, "l.stream.v1", CodeAgentTransportLost, ""},
+		{"a phrase changes the class of a status it declares",
+			Evidence{Source: SourceRPCError, HTTPStatus: 429, Message: "daily quota exceeded"}, "l.daily.v1", CodeQuotaLimited, ""},
+		{"a phrase that does not declare the status conflicts with it",
+			Evidence{Source: SourceRPCError, HTTPStatus: 429, Message: "quota exceeded"}, "", CodeUnclassified, "l.quota.v1,l.s429.v1"},
+		{"stderr decides when the report says nothing",
+			Evidence{Source: SourceRPCError, Message: "Internal error", Stderr: []string{"dns error"}}, "l.dns.v1", CodeNetworkUnavailable, ""},
+		{"stderr refines a phrase within its class",
+			Evidence{Source: SourceRPCError, Message: "stream disconnected", Stderr: []string{"dns error"}}, "l.dns.v1", CodeNetworkUnavailable, ""},
+		{"stderr never changes the report's class",
+			Evidence{Source: SourceRPCError, Message: "stream disconnected", Stderr: []string{"quota exceeded"}}, "l.stream.v1", CodeAgentTransportLost, ""},
+		{"the agent's retry notes do not refine",
+			Evidence{Source: SourceRPCError, Message: "Error code: 500", Stderr: []string{"stream disconnected - retrying (1/5 in 200ms)"}}, "l.s500.v1", CodeProviderUnavailable, ""},
+		{"a rate limit lifting within the hour stays a rate limit",
+			Evidence{Source: SourceRPCError, Message: "rate limit exceeded, try again in 30m"}, "l.rate.v1", CodeRateLimited, ""},
+		{"a rate limit lifting after an hour or more is a quota",
+			Evidence{Source: SourceRPCError, Message: "rate limit exceeded, try again in 58 hours"}, "l.rate.v1", CodeQuotaLimited, ""},
+		{"a bare 429 whose Retry-After is a day away is a quota",
+			Evidence{Source: SourceHTTP, HTTPStatus: 429, Headers: map[string]string{"Retry-After": "86400"}}, "l.s429.v1", CodeQuotaLimited, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.ev.Now = now
+			v := e.Classify(tt.ev)
+			if v.Rule != tt.wantRule || v.Code != tt.wantCode {
+				t.Fatalf("got rule %q code %s (reason %q, conflicts %v), want rule %q code %s", v.Rule, v.Code, v.Reason, v.Conflicts, tt.wantRule, tt.wantCode)
+			}
+			if v.Class != ClassOf(v.Code) {
+				t.Errorf("class %s does not follow code %s", v.Class, v.Code)
+			}
+			if got := strings.Join(v.Conflicts, ","); got != tt.conflicts {
+				t.Errorf("conflicts %q, want %q", got, tt.conflicts)
+			}
+		})
+	}
+}
+
+func TestOverridesStatusNeedsCollisionFixture(t *testing.T) {
+	c := layerCatalogue()
+	c.Fixtures = []Fixture{fixture("l.daily.v1", true, `{"source":"rpc_error","message":"daily quota exceeded"}`)}
+	has := func() bool {
+		for _, f := range Lint(c) {
+			if f.Rule == "l.daily.v1" && strings.Contains(f.Problem, "overridesStatus 429 without a collision fixture") {
+				return true
+			}
+		}
+		return false
+	}
+	if !has() {
+		t.Error("Lint: want a missing-collision-fixture finding for overridesStatus 429")
+	}
+	c.Fixtures[0].Evidence = []byte(`{"source":"rpc_error","httpStatus":429,"message":"daily quota exceeded"}`)
+	if has() {
+		t.Error("Lint: the collision fixture is there, yet the finding remains")
 	}
 }

@@ -10,13 +10,21 @@ import (
 	"unicode"
 )
 
-// Tiers order rules: structured metadata outranks exact signatures, which
-// outrank broad patterns.
+// Tiers order rules from the most specific evidence to the most general
+// (see Engine.Classify): a provider's typed error code or name, an exact
+// signature (an adapter's or a provider's own sentence), a phrase of the
+// provider-agnostic intent table, and last the HTTP status alone.
 const (
-	TierStructured = 1
-	TierSignature  = 2
-	TierBroad      = 3
+	TierStructured = 1 // typed fields and names: error.type, error.code, ErrorInfo.reason, exception names, transport error codes
+	TierSignature  = 2 // exact signatures: adapter-scoped projections, one provider's or agent's own sentence
+	TierPhrase     = 3 // the intent table: how every provider words a kind of failure; ordered, first match wins
+	TierStatus     = 4 // the HTTP status (derived from wherever the evidence carries it) and names that stand for one; ordered
 )
+
+// ordered reports whether a tier decides by catalogue order (first match
+// wins) rather than by agreement (rules of the tier that disagree on the
+// class make the evidence conflicting).
+func ordered(tier int) bool { return tier >= TierPhrase }
 
 // Text fields a rule's regex, literal and vetoes look at.
 const (
@@ -54,13 +62,20 @@ type Rule struct {
 	// is more specific than: when both match, this one wins. Each entry
 	// needs a positive collision fixture (one both rules match).
 	Outranks []string `json:"outranks,omitempty"`
+	// OverridesStatus lists the HTTP statuses whose class this rule may
+	// change (a 429 whose body says the daily quota is gone is hard, not
+	// transient; a 429 "Request too large" is a request to change). Without
+	// it, a rule whose class differs from the evidence's status makes the
+	// evidence conflicting. Each entry needs a positive collision fixture
+	// with that status.
+	OverridesStatus []int `json:"overridesStatus,omitempty"`
 }
 
 // Match holds a rule's conditions. Empty fields are not checked; a rule
 // must set at least one condition.
 type Match struct {
 	RPCCode    *int         `json:"rpcCode,omitempty"`    // JSON-RPC error code equals
-	HTTPStatus []int        `json:"httpStatus,omitempty"` // Evidence.HTTPStatus is one of
+	HTTPStatus []int        `json:"httpStatus,omitempty"` // the evidence's HTTP status (status.go: envelope, JSON-RPC code, fields, text, names) is one of
 	Fields     []FieldMatch `json:"fields,omitempty"`     // all hold within one JSON object of the data
 	Prefix     *PrefixMatch `json:"prefix,omitempty"`     // control-chunk style prefix on the message
 	Literal    string       `json:"literal,omitempty"`    // case-insensitive substring prefilter for Regex
@@ -129,12 +144,13 @@ type compiledRule struct {
 	prefix  *PrefixMatch
 	httpSet map[int]bool
 	beats   map[string]bool // Outranks as a set
+	changes map[int]bool    // OverridesStatus as a set
 }
 
-// rank orders rules by precedence: structured fields (tier 1) outrank
-// signatures (tier 2), which outrank broad patterns (tier 3); within a
-// tier a rule scoped to one adapter outranks a rule for any adapter.
-// Lower is stronger.
+// rank orders rules by precedence: typed structure (tier 1) outranks
+// signatures (tier 2), which outrank phrases (tier 3), which outrank the
+// status (tier 4); within a tier a rule scoped to one adapter outranks a
+// rule for any adapter. Lower is stronger.
 func (r *compiledRule) rank() int {
 	n := r.Tier * 2
 	if r.Adapter == AnyAdapter {
@@ -161,8 +177,13 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 	if !ruleIDRe.MatchString(r.ID) {
 		bad("id must look like vendor.signature.vN")
 	}
-	if r.Tier < TierStructured || r.Tier > TierBroad {
-		bad("tier %d: want 1, 2 or 3", r.Tier)
+	if r.Tier < TierStructured || r.Tier > TierStatus {
+		bad("tier %d: want 1, 2, 3 or 4", r.Tier)
+	}
+	for _, st := range r.OverridesStatus {
+		if !validStatus(st) {
+			bad("overridesStatus: %d is not an HTTP error status (400–599)", st)
+		}
 	}
 	if !knownAdapter(r.Adapter) {
 		bad("adapter %q: want %q or one of %v", r.Adapter, AnyAdapter, Adapters)
@@ -263,6 +284,12 @@ func compileRule(r Rule, index int) (*compiledRule, []string) {
 			bad("match.prefix.maxSuffixBytes: want > 0")
 		}
 		cr.prefix = p
+	}
+	for _, st := range r.OverridesStatus {
+		if cr.changes == nil {
+			cr.changes = map[int]bool{}
+		}
+		cr.changes[st] = true
 	}
 	for i, id := range r.Outranks {
 		if id == r.ID {

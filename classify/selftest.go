@@ -76,6 +76,9 @@ func (e *Engine) lint() []Finding {
 			for _, m := range matched {
 				collided[f.Rule+" "+m.ID] = true
 			}
+			if st := newView(&ev).status().code; st != 0 {
+				collided[fmt.Sprintf("%s status %d", f.Rule, st)] = true
+			}
 		} else {
 			neg[f.Rule]++
 		}
@@ -88,6 +91,11 @@ func (e *Engine) lint() []Finding {
 		}
 		if neg[r.ID] == 0 {
 			out = append(out, Finding{Rule: r.ID, Problem: "no negative fixture"})
+		}
+		for _, st := range r.OverridesStatus {
+			if !collided[fmt.Sprintf("%s status %d", r.ID, st)] {
+				out = append(out, Finding{Rule: r.ID, Problem: fmt.Sprintf("overridesStatus %d without a collision fixture (a positive fixture with that status)", st)})
+			}
 		}
 		for _, id := range r.Outranks {
 			if !collided[r.ID+" "+id] {
@@ -232,6 +240,9 @@ func (e *Engine) runFixture(f Fixture) string {
 		return fmt.Sprintf("got rule %q (code %s, reason %q), want %q", v.Rule, v.Code, v.Reason, f.Rule)
 	}
 	for _, m := range matched {
+		if ordered(r.Tier) {
+			break // the table's order decides; an earlier match would have won
+		}
 		if m.ID != r.ID && m.rank() == r.rank() && !r.beats[m.ID] {
 			return fmt.Sprintf("collision: rule %q of the same rank also matches and %q does not declare it outranks it", m.ID, r.ID)
 		}

@@ -310,7 +310,7 @@ func jsonHints(objects []map[string]any, now time.Time) (time.Duration, time.Tim
 }
 
 var (
-	relativeRe = regexp.MustCompile(`(?i)\b(?:try\s+again|retry(?:ing)?|retry\s+after)\s+(?:in|after)\s+`)
+	relativeRe = regexp.MustCompile(`(?i)\b(?:(?:try\s+again|retry(?:ing)?|resets?)\s+(?:in|after)|(?:please\s+)?wait(?:\s+for)?)\s+`)
 	absoluteRe = regexp.MustCompile(`(?i)\b(?:try\s+again|retry|resets?|renews?)(?:\s+(?:at|on))?\s+` +
 		`(?:(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:[Zz]|[+-]\d{2}:\d{2}))|` +
 		`(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(?:(\d{4}),?\s+)?(?:at\s+)?)?` +

@@ -27,6 +27,8 @@ type view struct {
 	lowers    map[string]string // field → lower-cased text, for literal prefilters
 	objects   []map[string]any  // every JSON object reachable from data and embedded documents
 	objectsOK bool
+	st        derivedStatus // status.go
+	statusOK  bool
 }
 
 func newView(ev *Evidence) *view {
@@ -41,7 +43,7 @@ func (v *view) text(field string) string {
 	var t string
 	switch field {
 	case FieldMessage:
-		t = headBytes(v.ev.Message, MaxScanBytes)
+		t = unwrap(headBytes(v.ev.Message, MaxScanBytes))
 	case FieldData:
 		t = dataText(v.ev.Data)
 	case FieldStderr:
@@ -68,6 +70,37 @@ func headBytes(s string, n int) string {
 	return s[:n]
 }
 
+// unwrap undoes what terminals and pretty-printers do to one message:
+// a line break and the indentation after it become one space (a wrapped
+// "Provider\n   returned error" reads as "Provider returned error"), and
+// typographic apostrophes become ASCII ones, so phrases match however the
+// text was laid out.
+func unwrap(s string) string {
+	if !strings.ContainsAny(s, "\n\r’") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '\n' || s[i] == '\r':
+			for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+				b = b[:len(b)-1]
+			}
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+				i++
+			}
+			b = append(b, ' ')
+		case strings.HasPrefix(s[i:], "’"):
+			b = append(b, '\'')
+			i += len("’")
+		default:
+			b = append(b, s[i])
+			i++
+		}
+	}
+	return string(b)
+}
+
 // stderrText joins the most recent stderr lines that fit in MaxScanBytes.
 func stderrText(lines []string) string {
 	total := 0
@@ -85,7 +118,22 @@ func stderrText(lines []string) string {
 		last := lines[len(lines)-1]
 		return last[len(last)-MaxScanBytes:]
 	}
-	return strings.Join(lines[start:], "\n")
+	// An indented line continues the one before it (a wrapped message, a
+	// stack frame under its error): they read as one line.
+	var b strings.Builder
+	b.Grow(total)
+	for i, l := range lines[start:] {
+		if i > 0 {
+			if t := strings.TrimLeft(l, " \t"); len(t) < len(l) {
+				b.WriteByte(' ')
+				l = t
+			} else {
+				b.WriteByte('\n')
+			}
+		}
+		b.WriteString(unwrap(l))
+	}
+	return b.String()
 }
 
 // dataText is the text rules see for Evidence.Data: the string leaves of
@@ -105,7 +153,7 @@ func dataText(data json.RawMessage) string {
 	var leaves []string
 	size := 0
 	walkStrings(val, func(s string) bool {
-		leaves = append(leaves, s)
+		leaves = append(leaves, unwrap(s))
 		size += len(s) + 1
 		return len(leaves) < maxLeaves && size < MaxScanBytes
 	})
@@ -212,13 +260,20 @@ func (c *collector) scanText(s string, depth int) {
 		dec := json.NewDecoder(strings.NewReader(s[i:]))
 		dec.UseNumber()
 		var val any
-		if err := dec.Decode(&val); err != nil {
-			i++
+		if err := dec.Decode(&val); err == nil {
+			c.docs++
+			c.addValue(val, depth)
+			i += int(dec.InputOffset())
 			continue
 		}
-		c.docs++
-		c.addValue(val, depth)
-		i += int(dec.InputOffset())
+		// Not JSON: perhaps a Python repr of the body ({'error': {…}}).
+		if val, n, ok := decodePyRepr(s[i:]); ok {
+			c.docs++
+			c.addValue(val, depth)
+			i += n
+			continue
+		}
+		i++
 	}
 }
 

@@ -219,6 +219,9 @@ func (a *agent) replyError(id json.RawMessage, code int, msg string) {
 }
 
 func (a *agent) handleRequest(m *inbound, line []byte) {
+	if a.sc.request != nil && a.sc.request(a, m) {
+		return
+	}
 	switch m.Method {
 	case acp.AgentMethodInitialize:
 		a.reply(m.ID, a.initializeResult())

@@ -24,7 +24,8 @@ type Options struct {
 	// included, in "stream" (default 64) and of the single frame in
 	// "huge-line" (default 20 MiB).
 	Size int
-	// Text overrides the control chunk text of the cursor-* scenarios.
+	// Text overrides the control chunk text of the cursor-* scenarios, the
+	// error line of error-line and the notes of retry-notes.
 	Text string
 	// Fail is how many prompts fail before "fail-then-succeed" succeeds
 	// (default 2). Negative means zero.

@@ -29,6 +29,9 @@ type scenario struct {
 	// Run returns.
 	start  func(a *agent) (stop func(), err error)
 	prompt func(t *turn) error
+	// request, if set, sees each client request first and reports whether
+	// it handled it (the set-up scenarios fail initialize or session/new).
+	request func(a *agent, m *inbound) bool
 }
 
 // Control chunk texts of the cursor-* scenarios.

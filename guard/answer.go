@@ -17,9 +17,10 @@ import (
 // response) — or the relay's exit answer, for ExitData.
 func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
 	delete(g.prompts, p.client)
-	g.circuitAnswered(c, p, rep)
 	p.stall.disarm()
 	g.noteOutcome(p, rep)
+	g.noteAnswered(p)
+	rep.At = c.Now()
 	g.report(p, rep)
 	if line == nil {
 		return transport.Forward
@@ -111,7 +112,7 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 			pe.SafeExcerpt = classify.Sanitize(f.excerpt)
 		}
 	}
-	pe.Model = p.model
+	pe.Model = g.modelOf(p)
 	if p.stall.fired {
 		pe.Evidence.StalledMs, pe.Evidence.LastFrame = p.stall.idle.Milliseconds(), p.stall.last
 	}

@@ -9,52 +9,59 @@ import (
 	"sync/atomic"
 	"time"
 
-	acp "github.com/coder/acp-go-sdk"
-
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Shared circuits in the recovery state machine (circuit/doc.go, "How the
-// guard calls it"). Every classified transient or hard failure reports
-// Fail on its key; at a wait's deadline a recovering prompt asks Acquire
-// before it re-dispatches: Go dispatches, Probe dispatches as the
-// circuit's one probe (its lease refreshed while the turn runs, Progress on
-// its first provider progress or its success, Release when it ends without
-// an outcome), Park keeps the prompt in its waiting state (the park
-// transition) until it may go, or until its own schedule would have ended
-// (circuit_open). New prompts are never blocked. Store calls run on
-// circuitOps' worker; their results come back fenced by the prompt's
-// epoch. A store failure means "as if no circuit" (the circuit package
-// logs the outage once; the guard logs each failed call at debug).
+// Shared circuits in the recovery state machine (doc.go's table;
+// circuit/doc.go, "How the guard calls it"). Every classified transient or
+// hard failure reports Fail on its key. A held prompt about to dispatch —
+// its wait ended, or the agent accepted a model switch — asks Acquire
+// first: Go dispatches (due, switched), Probe dispatches as the circuit's
+// one probe (probing: its lease refreshed while the turn runs; leaving
+// probing settles the lease as the table's row says), Park holds the
+// prompt (parked) and asks again when the circuit says. Parking never
+// fails a prompt by itself: only a cooldown's wait spends the prompt's
+// parking budget (what its own retry schedule would still have waited),
+// and circuit_open stops it only when the circuit is open and the
+// cooldown ends beyond that budget. New prompts are never blocked. Store
+// calls run on circuitOps' worker; their results come back fenced by the
+// prompt's epoch. A store failure means "as if no circuit" (the circuit
+// package logs the outage once; the guard logs each failed call at debug).
 
-// ReasonCircuitOpen: the prompt stayed parked behind an open circuit until
-// its own schedule ran out, or every fallback model left is cooling down.
+// ReasonCircuitOpen: the circuit's cooldown ends beyond what the prompt
+// may still wait, or every fallback model left is cooling down.
 const ReasonCircuitOpen = "circuit_open"
 
 // probeWindow: a fallback model whose circuit a transient failure opened
 // and whose cooldown ends within this is tried anyway (spec 002's cooldown
-// probe).
+// probe): the prompt parks on its circuit for up to this long, and takes
+// its probe lease like any retry.
 const probeWindow = 5 * time.Second
 
 // minPark bounds how soon a parked prompt asks again, whatever the store
 // says.
 const minPark = 100 * time.Millisecond
 
+// budgetSlack is how far a cooldown may end past a prompt's parking budget
+// and still be waited for: the policy's delays are whole seconds, so a
+// cooldown within a second of the schedule's end is within its resolution
+// (and the circuit's schedule runs a little behind a session's own by the
+// probes' durations).
+const budgetSlack = time.Second
+
 // maxAttempts bounds the fallback summary of one prompt.
 const maxAttempts = 64
 
-// promptCircuit is a prompt's part in the circuits and its attempts.
+// promptCircuit is a prompt's part in the circuits and its attempts. Where
+// the prompt stands (parked, probing) is its state; this is the data.
 type promptCircuit struct {
-	key        circuit.Key
-	keyed      bool      // key is the latest transient/hard failure's
-	probe      bool      // the prompt holds key's probe lease
-	progressed bool      // Progress was reported for the probe
-	parkEnd    time.Time // the end of the prompt's own schedule, fixed at its first park
-	circuit    *circuit.Snapshot
-	attempts   []Attempt
+	key      circuit.Key       // the circuit the prompt last asked: parked on, or probing
+	budget   time.Duration     // parked: how much longer cooldowns may hold the prompt
+	circuit  *circuit.Snapshot // the circuit as last seen, for a circuit_open answer
+	attempts []Attempt
 }
 
 // Attempt is one failed attempt of a prompt, as the fallback summary
@@ -86,13 +93,17 @@ var guards atomic.Uint64
 // holder names p's turn uniquely across processes and machines:
 // host/pid/guard/session/request.
 func (g *Guard) holder(p *prompt) string {
-	if g.circID == 0 {
-		g.circID = guards.Add(1)
+	base := g.cfg.CircuitHolder
+	if base == "" {
+		if g.circID == 0 {
+			g.circID = guards.Add(1)
+		}
+		base = fmt.Sprintf("%s/%d", holderBase, g.circID)
 	}
-	s := fmt.Sprintf("%s/%d/%s/%s", holderBase, g.circID, p.session, p.client.ID)
+	s := fmt.Sprintf("%s/%s/%s", base, p.session, p.client.ID)
 	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		sum := sha256.Sum256([]byte(s)) // long or unprintable session or request ids: still unique
-		s = fmt.Sprintf("%s/%x", holderBase, sum[:16])
+		s = fmt.Sprintf("%s/%x", base, sum[:16])
 	}
 	return s
 }
@@ -119,38 +130,47 @@ func (g *Guard) modelOf(p *prompt) string {
 	return ""
 }
 
-// cooldownUntil is how long a failure keeps its circuit open: the
-// validated provider hint, else the session's next policy delay (at least
-// one second). ok is false for classes that do not touch circuits.
-func (g *Guard) cooldownUntil(p *prompt, f *failure, d policy.Decision, now time.Time) (time.Time, bool) {
+// circuitFailure is f as its circuit needs it: the validated provider
+// hint, and the session's own next policy delay (at least one second),
+// which sets the circuit's first step when f opens it. until is the
+// cooldown the fallback summary reports (the hint, else now + that
+// delay). ok is false for classes that do not touch circuits.
+func (g *Guard) circuitFailure(p *prompt, f *failure, d policy.Decision, now time.Time) (cf circuit.Failure, until time.Time, ok bool) {
 	class := f.verdict.Class
 	if class != classify.ClassTransient && class != classify.ClassHard {
-		return time.Time{}, false
+		return circuit.Failure{}, time.Time{}, false
 	}
-	var until time.Time
+	var hint time.Time
 	if r := f.verdict.ResetAt; r != nil && r.After(now) {
-		until = *r
+		hint = *r
 	}
-	if ra := f.verdict.RetryAfter; ra != nil && *ra > 0 && now.Add(*ra).After(until) {
-		until = now.Add(*ra)
-	}
-	if !until.IsZero() {
-		return until, true
+	if ra := f.verdict.RetryAfter; ra != nil && *ra > 0 && now.Add(*ra).After(hint) {
+		hint = now.Add(*ra)
 	}
 	delay := d.Delay
 	if d.Action != policy.ActionRetry && d.Action != policy.ActionWait {
-		cp := g.classPolicy(class)
-		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[string(class)])
+		cp, key := g.policyFor(f.verdict)
+		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[key])
 	}
-	return now.Add(max(delay, time.Second)), true
+	delay = max(delay, circuit.MinCooldown)
+	until = hint
+	if until.IsZero() {
+		until = now.Add(delay)
+	}
+	return circuit.Failure{Class: string(class), Code: f.verdict.Code, CooldownUntil: hint, Backoff: delay}, until, true
 }
 
-// circuitFailed records a failed attempt in p's summary and reports it to
-// its circuit: Fail for a transient or hard failure (a failed probe hands
-// its lease on), Release of a probe lease for any other.
+// opensCircuits reports whether f's class touches circuits.
+func opensCircuits(f *failure) bool {
+	return f != nil && (f.verdict.Class == classify.ClassTransient || f.verdict.Class == classify.ClassHard)
+}
+
+// circuitFailed records a failed attempt in p's summary and reports a
+// transient or hard one to its circuit (Fail with p's holder: a failed
+// probe hands its lease on). Called before the failure's transition.
 func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
 	now := c.Now()
-	until, opens := g.cooldownUntil(p, f, d, now)
+	cf, until, opens := g.circuitFailure(p, f, d, now)
 	a := Attempt{Model: g.modelOf(p), Code: f.verdict.Code, Class: string(f.verdict.Class)}
 	if f.turn != nil && !f.turn.Started.IsZero() {
 		a.DurationMs = max(now.Sub(f.turn.Started).Milliseconds(), 0)
@@ -162,21 +182,10 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 	if len(p.circ.attempts) < maxAttempts {
 		p.circ.attempts = append(p.circ.attempts, a)
 	}
-	if !g.circuitsOn() {
+	if !g.circuitsOn() || !opens {
 		return
 	}
-	probe := p.circ.probe
-	g.endProbe(p)
-	if !opens {
-		if probe {
-			g.release(c, p.circ.key, g.holder(p))
-		}
-		p.circ.keyed = false
-		return
-	}
-	key := g.circuitKey(a.Model, f.verdict.Scope)
-	p.circ.key, p.circ.keyed = key, true
-	cf, h, cc := circuit.Failure{Class: a.Class, Code: a.Code, CooldownUntil: until}, g.holder(p), g.cfg.Circuits
+	key, h, cc := g.circuitKey(a.Model, f.verdict.Scope), g.holder(p), g.cfg.Circuits
 	g.circOps.do(c, func() func() {
 		if _, err := cc.Fail(context.Background(), key, cf, h, now); err != nil {
 			g.log.Debug("circuit fail", "key", key.String(), "err", err)
@@ -185,95 +194,128 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 	})
 }
 
-// dispatchDue dispatches a prompt whose wait ended: at once without a
-// circuit, else after asking the circuit of its latest failure.
+// dispatchDue dispatches a held prompt whose moment came (its wait ended,
+// or the agent accepted a model switch): at once without a circuit, else
+// after asking the circuit of its latest failure on the model it now
+// runs.
 func (g *Guard) dispatchDue(c transport.Ctl, p *prompt) {
-	if !g.circuitsOn() || !p.circ.keyed {
-		g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
+	if !g.circuitsOn() || !opensCircuits(p.last) {
+		g.transit(c, p, step{on: goEvent(p)}, func() { g.dispatchRetry(c, p) })
 		return
 	}
-	key, h, epoch, now, cc := p.circ.key, g.holder(p), p.epoch, c.Now(), g.cfg.Circuits
+	key := g.circuitKey(g.modelOf(p), p.last.verdict.Scope)
+	h, epoch, now, cc := g.holder(p), p.epoch, c.Now(), g.cfg.Circuits
 	g.circOps.do(c, func() func() {
 		d, err := cc.Acquire(context.Background(), key, h, now)
 		if err != nil {
 			g.log.Debug("circuit acquire", "key", key.String(), "err", err)
 		}
-		return func() { g.acquired(c, p, epoch, d) }
+		return func() { g.acquired(c, p, epoch, key, d) }
 	})
 }
 
-// acquired follows the circuit's answer for a prompt whose wait ended.
-func (g *Guard) acquired(c transport.Ctl, p *prompt, epoch uint64, d circuit.Decision) {
+// goEvent is the event that dispatches p from its held state.
+func goEvent(p *prompt) event {
+	if p.state == stSwitching {
+		return onSwitched
+	}
+	return onDue
+}
+
+// acquired follows the circuit's answer for a prompt about to dispatch.
+func (g *Guard) acquired(c transport.Ctl, p *prompt, epoch uint64, key circuit.Key, d circuit.Decision) {
 	if p.epoch != epoch || g.closed || !c.Pending(p.client) || !g.tracker.Current(p.turn) {
 		if d.Action == circuit.Probe {
-			g.release(c, p.circ.key, g.holder(p)) // nobody runs this probe
+			g.release(c, key, g.holder(p)) // nobody runs this probe
 		}
 		if p.epoch == epoch && !g.closed {
 			g.due(c, p, epoch) // the prompt ended meanwhile: due answers it
 		}
 		return
 	}
+	p.circ.key = key
 	switch d.Action {
 	case circuit.Park:
 		g.park(c, p, d)
 	case circuit.Probe:
-		p.circ.probe, p.circ.progressed = true, false
-		g.probes++
-		g.transit(c, p, step{on: onDue}, func() {
+		g.log.Info("circuit probe", "session", p.session, "id", string(p.client.ID), "key", key.String())
+		g.transit(c, p, step{on: onProbe}, func() {
 			g.dispatchRetry(c, p)
 			g.armRefresh(c, p)
 		})
 	default:
-		g.transit(c, p, step{on: onDue}, func() { g.dispatchRetry(c, p) })
+		g.transit(c, p, step{on: goEvent(p)}, func() { g.dispatchRetry(c, p) })
 	}
 }
 
-// park keeps p waiting behind an open circuit until the circuit says to
-// ask again, never past the end of p's own schedule; at that end, p stops
-// with circuit_open.
+// park holds p until the circuit says to ask again. Only a cooldown's
+// wait spends p's parking budget (set when p starts parking): a wait
+// behind another session's probe, or in the release jitter after a
+// success, costs nothing. p stops with circuit_open only when the circuit
+// is cooling down and its cooldown ends beyond the budget.
 func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 	now := c.Now()
-	if p.circ.parkEnd.IsZero() {
-		p.circ.parkEnd = now.Add(g.remainingSchedule(p))
+	if p.state != stParked {
+		p.circ.budget = g.parkBudget(p)
 	}
 	snap := d.Circuit
 	p.circ.circuit = &snap
-	if !now.Before(p.circ.parkEnd) {
-		g.stopWith(c, p, onCircuitOpen, ReasonCircuitOpen, false)
-		return
+	if d.Wait == circuit.WaitCooldown && snap.CooldownUntil != nil {
+		wait := max(snap.CooldownUntil.Sub(now), 0)
+		if wait > p.circ.budget+budgetSlack {
+			g.log.Info("circuit open beyond the prompt's schedule", "session", p.session, "id", string(p.client.ID),
+				"key", snap.Key, "wait", wait.String(), "budget", p.circ.budget.String())
+			g.stopWith(c, p, onCircuitOpen, ReasonCircuitOpen, false)
+			return
+		}
+		p.circ.budget = max(p.circ.budget-min(wait, max(d.Until.Sub(now), 0)), 0)
 	}
-	until := d.Until
-	if until.After(p.circ.parkEnd) {
-		until = p.circ.parkEnd
-	}
+	delay := max(d.Until.Sub(now), minPark)
 	g.transit(c, p, step{on: onPark}, func() {
 		epoch := p.epoch
-		p.stop = c.After(max(until.Sub(c.Now()), minPark), func() { g.due(c, p, epoch) })
+		p.stop = c.After(delay, func() { g.due(c, p, epoch) })
 	})
 }
 
+// parkBudget is how long cooldowns may hold p from its first park on: the
+// delays its own retry schedule has left (it keeps every retry while
+// parked), and for a model it just switched to at least probeWindow.
+func (g *Guard) parkBudget(p *prompt) time.Duration {
+	b := g.remainingSchedule(p)
+	if p.state == stSwitching {
+		b = max(b, probeWindow)
+	}
+	return b
+}
+
 // remainingSchedule is how long p's own retry schedule would still have
-// run: the delays of the retries its class has left.
+// waited: the delays of the retries its class has left, the due retry's
+// counted whole (its full-jitter draw may have been shorter than the
+// circuit's least cooldown).
 func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	if p.last == nil {
 		return 0
 	}
-	class := string(p.last.verdict.Class)
-	cp := g.classPolicy(p.last.verdict.Class)
+	cp, key := g.policyFor(p.last.verdict)
 	var sum time.Duration
 	if cp.Retry.Enabled {
-		for k := p.route.Retries[class]; k < cp.Retry.MaxRetries; k++ {
+		first := p.route.Retries[key]
+		if p.state == stRetryWait && first > 0 {
+			first--
+		}
+		for k := first; k < cp.Retry.MaxRetries; k++ {
 			sum += policy.RetryDelay(cp.Retry.InitialIntervalSeconds, k)
 		}
 	}
 	return min(sum, policy.MaxDelay)
 }
 
-// armRefresh keeps a running probe's lease alive.
+// armRefresh keeps a running probe's lease alive; leaving probing stops
+// the timer (every transition does).
 func (g *Guard) armRefresh(c transport.Ctl, p *prompt) {
 	epoch, key, h, cc := p.epoch, p.circ.key, g.holder(p), g.cfg.Circuits
 	p.stop = c.After(cc.RefreshEvery(), func() {
-		if p.epoch != epoch || !p.circ.probe || g.closed {
+		if p.epoch != epoch || g.closed {
 			return
 		}
 		now := c.Now()
@@ -287,52 +329,46 @@ func (g *Guard) armRefresh(c transport.Ctl, p *prompt) {
 	})
 }
 
-// probeProgress reports Progress for every running probe whose turn shows
-// provider progress (an assistant or thought chunk, a tool call). Called
-// after a session/update while probes run.
+// probeProgress moves every probe whose turn shows provider progress (an
+// assistant or thought chunk, a tool call) on to retrying, which closes
+// its circuit. Called after a session/update while probes run.
 func (g *Guard) probeProgress(c transport.Ctl) {
 	for _, p := range g.prompts {
-		if !p.circ.probe || p.circ.progressed || p.state != stRetrying {
+		if p.state != stProbing {
 			continue
 		}
 		e := p.turn.Evidence
 		if e.AssistantOutput || e.Thoughts || e.ToolActivity || e.ToolUpdates > 0 {
-			g.progress(c, p)
+			g.transit(c, p, step{on: onProgress}, nil)
 		}
 	}
 }
 
-func (g *Guard) progress(c transport.Ctl, p *prompt) {
-	p.circ.progressed = true
-	key, now, cc := p.circ.key, c.Now(), g.cfg.Circuits
-	g.circOps.do(c, func() func() {
-		if _, err := cc.Progress(context.Background(), key, now); err != nil {
-			g.log.Debug("circuit progress", "key", key.String(), "err", err)
+// settleLease does what a transition out of probing does with the probe
+// lease (the table's lease column): Progress closes the circuit; a failure
+// reported to the circuit by circuitFailed handed the lease on already
+// (Fail with this holder on this key), anything else releases it.
+func (g *Guard) settleLease(c transport.Ctl, p *prompt, l leaseEffect, s step) {
+	if !g.circuitsOn() {
+		return // only a test puts a prompt in probing without circuits
+	}
+	key, h := p.circ.key, g.holder(p)
+	switch l {
+	case leaseClose:
+		now, cc := c.Now(), g.cfg.Circuits
+		g.circOps.do(c, func() func() {
+			if _, err := cc.Progress(context.Background(), key, now); err != nil {
+				g.log.Debug("circuit progress", "key", key.String(), "err", err)
+			}
+			return nil
+		})
+	case leaseReported:
+		if opensCircuits(s.f) && g.circuitKey(g.modelOf(p), s.f.verdict.Scope) == key {
+			return
 		}
-		return nil
-	})
-}
-
-// circuitAnswered settles p's probe when p is answered: its success closes
-// the circuit; an answer without an outcome releases the lease.
-func (g *Guard) circuitAnswered(c transport.Ctl, p *prompt, rep TurnReport) {
-	if !p.circ.probe {
-		return
-	}
-	switch {
-	case p.circ.progressed:
-	case rep.Outcome == OutcomeRetried && rep.StopReason != string(acp.StopReasonCancelled):
-		g.progress(c, p) // a successful return; a cancelled one proves nothing
-	default:
-		g.release(c, p.circ.key, g.holder(p))
-	}
-	g.endProbe(p)
-}
-
-func (g *Guard) endProbe(p *prompt) {
-	if p.circ.probe {
-		p.circ.probe = false
-		g.probes--
+		g.release(c, key, h)
+	case leaseReleased:
+		g.release(c, key, h)
 	}
 }
 

@@ -67,7 +67,7 @@ func (g *Guard) pickFallback(c transport.Ctl, p *prompt, epoch uint64, cands []s
 // coolingDown reports whether a fallback model's circuit keeps it from
 // being tried now.
 func coolingDown(rec *circuit.Record, now time.Time) bool {
-	if rec == nil || rec.Closed() || !now.Before(rec.OpenUntil) {
+	if !rec.OpenAt(now) || !now.Before(rec.OpenUntil) {
 		return false
 	}
 	probe := rec.Class == "transient" && rec.OpenUntil.Sub(now) <= probeWindow

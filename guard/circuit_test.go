@@ -15,6 +15,7 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
+	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -24,11 +25,17 @@ import (
 
 func newCircuitHarness(t *testing.T, cc *circuit.Circuits) *harness {
 	t.Helper()
+	return newCircuitHarnessWith(t, cc, retryPolicy()) // 3 retries from 5 s
+}
+
+func newCircuitHarnessWith(t *testing.T, cc *circuit.Circuits, doc policy.Document, fallback ...string) *harness {
+	t.Helper()
 	h := &harness{t: t, v: transport.NewVirtual(epoch)}
 	g := guard.New(guard.Config{
 		Identity: observers.Identity{Flag: "claude-agent-acp"},
 		Engine:   catalogue.Default(),
-		Policy:   retryPolicy(), // 3 retries from 5 s
+		Policy:   doc,
+		Fallback: fallback,
 		OnTurn:   func(r guard.TurnReport) { h.reports = append(h.reports, r) },
 		Circuits: cc,
 	})

@@ -7,8 +7,9 @@ import (
 )
 
 // circuitOps runs the circuit store's operations off the relay's lock.
-// A store operation can block for up to circuit.Config.OpTimeout (a file
-// lock, a NATS round trip), so in the live proxy (a Ctl with a Poster)
+// A store operation can block for a store call's timeout (a file lock, a
+// NATS round trip; at least circuit.Config.OpTimeout, more when the store
+// is measured slow), so in the live proxy (a Ctl with a Poster)
 // each operation is queued to one worker goroutine that runs the queue
 // front to back — so one prompt's Fail always reaches the store before
 // its later Acquire, and an Acquire before the probe's Progress — and

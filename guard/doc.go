@@ -18,15 +18,23 @@
 // records in order and reports each result back into the event loop
 // through transport.Relay.Poster; Guard.Close drains and ends it. The
 // circuit store's worker (circuitops.go) is the second, same pattern:
-// store calls (up to circuit.Config.OpTimeout each) run there in order and
+// store calls (each bounded by a timeout that follows the store's measured
+// latency, circuit.Config.OpTimeout at least) run there in order and
 // their results are posted back, fenced by the prompt's epoch. Offline
-// (transport.Virtual) records are written in line.
+// (transport.Virtual) records are written in line, or, for a
+// DeferredAttemptLog (a replay), completed where the recording says the
+// live proxy learned their results (journal.go).
 // The stall watchdog (stall.go) is a timer per prompt on the relay's
 // event loop, owned by the prompt and disarmed when it is answered.
 //
 // Successful results are checked for silent failures and abnormal stop
 // reasons (silent.go) before they pass: a flag adds
 // result._meta.acpGuard.silent or .stop and leaves every other byte.
+// Before that, an end_turn whose whole text is one error line, or that
+// showed nothing but the agent's own retry notes, becomes a failure for any
+// adapter (textreport.go; docs/WIRE.md); text for a session after its
+// answer and before its next prompt is reported as late output
+// (lateoutput.go), never counted in the next turn.
 //
 // # Recovery state machine
 //
@@ -45,27 +53,41 @@
 //	active | retrying --pass--> answered
 //	active | retrying --compact--> compacting  [record scheduled, then the work]
 //	retrying --succeed--> answered  [record succeeded]
-//	waiting_for_reset | retry_wait --due--> retrying
+//	waiting_for_reset | retry_wait | parked --due--> retrying
 //	switching --switched--> retrying
 //	switching --switch_failed--> action_required  [record stopped]
 //	compacting --compacted--> retrying
 //	compacting --compaction_failed--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching | compacting --late_activity--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching | compacting --cancel--> answered  [record cancelled]
-//	waiting_for_reset | retry_wait | switching | compacting --superseded--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching | compacting --state_unwritable--> action_required  [record stopped]
-//	waiting_for_reset | retry_wait | switching | compacting --shutting_down--> action_required  [record stopped]
-//	active | retrying | waiting_for_reset | retry_wait | switching | compacting --agent_exit--> action_required  [record stopped]
-//	active | retrying | waiting_for_reset | retry_wait | switching | compacting --session_ended--> answered
+//	waiting_for_reset | retry_wait | parked | switching | compacting --late_activity--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | parked | switching | compacting --cancel--> answered  [record cancelled]
+//	waiting_for_reset | retry_wait | parked | switching | compacting --superseded--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | parked | switching | compacting --state_unwritable--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | parked | switching | compacting --shutting_down--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | parked | switching | compacting --agent_exit--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | parked | switching | compacting --session_ended--> answered
 //	active | retrying --stall--> action_required  [record stopped]
-//	waiting_for_reset --park--> waiting_for_reset
-//	retry_wait --park--> retry_wait
-//	waiting_for_reset | retry_wait --circuit_open--> action_required  [record stopped]
+//	waiting_for_reset | retry_wait | parked | switching --park--> parked
+//	waiting_for_reset | retry_wait | parked | switching --probe--> probing
+//	waiting_for_reset | retry_wait | parked | switching --circuit_open--> action_required  [record stopped]
 //	switching --no_candidate--> action_required  [record stopped]
+//	probing --progress--> retrying  [circuit closed]
+//	probing --succeed--> answered  [record succeeded; circuit closed]
+//	probing --wait--> waiting_for_reset  [record scheduled, then the work; failure reported to the circuit]
+//	probing --retry--> retry_wait  [record scheduled, then the work; failure reported to the circuit]
+//	probing --skip--> switching  [record failed, then the work; failure reported to the circuit]
+//	probing --compact--> compacting  [record scheduled, then the work; failure reported to the circuit]
+//	probing --stop--> action_required  [record stopped; failure reported to the circuit]
+//	probing --pass--> answered  [lease released]
+//	probing --stall--> action_required  [record stopped; lease released]
+//	probing --agent_exit--> action_required  [record stopped; lease released]
+//	probing --session_ended--> answered  [lease released]
 //
 // Events: wait/retry/skip/stop are the policy's decision on a failed
 // attempt (stop covers unsafe, unclassified, request-class, exhausted,
-// no fallback, and a retry that returned nothing); pass forwards the
+// no fallback, a retry that returned nothing, an auth or credential
+// failure with on_exhausted stop, a provider hint longer than the policy
+// allows, a retry note of the agent's that named another class than the
+// error that followed, and a failure that is only what its notes named); pass forwards the
 // agent's own answer (a success of the client's attempt, a cancelled turn,
 // an older generation); due is the wait's deadline with the generation
 // still current; late_activity is any evidence for the session while the
@@ -80,11 +102,26 @@
 // compacted (the compaction turn ended end_turn with updates and no tool
 // activity) re-sends the prompt at once, and compaction_failed is every
 // other end of the compaction turn.
-// With shared circuits (circuit.go), due first asks the circuit of the
-// latest failure: park is "the circuit is open and another session probes
-// it" — the prompt stays held (the gate still applies) and asks again
-// later; circuit_open ends a park that outlived the prompt's own schedule;
-// no_candidate is a skip whose every fallback model left is cooling down.
+// With shared circuits (circuit.go), a held prompt about to dispatch — a
+// wait's deadline, or a model switch the agent accepted — first asks the
+// circuit of its latest failure on the model it now runs: due and
+// switched are "the circuit says go" (or there is none); probe is "go as
+// the circuit's one probe" — probing is retrying while holding the
+// circuit's probe lease, and every row out of probing settles the lease:
+// progress (the probe's first provider progress) and succeed close the
+// circuit, a failure's report hands the lease on (Fail, for a transient or
+// hard failure on the same circuit; otherwise it is released), and every
+// other exit releases it. park is "wait on": behind the cooldown, behind
+// another session's probe, or in the release jitter after a success —
+// the prompt stays held (the gate still applies) and asks again when the
+// circuit says. Parking never fails a prompt by itself: only a cooldown's
+// wait spends its parking budget (what its own retry schedule has left;
+// at least the fallback probe window after a switch), and it keeps every
+// retry while parked. circuit_open is "the circuit is open and its
+// cooldown ends beyond that budget" (by more than a second, the policy's
+// resolution); no_candidate is a skip whose every fallback model left is
+// cooling down. The bracket's last item on a row out of probing is what
+// it does with the lease (settleLease).
 // stall is the opt-in watchdog's verdict on an agent that sent nothing
 // for the stall timeout and did not answer the session/cancel it sent
 // within the grace period (stall.go).
@@ -92,9 +129,9 @@
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.
 //
-//	cmd/acp-guard → replay → guard → transport
-//	                               → observers
-//	                               → classify ← catalogue
-//	                               → policy
-//	                               → circuit
+//	cmd/acp-guard → acpguard → guard → transport
+//	                                 → observers
+//	                                 → classify ← catalogue
+//	                                 → policy
+//	                                 → circuit
 package guard

@@ -224,15 +224,18 @@ func TestE2ECircuitsNATS(t *testing.T) {
 	}
 }
 
-// A parked session never waits longer than its own schedule: with one
-// retry each, the session that probes fails (exhausted), and the sessions
-// parked behind its probe get their ProviderError with recovery.reason
-// circuit_open and the circuit at once instead of retrying into the
-// outage. Every session is answered exactly once either way.
+// A parked session never waits for a cooldown its own schedule would not
+// have waited: with one retry each (after 3 s), the session that probes
+// fails (exhausted) and re-opens the circuit for the next step (6 s); the
+// sessions parked behind its probe learn it within a park poll (2 s), have
+// nothing left of their schedule, and get their ProviderError with
+// recovery.reason circuit_open and the open circuit at once instead of
+// retrying into the outage. Every session is answered exactly once either
+// way.
 func TestE2ECircuitParkedUntilOwnScheduleEnds(t *testing.T) {
 	const n = 3
 	state := filepath.Join(t.TempDir(), "state")
-	r := runOutage(t, n, []string{"--policy", retryPolicyFile(t, 1, 1), "--state-dir", state}, nil)
+	r := runOutage(t, n, []string{"--policy", retryPolicyFile(t, 1, 3), "--state-dir", state}, nil)
 	_, retries := outageCounts(r.attempts)
 	parked := 0
 	for i, f := range r.answers {

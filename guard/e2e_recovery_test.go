@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/policy"
@@ -57,7 +58,7 @@ func TestE2ERetryThenSucceed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			flags := []string{"--policy", pol}
+			flags := []string{"--policy", pol, "--jitter-seed", "42"}
 			if tt.notices != "" {
 				flags = append(flags, "--notices", tt.notices)
 			}
@@ -78,9 +79,15 @@ func TestE2ERetryThenSucceed(t *testing.T) {
 			if len(notices) != wantN {
 				t.Fatalf("retry notices: got %d, want %d", len(notices), wantN)
 			}
+			// Full jitter, seeded: the delays are the seed's draws from
+			// [0, 1 s], [0, 2 s], … in order, never under the shared
+			// circuits' least cooldown (1 s; the proxy keeps circuits in
+			// its state directory).
+			jitter := policy.NewJitter(42)
 			for i, n := range notices {
 				rm := n.Meta.AcpGuard.Retry
-				want := e2eRetry{Attempt: i + 1, MaxRetries: 3, DelayMs: int64(1000) << i, Code: "provider_overloaded", Class: "transient", Action: "retry", Deadline: rm.Deadline}
+				delay := max(jitter(time.Duration(1000<<i)*time.Millisecond), time.Second).Milliseconds()
+				want := e2eRetry{Attempt: i + 1, MaxRetries: 3, DelayMs: delay, Code: "provider_overloaded", Class: "transient", Action: "retry", Deadline: rm.Deadline}
 				if n.SessionUpdate != tt.kind || *rm != want || !strings.HasSuffix(rm.Deadline, "Z") || n.Content.Text == "" {
 					t.Errorf("notice %d: got %s %q %+v, want %s with %+v", i, n.SessionUpdate, n.Content.Text, *rm, tt.kind, want)
 				}

@@ -64,7 +64,7 @@ func TestE2ESessionSetupFailureAnnotated(t *testing.T) {
 		t.Errorf("the agent's code and message must stay: got %d %q", resp.Error.Code, resp.Error.Message)
 	}
 	_, pe := setupError(t, resp)
-	if pe.Code != "missing_credentials" || pe.Phase != "session_setup" || pe.Rule != "generic.api_key_missing_text.v1" || pe.Recovery.Action != "stop" {
+	if pe.Code != "missing_credentials" || pe.Phase != "session_setup" || pe.Rule != "phrase.missing_credentials.v1" || pe.Recovery.Action != "stop" {
 		t.Errorf("providerError: got %+v, want missing_credentials, phase session_setup, recovery stop", pe)
 	}
 	rest, _ := p.finish()

@@ -25,6 +25,7 @@ func (g *Guard) Flush(c transport.Ctl) {
 	}
 	sortPrompts(pending)
 	for _, p := range pending {
+		g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
 		recovering := p.state != stActive || p.attempt > 0 || len(p.decisions) > 0
 		g.transit(c, p, step{on: onEnded}, nil)
 		if !recovering {
@@ -43,4 +44,5 @@ func (g *Guard) Flush(c transport.Ctl) {
 		}
 		g.respond(c, p, rep, nil)
 	}
+	g.closeAllLate(c)
 }

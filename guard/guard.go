@@ -35,13 +35,31 @@ type Config struct {
 	Notices    string   // off | thought | message (default thought)
 	Signatures []observers.ControlSignature
 	Attempts   AttemptLog // nil: none
-	OnTurn     func(TurnReport)
-	Logger     *slog.Logger
+	// OnAttemptLogged, if set, is told on the event loop, where the guard
+	// learns it, that attempt record seq (from 1, in append order) was
+	// written (err nil) or could not be — for every record whose result
+	// something waits for, and for every failed write.
+	OnAttemptLogged func(seq int, err error)
+	OnTurn          func(TurnReport)
+	Logger          *slog.Logger
 	// Circuits are the shared circuits (circuit.go); nil: off.
 	Circuits         *circuit.Circuits
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
+	// CircuitHolder, when set, names this guard's sessions to the
+	// circuits in place of host/pid and the guard's number in the process:
+	// a replay's probe leases and wake offsets (hashed from the holder)
+	// then do not depend on which process replays it.
+	CircuitHolder string
 	// StallTimeout arms the stall watchdog (0: off; stall.go).
 	StallTimeout time.Duration
+	// JitterSeed seeds the full jitter of retry delays (policy.NewJitter):
+	// the live proxy picks one per process and records it in the
+	// transcript's meta event, a replay reuses it, so both draw the same
+	// delays. 0: no jitter (each retry waits its whole backoff).
+	JitterSeed uint64
+	// OnLate receives the late output of an answered prompt when its
+	// window closes (late.go); nil: none.
+	OnLate func(LateOutput)
 }
 
 // Guard implements transport.Hooks.
@@ -58,6 +76,8 @@ type Guard struct {
 	circOps  circuitOps // the circuit store's worker (circuitops.go)
 	probes   int        // prompts holding a probe lease
 	circID   uint64     // this Guard among the process's (lease holder ids)
+	jitter   policy.Jitter
+	quiet    *classify.Engine // cfg.Engine without its Observed callback (textreport.go)
 }
 
 // sessionInfo is what the guard learned about a session from the agent.
@@ -66,8 +86,9 @@ type sessionInfo struct {
 	modelOption  string   // id of a model config option (session/set_config_option)
 	optionValues []string
 	currentModel string
-	lastFailed   bool   // the session's latest prompt was answered with a failure
-	compactCmd   string // the compaction command the agent advertised last ("" : none; compact.go)
+	lastFailed   bool          // the session's latest prompt was answered with a failure
+	compactCmd   string        // the compaction command the agent advertised last ("" : none; compact.go)
+	answered     *answeredTurn // the latest answered prompt, until the next one starts (lateoutput.go)
 }
 
 var _ transport.Hooks = (*Guard)(nil)
@@ -84,11 +105,17 @@ func New(cfg Config) *Guard {
 		cfg.Signatures = observers.DefaultSignatures
 	}
 	g := &Guard{
-		journal:  journal{log: cfg.Attempts},
+		journal:  journal{log: cfg.Attempts, onLogged: cfg.OnAttemptLogged},
 		cfg:      cfg,
 		log:      cfg.Logger,
 		sessions: make(map[string]*sessionInfo),
 		prompts:  make(map[*transport.Request]*prompt),
+	}
+	if cfg.JitterSeed != 0 {
+		g.jitter = policy.NewJitter(cfg.JitterSeed)
+	}
+	if cfg.Engine != nil {
+		g.quiet = cfg.Engine.Quiet()
 	}
 	g.adapter, _ = cfg.Identity.Resolve()
 	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))
@@ -129,6 +156,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 	case transport.KindRequest:
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
 			g.supersede(c, req.SessionID)
+			g.closeLate(c, req.SessionID)
 			t := g.tracker.Start(req.SessionID, c.Now())
 			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 			req.Tag = p
@@ -194,6 +222,8 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
 		g.learnSession(req, m)
+	case acp.AgentMethodSessionSetConfigOption:
+		g.learnConfigResult(req, m)
 	case acp.AgentMethodSessionSetModel:
 		if m.Error == nil {
 			if model, ok := requestedModel(req.Params); ok {
@@ -219,7 +249,7 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
 	switch tag := req.Tag.(type) {
 	case *prompt:
-		if reason, ok := notSent(m); ok && tag.last != nil && tag.state == stRetrying {
+		if reason, ok := notSent(m); ok && tag.last != nil && tag.state.retry() {
 			// The retry never reached the agent: the client gets the
 			// failure it was meant to recover from.
 			g.stopWith(c, tag, onStop, reason, false)
@@ -248,6 +278,7 @@ func (g *Guard) ClientClosed(c transport.Ctl) {
 // answered by the relay through ExitData.
 func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 	g.tracker.Exit()
+	g.closeAllLate(c)
 	for _, p := range g.prompts {
 		p.stopTimer()
 	}
@@ -261,6 +292,7 @@ func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.E
 	if !ok {
 		return g.launchFailure(c, req, st, base)
 	}
+	g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
 	ev := classify.Evidence{
 		Source:     classify.SourceExit,
 		Adapter:    g.adapter,

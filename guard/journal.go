@@ -17,8 +17,16 @@ import (
 // The writer goroutine is started by the first record and owned by the
 // Guard: Close ends it once every queued record is written; nothing else
 // waits for it.
+//
+// Records are numbered from 1 in the order they are appended. Where the
+// guard learns each result — in the event loop, when a waited-for write
+// completes or any write fails — it tells Config.OnAttemptLogged (the
+// transcript records it), and a DeferredAttemptLog (a replay) completes
+// each write where the recording says it completed.
 type journal struct {
-	log AttemptLog // nil: no attempt log; work is scheduled at once
+	log      AttemptLog // nil: no attempt log; work is scheduled at once
+	onLogged func(seq int, err error)
+	seq      int // records appended so far (the event loop's)
 
 	mu      sync.Mutex
 	queue   []journalJob
@@ -32,6 +40,8 @@ type journalJob struct {
 	rec  policy.Record
 	then func(error) // nil: nobody waits for this record
 	post func(func())
+	// failuresOnly: nobody waits, then only reports a failed write.
+	failuresOnly bool
 }
 
 // append writes rec and then reports the result to then (nil: nobody
@@ -43,8 +53,18 @@ func (j *journal) append(c transport.Ctl, rec policy.Record, then func(error)) {
 		}
 		return
 	}
+	j.seq++
+	failuresOnly := then == nil
+	then = j.learned(j.seq, then)
 	post := posterOf(c)
 	if post == nil {
+		if d, ok := j.log.(DeferredAttemptLog); ok {
+			if then == nil {
+				then = func(error) {}
+			}
+			d.AppendThen(j.seq, rec, then)
+			return
+		}
 		err := j.log.Append(rec)
 		if then != nil {
 			then(err)
@@ -56,7 +76,7 @@ func (j *journal) append(c transport.Ctl, rec policy.Record, then func(error)) {
 		j.mu.Unlock()
 		return // the session is over: nothing is scheduled any more
 	}
-	j.queue = append(j.queue, journalJob{rec: rec, then: then, post: post})
+	j.queue = append(j.queue, journalJob{rec: rec, then: then, post: post, failuresOnly: failuresOnly})
 	if !j.started {
 		j.started = true
 		j.wake = make(chan struct{}, 1)
@@ -68,6 +88,34 @@ func (j *journal) append(c transport.Ctl, rec policy.Record, then func(error)) {
 	case j.wake <- struct{}{}:
 	default:
 	}
+}
+
+// learned wraps then (nil: nobody waits) so that OnAttemptLogged hears of
+// record seq's result where the guard learns it; nil when nobody needs
+// the result.
+func (j *journal) learned(seq int, then func(error)) func(error) {
+	if j.onLogged == nil {
+		return then
+	}
+	on := j.onLogged
+	return func(err error) {
+		on(seq, err)
+		if then != nil {
+			then(err)
+		}
+	}
+}
+
+// DeferredAttemptLog is an AttemptLog whose writes complete later, on the
+// relay's event loop: a replay completes each write where the recording
+// says the live proxy learned its result, so that what happened in between
+// (a late frame before the retry's notice) happens in the same order.
+// Without a Poster, the guard calls AppendThen instead of Append.
+type DeferredAttemptLog interface {
+	AttemptLog
+	// AppendThen writes record seq (numbered from 1 in append order) and
+	// calls done with the result, now or from a later event.
+	AppendThen(seq int, rec policy.Record, done func(error))
 }
 
 // posterOf returns the Ctl's way back into the event loop (nil: none).
@@ -97,7 +145,7 @@ func (j *journal) run() {
 		}
 		for _, job := range jobs {
 			err := j.log.Append(job.rec)
-			if job.then != nil {
+			if job.then != nil && (err != nil || !job.failuresOnly) {
 				then := job.then
 				job.post(func() { then(err) })
 			}

@@ -3,6 +3,7 @@ package guard
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/acp-guard/acp-guard/classify"
 	"strings"
 	"time"
 
@@ -66,7 +67,7 @@ func (g *Guard) noticeMeta(c transport.Ctl, p *prompt, f *failure, d policy.Deci
 		"deadline": deadline.Format(time.RFC3339), "code": f.verdict.Code, "class": string(f.verdict.Class),
 		"action": next, "rule": f.verdict.Rule,
 		// What happens if this attempt fails too and the budget is spent.
-		"onExhausted": string(g.classPolicy(f.verdict.Class).OnExhausted),
+		"onExhausted": string(g.onExhausted(f.verdict)),
 	}
 }
 
@@ -89,4 +90,10 @@ func roundDur(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	}
 	return d.Round(time.Millisecond)
+}
+
+// onExhausted is what the policy of v does when its budget is spent.
+func (g *Guard) onExhausted(v classify.Verdict) policy.Outcome {
+	cp, _ := g.policyFor(v)
+	return cp.OnExhausted
 }

@@ -36,8 +36,15 @@ type ProviderError struct {
 	SafeExcerpt      string        `json:"safeExcerpt"`
 	Reason           string        `json:"reason,omitempty"`    // why unclassified: no_match, conflict, stale
 	Conflicts        []string      `json:"conflicts,omitempty"` // rule ids of a conflict
-	Model            string        `json:"model,omitempty"`
-	Recovery         Recovery      `json:"recovery"`
+	// Model is the model the failed attempt ran on, when the agent told
+	// (session/new|load results, session/set_model, the model config
+	// option) or a fallback switched to it.
+	Model string `json:"model,omitempty"`
+	// AgentRetries counts the agent's own visible retries in the failed
+	// attempt (its retry notes, re-streamed answers, the retries it stated
+	// in its error) before it gave up.
+	AgentRetries int      `json:"agentRetries,omitempty"`
+	Recovery     Recovery `json:"recovery"`
 	// After a fallback chain (circuit_fallback.go): every failed attempt,
 	// the earliest cooldown end among them, and whether something other
 	// than exhaustion ended the chain.
@@ -106,6 +113,7 @@ func newProviderError(v classify.Verdict, t *observers.Turn, adapter string, src
 		pe.Generation = t.Generation
 		pe.ReplaySafe = t.ReplaySafe()
 		pe.Evidence = evidenceFlags(t.Evidence)
+		pe.AgentRetries = t.AgentRetries()
 	}
 	if v.RetryAfter != nil {
 		ms := v.RetryAfter.Milliseconds()

@@ -106,6 +106,24 @@ func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) {
 	}
 }
 
+// learnConfigResult records the model a session/set_config_option result
+// says the session now runs on (its configOptions hold the model option's
+// current value).
+func (g *Guard) learnConfigResult(req *transport.Request, m *transport.Msg) {
+	var r sessionSetup
+	if m.Error != nil || m.Result == nil || req.SessionID == "" || json.Unmarshal(m.Result, &r) != nil {
+		return
+	}
+	for _, raw := range r.ConfigOptions {
+		if sel, ok := modelOption(raw); ok && sel.CurrentValue != "" {
+			info := g.session(req.SessionID)
+			info.modelOption = string(sel.Id)
+			info.optionValues = optionValues(sel.Options)
+			info.currentModel = string(sel.CurrentValue)
+		}
+	}
+}
+
 // modelOption decodes a config option that selects the model.
 func modelOption(raw json.RawMessage) (acp.SessionConfigOptionSelect, bool) {
 	var sel acp.SessionConfigOptionSelect

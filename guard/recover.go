@@ -6,6 +6,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
+	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
@@ -72,11 +73,23 @@ func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport
 // skip it also picks the model to switch to.
 func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision, string) {
 	safe := f.turn.ReplaySafe() && g.tracker.Current(f.turn) && !g.closed
-	p.maxRetries = g.classPolicy(f.verdict.Class).Retry.MaxRetries
-	d, route := policy.Evaluate(g.cfg.Policy, policy.Failure{
+	cp, _ := g.policyFor(f.verdict)
+	p.maxRetries = cp.Retry.MaxRetries
+	pf := policy.Failure{
 		Class: string(f.verdict.Class), Code: f.verdict.Code, Safe: safe,
 		RetryAfter: f.verdict.RetryAfter, ResetAt: f.verdict.ResetAt, Now: c.Now(),
-	}, p.route)
+		DiagnosticOnly: f.notesOnly, Jitter: g.jitter,
+	}
+	if g.circuitsOn() {
+		// A jittered retry is never due before the circuit its failure
+		// opens can let it through (its least cooldown): it would park,
+		// and a replay could not tell when the parked retry went out.
+		pf.MinDelay = circuit.MinCooldown
+	}
+	if !f.notesOnly {
+		pf.Diagnostic = g.noteClass(f.turn, c.Now())
+	}
+	d, route := policy.Evaluate(g.cfg.Policy, pf, p.route)
 	p.route = route
 	if cd, ok := g.compactDecision(p, f, safe); ok {
 		return cd, ""
@@ -94,11 +107,15 @@ func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision,
 	return d, next
 }
 
-func (g *Guard) classPolicy(class classify.Class) policy.ClassPolicy {
-	if class == classify.ClassHard {
-		return g.cfg.Policy.Hard
+// policyFor is the policy a verdict is evaluated with (its class's, or
+// the per-code override) and the key its budget is counted under in a
+// route. A class that is not configurable gets the transient policy's
+// shape for reporting only (Evaluate stops it).
+func (g *Guard) policyFor(v classify.Verdict) (policy.ClassPolicy, string) {
+	if cp, key, ok := g.cfg.Policy.PolicyFor(string(v.Class), v.Code); ok {
+		return cp, key
 	}
-	return g.cfg.Policy.Transient
+	return g.cfg.Policy.Transient, string(v.Class)
 }
 
 // arm tells the client what happens next and starts the wait's timer; the
@@ -147,6 +164,7 @@ func (g *Guard) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool
 // moment the held turn is released.
 func (g *Guard) dispatchRetry(c transport.Ctl, p *prompt) {
 	p.attempt++
+	p.agentRetries += p.turn.AgentRetries()
 	p.turn = g.tracker.Start(p.session, c.Now())
 	g.log.Info("retry sent", "session", p.session, "id", string(p.client.ID), "attempt", p.attempt, "model", p.model)
 	c.Call(acp.AgentMethodSessionPrompt, p.session, p.params, p)
@@ -242,7 +260,7 @@ func (g *Guard) switched(c transport.Ctl, s *modelSwitch, m *transport.Msg) {
 	}
 	p.model = s.model
 	p.route = policy.Route{}
-	g.transit(c, p, step{on: onSwitched}, func() { g.dispatchRetry(c, p) })
+	g.dispatchDue(c, p) // asks the new model's circuit first, when there is one
 }
 
 // Stopping answers every prompt the guard holds (a wait, a model switch,

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -36,6 +37,17 @@ type TurnReport struct {
 	Model         string           `json:"model,omitempty"` // the fallback model switched to, if any
 	Suppressed    int              `json:"suppressed"`
 	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (silent.go)
+	// AgentRetries counts the agent's own visible retries over the
+	// prompt's attempts: its retry notes, re-streamed answers, the retries
+	// it stated in its error (observers.Turn.AgentRetries).
+	AgentRetries int `json:"agentRetries,omitempty"`
+	// LateOutput counts the text chunks for the session that arrived after
+	// this answer and before the session's next prompt (lateoutput.go). The
+	// guard reports it later, through Config.OnLate; replay puts it here.
+	LateOutput int `json:"lateOutput,omitempty"`
+	// At is when the turn settled: the stamp of the event that answered it
+	// (transport.Ctl.Now). Not part of the report line.
+	At time.Time `json:"-"`
 }
 
 func (g *Guard) report(p *prompt, r TurnReport) {
@@ -51,6 +63,7 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 		r.Attempts = p.attempt + 1
 	}
 	r.Model = p.model
+	r.AgentRetries = p.agentRetries + p.turn.AgentRetries()
 	if r.Decision == nil && len(p.decisions) > 0 {
 		d := p.decisions[len(p.decisions)-1]
 		r.Decision = &d
@@ -58,7 +71,8 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 	if g.cfg.OnTurn != nil {
 		g.cfg.OnTurn(r)
 	}
-	g.log.Info("turn settled", "session", p.session, "id", string(p.client.ID), "outcome", r.Outcome, "attempts", p.attempt+1, "model", p.model)
+	g.log.Info("turn settled", "session", p.session, "id", string(p.client.ID), "outcome", r.Outcome, "attempts", p.attempt+1, "model", p.model,
+		"agent_retries", r.AgentRetries)
 }
 
 func rpcError(raw []byte) *RPCError {

@@ -84,6 +84,9 @@ func (g *Guard) setupProviderError(c transport.Ctl, req *transport.Request, ev c
 	pe := newProviderError(v, nil, g.adapter, ev.Source, c.Now())
 	pe.Phase = ev.Phase
 	pe.SessionID = req.SessionID
+	if s := g.sessions[req.SessionID]; s != nil && req.SessionID != "" {
+		pe.Model = s.currentModel // what the agent said the session runs on
+	}
 	pe.Recovery = Recovery{Action: string(policy.ActionStop), Reason: reason}
 	return pe
 }

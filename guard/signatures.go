@@ -6,7 +6,8 @@ import "github.com/acp-guard/acp-guard/observers"
 // engine's catalogue (one definition of prefix, suffix bound and vetoes
 // for observer and classifier). A signature whose rule the catalogue lacks
 // stays unbound: its chunks pass through as assistant text, and the guard
-// logs why.
+// logs why. KindReport signatures are bound to the guard's own test of an
+// error line (textreport.go).
 func (g *Guard) bindSignatures(sigs []observers.ControlSignature) []observers.ControlSignature {
 	out, missing := observers.Bind(sigs, func(rule string) (observers.ChunkRule, error) {
 		if g.cfg.Engine == nil {
@@ -14,7 +15,7 @@ func (g *Guard) bindSignatures(sigs []observers.ControlSignature) []observers.Co
 		}
 		cc, err := g.cfg.Engine.ControlChunk(rule)
 		return observers.ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
-	})
+	}, g.chunkAccept)
 	for _, err := range missing {
 		g.log.Warn("control-chunk projection disabled", "err", err)
 	}

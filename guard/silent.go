@@ -23,7 +23,9 @@ import (
 //     boundary (observers, repeat.go, defines the run);
 //   - empty: stopReason end_turn and no visible output at all: no
 //     non-blank text or thought chunk, no plan, no tool call or update,
-//     no agent→client request.
+//     no agent→client request. The agent's own retry notes are not output
+//     (evidence.empty.retryNotes counts them; notes that name a known
+//     failure make the turn that failure instead, textreport.go).
 //
 // The flag goes to the client as result._meta.acpGuard.silent (the frame
 // otherwise unchanged), to `replay --json` as "silent", to the log and to
@@ -69,6 +71,9 @@ type EmptyEvidence struct {
 	StopReason   string `json:"stopReason"`
 	Cancelled    bool   `json:"cancelled,omitempty"`    // the client had cancelled the turn
 	AfterFailure bool   `json:"afterFailure,omitempty"` // the session's previous prompt failed (a stale-turn agent)
+	// RetryNotes counts the agent's own retry notes, the turn's only text
+	// (textreport.go): diagnostics, not output.
+	RetryNotes int `json:"retryNotes,omitempty"`
 }
 
 // StopNote is result._meta.acpGuard.stop for an abnormal stop reason.
@@ -104,7 +109,8 @@ func (g *Guard) silentOf(p *prompt, t *observers.Turn, result []byte, stopReason
 		ev.Repeated = &RepeatedEvidence{Times: times, Bytes: bytes}
 	}
 	if stopReason == string(acp.StopReasonEndTurn) && !visibleOutput(t) {
-		ev.Empty = &EmptyEvidence{StopReason: stopReason, Cancelled: t.Evidence.Cancelled, AfterFailure: g.session(p.session).lastFailed}
+		ev.Empty = &EmptyEvidence{StopReason: stopReason, Cancelled: t.Evidence.Cancelled, AfterFailure: g.session(p.session).lastFailed,
+			RetryNotes: t.Evidence.Diagnostics}
 	}
 	switch {
 	case ev.Truncated != nil:
@@ -232,5 +238,8 @@ func (g *Guard) emptyFailure(c transport.Ctl, p *prompt) *failure {
 	if g.cfg.Engine != nil {
 		v.CatalogueVersion = g.cfg.Engine.Version()
 	}
-	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: emptyDiagnostic, turn: p.turn}
+	// A turn of nothing but the agent's retry notes is never replayed: the
+	// agent may still be retrying (textreport.go).
+	notes := p.turn.Evidence.Diagnostics > 0
+	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: emptyDiagnostic, turn: p.turn, notesOnly: notes}
 }

@@ -73,7 +73,7 @@ func (g *Guard) stallCheck(c transport.Ctl, p *prompt) {
 		return
 	}
 	d, now := g.cfg.StallTimeout, c.Now()
-	running := p.state == stActive || p.state == stRetrying
+	running := p.state.running()
 	if !running || w.turn != p.turn || p.turn.Frames != w.seen {
 		w.turn, w.seen, w.since = p.turn, p.turn.Frames, now
 		w.stop = c.After(d, func() { g.stallCheck(c, p) })
@@ -109,6 +109,7 @@ func (g *Guard) stalled(c transport.Ctl, p *prompt) transport.Verdict {
 	if g.cfg.Engine != nil {
 		v.CatalogueVersion = g.cfg.Engine.Version()
 	}
+	g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
 	f := &failure{verdict: v, source: classify.SourceExit, rewrite: msg, turn: p.turn}
 	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonStalled, Class: string(v.Class)}
 	if !g.transit(c, p, step{on: onStall, f: f, d: d}, nil) {

@@ -20,10 +20,13 @@ const (
 	stCompacting                   // the agent's compaction command is scheduled or in flight (compact.go)
 	stActionRequired               // recovery stopped; the client got the one ProviderError
 	stAnswered                     // the client got its one answer (or nobody is left to take it)
+	stParked                       // the wait ended, but the shared circuit said wait on (circuit.go)
+	stProbing                      // a retry in flight as the shared circuit's one probe, holding its lease (circuit.go)
 	nStates
 )
 
-var stateNames = [nStates]string{"active", "waiting_for_reset", "retry_wait", "retrying", "switching", "compacting", "action_required", "answered"}
+var stateNames = [nStates]string{"active", "waiting_for_reset", "retry_wait", "retrying", "switching", "compacting", "action_required", "answered",
+	"parked", "probing"}
 
 func (s state) String() string {
 	if s < nStates {
@@ -36,8 +39,15 @@ func (s state) String() string {
 // dispatch of the work it scheduled: the states the late-activity gate
 // guards.
 func (s state) waiting() bool {
-	return s == stWaitingForReset || s == stRetryWait || s == stSwitching || s == stCompacting
+	return s == stWaitingForReset || s == stRetryWait || s == stParked || s == stSwitching || s == stCompacting
 }
+
+// running reports whether an attempt of the prompt is in flight: the
+// client's own or a retry (an ordinary one or the circuit's probe).
+func (s state) running() bool { return s == stActive || s == stRetrying || s == stProbing }
+
+// retry reports whether a retry the guard sent is in flight.
+func (s state) retry() bool { return s == stRetrying || s == stProbing }
 
 // event is what moves a prompt from one state to the next.
 type event uint8
@@ -63,15 +73,17 @@ const (
 	onCompacted                 // the compaction turn ended well; the retry goes out
 	onCompactFail               // the compaction turn failed, ended empty or did more than compact
 	onStall                     // the stall watchdog's grace period ended (stall.go)
-	onPark                      // the wait's deadline passed, but the shared circuit is open: wait on (circuit.go)
-	onCircuitOpen               // still parked when the prompt's own schedule ran out
+	onPark                      // the circuit says wait on: a cooldown, another's probe, the release jitter (circuit.go)
+	onProbe                     // the circuit granted its probe lease: the retry goes out as the probe
+	onProgress                  // the probe's turn showed provider progress: the circuit closed
+	onCircuitOpen               // the circuit's cooldown ends beyond what the prompt may still wait
 	onNoCandidate               // every fallback model left is cooling down
 	nEvents
 )
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
 	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
-	"compact", "compacted", "compaction_failed", "stall", "park", "circuit_open", "no_candidate"}
+	"compact", "compacted", "compaction_failed", "stall", "park", "probe", "progress", "circuit_open", "no_candidate"}
 
 func (e event) String() string {
 	if e < nEvents {
@@ -94,13 +106,30 @@ func (e event) decides() bool {
 // edge is one row of the transition table. persist names the attempt-log
 // outcome written on the transition ("" for none); schedules marks the
 // transitions whose work (a timer, a model switch) may only start once
-// that record is durable.
+// that record is durable; lease says what leaving probing does with the
+// circuit's probe lease (circuit.go, settleLease).
 type edge struct {
 	from, to  state
 	on        event
 	persist   policy.AttemptOutcome
 	schedules bool
+	lease     leaseEffect
 }
+
+// leaseEffect is what a transition out of probing does with the probe
+// lease. Only rows from probing have one; nothing else holds a lease.
+type leaseEffect uint8
+
+const (
+	leaseKept     leaseEffect = iota // not leaving probing
+	leaseClose                       // Progress: provider progress proves the outage over
+	leaseReported                    // the failure went to the circuit (Fail hands the lease on); else Release
+	leaseReleased                    // Release: the probe ended without an outcome
+)
+
+var leaseNames = [...]string{"", "circuit closed", "failure reported to the circuit", "lease released"}
+
+func (l leaseEffect) String() string { return leaseNames[l] }
 
 // transitions is the recovery state machine, the code's copy of the table
 // in doc.go (TestTransitionTableMatchesDoc keeps the two equal). A
@@ -114,8 +143,8 @@ var transitions = func() []edge {
 	}
 	running := []state{stActive, stRetrying}
 	waits := []state{stWaitingForReset, stRetryWait}
-	held := []state{stWaitingForReset, stRetryWait, stSwitching, stCompacting}
-	live := []state{stActive, stRetrying, stWaitingForReset, stRetryWait, stSwitching, stCompacting}
+	held := []state{stWaitingForReset, stRetryWait, stParked, stSwitching, stCompacting}
+	live := []state{stActive, stRetrying, stWaitingForReset, stRetryWait, stParked, stSwitching, stCompacting}
 	add(running, onWait, stWaitingForReset, policy.AttemptScheduled, true)
 	add(running, onRetry, stRetryWait, policy.AttemptScheduled, true)
 	add(running, onSkip, stSwitching, policy.AttemptFailed, true)
@@ -123,7 +152,7 @@ var transitions = func() []edge {
 	add(running, onPass, stAnswered, "", false)
 	add(running, onCompact, stCompacting, policy.AttemptScheduled, true)
 	add([]state{stRetrying}, onSucceed, stAnswered, policy.AttemptSucceeded, false)
-	add(waits, onDue, stRetrying, "", false)
+	add(append(waits, stParked), onDue, stRetrying, "", false)
 	add([]state{stSwitching}, onSwitched, stRetrying, "", false)
 	add([]state{stSwitching}, onSwitchFailed, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stCompacting}, onCompacted, stRetrying, "", false)
@@ -136,11 +165,29 @@ var transitions = func() []edge {
 	add(live, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add(live, onEnded, stAnswered, "", false)
 	add(running, onStall, stActionRequired, policy.AttemptStopped, false)
-	// Shared circuits (circuit.go).
-	add([]state{stWaitingForReset}, onPark, stWaitingForReset, "", false)
-	add([]state{stRetryWait}, onPark, stRetryWait, "", false)
-	add(waits, onCircuitOpen, stActionRequired, policy.AttemptStopped, false)
+	// Shared circuits (circuit.go): a held prompt about to dispatch (its
+	// wait ended, or the agent accepted a model switch) asks the circuit.
+	asking := []state{stWaitingForReset, stRetryWait, stParked, stSwitching}
+	add(asking, onPark, stParked, "", false)
+	add(asking, onProbe, stProbing, "", false)
+	add(asking, onCircuitOpen, stActionRequired, policy.AttemptStopped, false)
 	add([]state{stSwitching}, onNoCandidate, stActionRequired, policy.AttemptStopped, false)
+	// The probe: a retry like any other, except that leaving it settles
+	// the circuit's probe lease (the row's lease effect).
+	probe := func(on event, to state, persist policy.AttemptOutcome, schedules bool, l leaseEffect) {
+		t = append(t, edge{from: stProbing, to: to, on: on, persist: persist, schedules: schedules, lease: l})
+	}
+	probe(onProgress, stRetrying, "", false, leaseClose)
+	probe(onSucceed, stAnswered, policy.AttemptSucceeded, false, leaseClose)
+	probe(onWait, stWaitingForReset, policy.AttemptScheduled, true, leaseReported)
+	probe(onRetry, stRetryWait, policy.AttemptScheduled, true, leaseReported)
+	probe(onSkip, stSwitching, policy.AttemptFailed, true, leaseReported)
+	probe(onCompact, stCompacting, policy.AttemptScheduled, true, leaseReported)
+	probe(onStop, stActionRequired, policy.AttemptStopped, false, leaseReported)
+	probe(onPass, stAnswered, "", false, leaseReleased)
+	probe(onStall, stActionRequired, policy.AttemptStopped, false, leaseReleased)
+	probe(onAgentExit, stActionRequired, policy.AttemptStopped, false, leaseReleased)
+	probe(onEnded, stAnswered, "", false, leaseReleased)
 	return t
 }()
 
@@ -173,7 +220,8 @@ type step struct {
 
 // transit is the one transition function. It refuses (logs and reports
 // false, changing nothing) a transition that is not in the table.
-// Otherwise it moves p, invalidates every callback armed in the previous
+// Otherwise it settles the circuit's probe lease when the row leaves
+// probing, moves p, invalidates every callback armed in the previous
 // state (timers and record completions check p.epoch), records the
 // decision, and writes the attempt record when the row says so. For a
 // row that schedules work, then runs once the record is durable (at once
@@ -184,6 +232,9 @@ func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
 	if !ok {
 		g.log.Error("recovery transition refused", "session", p.session, "id", string(p.client.ID), "state", p.state.String(), "event", s.on.String())
 		return false
+	}
+	if e.lease != leaseKept {
+		g.settleLease(c, p, e.lease, s)
 	}
 	g.enter(p, e, s)
 	g.log.Info("recovery transition", "session", p.session, "id", string(p.client.ID), "from", e.from.String(),
@@ -210,6 +261,12 @@ func (g *Guard) enter(p *prompt, e edge, s step) {
 	}
 	if e.to.waiting() {
 		g.waiting++
+	}
+	if p.state == stProbing {
+		g.probes--
+	}
+	if e.to == stProbing {
+		g.probes++
 	}
 	p.state = e.to
 	p.epoch++

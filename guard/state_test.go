@@ -22,17 +22,24 @@ func tableLines() []string {
 		j := i + 1
 		for ; j < len(transitions); j++ {
 			n := transitions[j]
-			if n.on != e.on || n.to != e.to || n.persist != e.persist || n.schedules != e.schedules {
+			if n.on != e.on || n.to != e.to || n.persist != e.persist || n.schedules != e.schedules || n.lease != e.lease {
 				break
 			}
 			from = append(from, n.from.String())
 		}
 		line := strings.Join(from, " | ") + " --" + e.on.String() + "--> " + e.to.String()
+		var notes []string
 		switch {
 		case e.schedules:
-			line += "  [record " + string(e.persist) + ", then the work]"
+			notes = append(notes, "record "+string(e.persist)+", then the work")
 		case e.persist != "":
-			line += "  [record " + string(e.persist) + "]"
+			notes = append(notes, "record "+string(e.persist))
+		}
+		if e.lease != leaseKept {
+			notes = append(notes, e.lease.String())
+		}
+		if len(notes) > 0 {
+			line += "  [" + strings.Join(notes, "; ") + "]"
 		}
 		out = append(out, line)
 		i = j

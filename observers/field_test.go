@@ -17,6 +17,9 @@ func bound(t testing.TB) []ControlSignature {
 	sigs, missing := Bind(DefaultSignatures, func(rule string) (ChunkRule, error) {
 		cc, err := e.ControlChunk(rule)
 		return ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
+	}, func(adapter, text string) bool {
+		_, _, ok := e.ReportedFailure(classify.Evidence{Adapter: adapter, Message: text})
+		return ok
 	})
 	if len(missing) > 0 {
 		t.Fatalf("Bind: %v", missing)
@@ -60,9 +63,14 @@ func TestUnboundSignatureNeverMatches(t *testing.T) {
 	if sig.Match(AdapterCursor, "Error: RetriableError: [unavailable] PING timed out", true) {
 		t.Errorf("an unbound signature matched")
 	}
-	_, missing := Bind(DefaultSignatures, func(string) (ChunkRule, error) { return ChunkRule{}, classify.ErrUnknownRule })
-	if len(missing) != len(DefaultSignatures) {
-		t.Errorf("Bind: got %d missing, want %d", len(missing), len(DefaultSignatures))
+	sigs, missing := Bind(DefaultSignatures, func(string) (ChunkRule, error) { return ChunkRule{}, classify.ErrUnknownRule }, nil)
+	if len(missing) != 1 { // Cursor's rule; Copilot's error line needs no rule
+		t.Errorf("Bind: got %d missing, want 1", len(missing))
+	}
+	for _, s := range sigs {
+		if s.Match(s.Adapter, "Error: RetriableError: [unavailable] PING timed out", true) || s.Match(s.Adapter, "Error: 503 Service Unavailable", true) {
+			t.Errorf("%s: matched unbound", s.Name)
+		}
 	}
 }
 
@@ -103,6 +111,7 @@ func TestOutputPerSpec(t *testing.T) {
 					t.Fatalf("ObserveParams(%s): not a session/update", p)
 				}
 			}
+			turn.SettleErrorLine(false) // at prompt return: no failure report in the text
 			if turn.Evidence.AssistantOutput != tt.wantOutput || (turn.Marker != nil) != tt.wantMarker {
 				t.Errorf("output %v marker %v, want output %v marker %v", turn.Evidence.AssistantOutput, turn.Marker != nil, tt.wantOutput, tt.wantMarker)
 			}
@@ -143,8 +152,9 @@ func TestCopilotProjection(t *testing.T) {
 		{"notes then the error: notes forwarded, error suppressed", AdapterCopilot, []step{{info, false}, {info, false}, {fail, true}}, true, false, 2},
 		{"a note after the error keeps the marker", AdapterCopilot, []step{{fail, true}, {info, false}}, true, false, 1},
 		{"text after the error clears it (the agent resumed)", AdapterCopilot, []step{{fail, true}, {chunk(s, "agent_message_chunk", "Here is the answer"), false}}, false, true, 0},
-		{"an Error: sentence the catalogue does not recognise is prose", AdapterCopilot, []step{{prose, false}}, false, true, 0},
-		{"another adapter: all of it is output", AdapterCodex, []step{{info, false}, {fail, false}}, false, true, 0},
+		{"an Error: sentence of prose is not suppressed (the guard decides on it at prompt return)", AdapterCopilot, []step{{prose, false}}, false, false, 0},
+		{"another adapter: the note is a diagnostic, the error line is left to the guard", AdapterCodex, []step{{info, false}, {fail, false}}, false, false, 1},
+		{"another adapter: text before the error line makes it output", AdapterCodex, []step{{chunk(s, "agent_message_chunk", "Here is the answer"), false}, {fail, false}}, false, true, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := NewTracker(tt.adapter, bound(t))
@@ -159,7 +169,7 @@ func TestCopilotProjection(t *testing.T) {
 			}
 			if tt.wantMarker {
 				e := catalogue.Default()
-				v := e.Classify(classify.Evidence{Source: classify.SourceMessageChunk, Adapter: tt.adapter, Message: turn.Marker.EvidenceText(turn.MarkerSuffix)})
+				v := e.ClassifyText(classify.Evidence{Adapter: tt.adapter, Message: turn.Marker.EvidenceText(turn.MarkerText)})
 				if v.Code != classify.CodeProviderUnavailable || v.Rule != "copilot.error_server.v1" {
 					t.Errorf("verdict of the marker's text: %s by %q, want provider_unavailable by copilot.error_server.v1", v.Code, v.Rule)
 				}

@@ -140,6 +140,7 @@ func TestCursorProjectionTurns(t *testing.T) {
 			if got := turn.Marker != nil; got != tt.wantMarker {
 				t.Errorf("marker pending = %v, want %v", got, tt.wantMarker)
 			}
+			turn.SettleErrorLine(false) // at prompt return: no failure report in the text
 			if got := turn.ReplaySafe(); got != tt.wantSafe {
 				t.Errorf("ReplaySafe = %v, want %v (evidence %+v)", got, tt.wantSafe, turn.Evidence)
 			}

@@ -1,7 +1,11 @@
 package observers
 
 import (
+	"strings"
 	"time"
+	"unicode"
+
+	"github.com/acp-guard/acp-guard/classify"
 )
 
 // Evidence is what one prompt turn showed, bounded: flags and counts.
@@ -16,8 +20,16 @@ type Evidence struct {
 	Unparseable     int  `json:"-"` // stdout lines that were not JSON (or too long)
 	Cancelled       bool `json:"-"`
 	Suppressed      int  `json:"-"` // control chunks suppressed
-	Diagnostics     int  `json:"-"` // diagnostic chunks forwarded (not output)
-	Exited          bool `json:"-"` // the agent died during the turn
+	Diagnostics     int  `json:"-"` // retry notes (and other diagnostics) in assistant text: forwarded, not output
+	StderrNotes     int  `json:"-"` // retry notes on stderr while the turn was open
+	// ErrorLine: the turn's visible text so far may be one error line
+	// (report.go); it is not output until the guard decides.
+	ErrorLine bool `json:"-"`
+	// LateOutput counts non-blank message and thought chunks for the
+	// session after the turn's prompt returned (and before the next
+	// prompt): text that belongs to no prompt.
+	LateOutput int  `json:"-"`
+	Exited     bool `json:"-"` // the agent died during the turn
 }
 
 // Turn is one prompt attempt of a session (the client's prompt, or a
@@ -33,11 +45,20 @@ type Turn struct {
 	// the signature's MaxSuffix bytes); it is untrusted provider text, to
 	// be sanitized before it goes anywhere.
 	MarkerSuffix string
+	// MarkerText is the matched chunk's whole text, trimmed (bounded by
+	// WindowBytes): what ClassifyText signatures are classified from.
+	MarkerText string
+	// StatedRetries is how many retries the agent said it made in the
+	// error it reported ("retried 5 times"); the guard sets it.
+	StatedRetries int
 	// StopReason is the result's stopReason, once the prompt returned.
 	StopReason string
 	Returned   bool
 	stderr     []string
 	repeat     repeatState
+	text       errorLineState // report.go
+	lastNote   string         // the latest retry note in assistant text (an ACP diagnostic), trimmed
+	endNotes   int            // notes that close a retry loop ("Retry finished, resuming.")
 	// Frames counts the agent's frames for the turn (updates, requests)
 	// and last is what came last: the stall watchdog's evidence.
 	Frames      uint32
@@ -64,6 +85,14 @@ const maxTurnStderr = 20
 // Stderr returns the stderr lines that arrived during the turn (bounded:
 // the last few).
 func (t *Turn) Stderr() []string { return append([]string(nil), t.stderr...) }
+
+// AgentRetries is the count of the agent's own visible retries in the
+// turn: the most of its retry notes in assistant text, its retry notes on
+// stderr, the restatements of its opening text (an answer re-streamed
+// from the start), and the retries it stated in its error.
+func (t *Turn) AgentRetries() int {
+	return max(t.Evidence.Diagnostics-t.endNotes, t.Evidence.StderrNotes, int(t.repeat.times), t.StatedRetries)
+}
 
 // ReplaySafe is the effect-safety gate on the evidence alone: no assistant
 // output, no thought, no tool call, no effect request, no unparseable
@@ -200,25 +229,48 @@ func (tr *Tracker) update(t *Turn, kind UpdateKind, text string, complete, nonEm
 		if !nonEmpty {
 			return false
 		}
-		if !t.Returned {
-			for i := range tr.Signatures {
-				sig := &tr.Signatures[i]
-				if text != "" && sig.Match(tr.Adapter, text, complete) {
-					if sig.Kind == KindDiagnostic {
-						t.Evidence.Diagnostics++
-						return false // forwarded; not output, marker kept
-					}
-					t.Marker = sig
-					t.MarkerSuffix = sig.Suffix(text)
-					t.Evidence.Suppressed++
-					return true
+		if t.Returned {
+			t.Evidence.LateOutput++
+			t.Evidence.AssistantOutput = true
+			t.Marker = nil
+			return false
+		}
+		for i := range tr.Signatures {
+			sig := &tr.Signatures[i]
+			if text != "" && sig.Match(tr.Adapter, text, complete) {
+				if sig.Kind == KindDiagnostic {
+					t.Evidence.Diagnostics++
+					return false // forwarded; not output, marker kept
 				}
+				t.Marker = sig
+				t.MarkerSuffix = sig.Suffix(text)
+				t.MarkerText = strings.TrimFunc(text, unicode.IsSpace)
+				t.Evidence.Suppressed++
+				return true
 			}
 		}
-		t.Evidence.AssistantOutput = true
+		if complete && text != "" {
+			if n, ok := classify.ParseNote(text); ok {
+				// The agent's own retry note: a diagnostic, forwarded;
+				// neither output nor a clearing event.
+				t.Evidence.Diagnostics++
+				if n.End {
+					t.endNotes++ // closes the loop: not a retry
+				} else {
+					t.lastNote = n.Text
+				}
+				return false
+			}
+		}
 		t.Marker = nil // the agent resumed its own attempt
+		if t.text.closed || !t.takeErrorLine(text, complete) {
+			t.Evidence.AssistantOutput = true
+		}
 	case UpdateThought:
 		if nonEmpty {
+			if t.Returned {
+				t.Evidence.LateOutput++
+			}
 			t.Evidence.Thoughts = true
 			t.Marker = nil
 		}
@@ -286,9 +338,29 @@ func (tr *Tracker) Unparseable() {
 	tr.each(func(t *Turn) { t.Evidence.Unparseable++ })
 }
 
-// Stderr records a stderr line in every open turn (bounded).
+// Stderr records a stderr line in every open turn (bounded); a retry
+// note on stderr is counted as one of the agent's retries
+// (classify.ParseNote on the line's first MaxNoteBytes, escape sequences
+// removed). A stderr note is not an ACP diagnostic: the client never saw
+// it, so it is never weighed against the failure (LastNote).
 func (tr *Tracker) Stderr(line string) {
+	note := false
+	head := line
+	if len(head) > 4*classify.MaxNoteBytes {
+		head = head[:4*classify.MaxNoteBytes]
+	}
+	if classify.MayBeNote([]byte(head)) {
+		head = classify.StripANSI(head)
+		if len(head) > classify.MaxNoteBytes {
+			head = strings.ToValidUTF8(head[:classify.MaxNoteBytes], "")
+		}
+		n, ok := classify.ParseNote(head)
+		note = ok && !n.End
+	}
 	tr.each(func(t *Turn) {
+		if note {
+			t.Evidence.StderrNotes++
+		}
 		if len(t.stderr) == maxTurnStderr {
 			copy(t.stderr, t.stderr[1:])
 			t.stderr = t.stderr[:maxTurnStderr-1]

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 )
 
@@ -206,22 +207,51 @@ func (tr *Tracker) Observe(u SessionUpdate) (suppress bool) {
 	case UpdateMessage, UpdateThought:
 		nonEmpty := u.NonText || (u.TextRaw != nil && !TextBlank(u.TextRaw))
 		text, complete := "", false
-		if u.Kind == UpdateMessage && nonEmpty && !t.Returned {
-			for i := range tr.Signatures {
-				if tr.Signatures[i].Adapter == tr.Adapter && mayStartWithFold(u.TextRaw, tr.Signatures[i].Prefix) {
-					text, complete, _ = jsonscan.StringPrefix(jsonscan.Value(u.TextRaw), WindowBytes)
-					break
-				}
-			}
+		if u.Kind == UpdateMessage && nonEmpty && !t.Returned && u.TextRaw != nil {
+			text, complete = tr.chunkText(t, u.TextRaw)
 		}
+		notes := t.Evidence.Diagnostics
 		suppress = tr.update(t, u.Kind, text, complete, nonEmpty)
-		if u.Kind == UpdateMessage && nonEmpty && !suppress && !t.Returned {
+		if u.Kind == UpdateMessage && nonEmpty && !suppress && !t.Returned && t.Evidence.Diagnostics == notes {
 			t.observeText(u.TextRaw)
 		}
 		return suppress
 	default:
 		return tr.update(t, u.Kind, "", false, false)
 	}
+}
+
+// chunkText decodes a visible message chunk's text when something may
+// need it — a signature's prefix, a retry note before any output, the
+// turn's candidate error line — and only then: most chunks of a healthy answer are never
+// decoded (the candidate error line closes at the answer's first word).
+// complete is false when the text was cut (the window, or a chunk too
+// long to be part of an error line).
+func (tr *Tracker) chunkText(t *Turn, raw []byte) (string, bool) {
+	need := false
+	for i := range tr.Signatures {
+		if tr.Signatures[i].Adapter == tr.Adapter && mayStartWithFold(raw, tr.Signatures[i].Prefix) {
+			need = true
+			break
+		}
+	}
+	open := !t.text.closed
+	// Retry notes matter while the turn has shown no output (the gate, a
+	// turn of nothing but notes); after output a note changes nothing the
+	// guard decides, so healthy answers pay nothing for them.
+	if !need && !open && (t.Evidence.AssistantOutput || !classify.MayBeNote(raw)) {
+		return "", false
+	}
+	v := jsonscan.Value(raw)
+	text, complete, _ := jsonscan.StringPrefix(v, WindowBytes)
+	// A long chunk is decoded whole only when it may belong to an error
+	// line: the turn's text already starts one, or this window does.
+	if !complete && open && len(raw) <= 6*classify.MaxReportBytes && (t.text.head || classify.StartsErrorLine(text)) {
+		if s, ok := jsonscan.String(v); ok {
+			return s, true
+		}
+	}
+	return text, complete
 }
 
 // activeRaw finds the active turn by a raw JSON session id without

@@ -10,9 +10,10 @@
 //	      │                                │
 //	      └────────────────────────────────┴──► policy   (beside classify)
 //
-// policy imports nothing from the module: callers translate a classify
-// verdict and the turn's evidence into a [Failure]. It must not import
-// transport or replay.
+// policy imports only classify's registry of codes (names and classes: for
+// per-code overrides and the codes that are never retried); callers
+// translate a verdict and the turn's evidence into a [Failure]. It must
+// not import transport or replay.
 //
 // # The policy document (version 1)
 //
@@ -47,6 +48,15 @@
 //   - on_exhausted: "skip" (next fallback model; the default) or "stop".
 //   - fallback_models (optional): non-empty, unique model ids, tried in
 //     order when a class ends in skip.
+//   - codes (optional): per-code overrides, {"quota_limited": {…}}: each
+//     member names a semantic code of the transient or hard class and has
+//     the shape of a class policy (retry, wait_for_reset, on_exhausted,
+//     the same limits and defaults). A failure with that code is evaluated
+//     with its override instead of its class's policy, and its retry
+//     budget and reset wait are counted apart from the class's. An unknown
+//     code, a code of another class, and an override that retries or
+//     waits for auth_required or missing_credentials are refused
+//     ("codes.auth_required.retry.enabled: must be false: …").
 //   - request (optional): {"compact_then_retry": bool}, default false. When
 //     true the guard recovers a replay-safe context overflow with the
 //     agent's compaction command and one retry (guard/compact.go); every
@@ -67,14 +77,25 @@
 //
 // # Evaluation
 //
-// [Evaluate] follows spec 000 "Per-class policy" in order: stale,
-// unclassified, request-class and unsafe failures stop (configuration cannot
-// override the replay-safety gate); a validated future reset hint within
-// max_wait_seconds is waited for once per class per route cycle; retries
-// follow while the budget lasts, each never earlier than a validated hint
-// within max_wait_seconds asks; then on_exhausted. The wait and its
-// attempt do not consume the retry budget. The caller keeps a [Route] per
-// route cycle (per prompt turn) and passes it back with each failure.
+// [Evaluate] follows spec 000 "Per-class policy" and seed 004 in order:
+// stale, unclassified, request-class and unsafe failures stop
+// (configuration cannot override the replay-safety gate); so do a failure
+// that is only what the agent's own retry notes named (diagnostic_only)
+// and one whose preceding note named another class than the error that
+// followed (diagnostic_mismatch: a diagnostic counts only when it matches
+// the error that follows). Auth and credential failures (auth_required,
+// missing_credentials) are never retried or waited for, whatever the
+// policy says: on_exhausted decides at once (not_retryable). Otherwise a
+// validated future reset hint within max_wait_seconds is waited for once
+// per class (or per-code override) per route cycle; retries follow while
+// the budget lasts, each delay a full-jitter draw from [0, initial·2ⁿ]
+// ([Failure.Jitter], seeded: [NewJitter]; nil draws the whole backoff) and
+// never earlier than a validated hint, with reset waiting enabled or not —
+// a hint longer than the longest delay the policy allows (its last
+// backoff, or max_wait_seconds) ends the retries (hint_beyond_policy);
+// then on_exhausted. The wait and its attempt do not consume the retry
+// budget. The caller keeps a [Route] per route cycle (per prompt turn) and
+// passes it back with each failure.
 //
 // # Attempt log
 //

@@ -3,6 +3,8 @@ package policy
 import (
 	"maps"
 	"time"
+
+	"github.com/acp-guard/acp-guard/classify"
 )
 
 // MaxDelay caps every computed retry delay (spec: "each computed retry delay
@@ -19,7 +21,29 @@ const (
 	ReasonRetry        = "retry"         // retry within the budget
 	ReasonRetryHint    = "retry_hint"    // retry within the budget, delayed to the provider's hint
 	ReasonExhausted    = "exhausted"     // no wait applies and no retry remains
+	// ReasonNotRetryable: an auth or credential failure is never retried
+	// or waited for, whatever the policy says (seed 004); on_exhausted
+	// decides at once.
+	ReasonNotRetryable = "not_retryable"
+	// ReasonHintBeyondPolicy: the provider's validated hint asks for a
+	// longer wait than any retry of the policy may take, and a retry is
+	// never sent earlier than the hint: on_exhausted decides.
+	ReasonHintBeyondPolicy = "hint_beyond_policy"
+	// ReasonDiagnosticMismatch: the agent's retry note named another
+	// class of failure than the error that followed (seed 004).
+	ReasonDiagnosticMismatch = "diagnostic_mismatch"
+	// ReasonDiagnosticOnly: the failure is only what the agent's retry
+	// notes named; no error followed them.
+	ReasonDiagnosticOnly = "diagnostic_only"
 )
+
+// neverRetried are the codes no policy retries, waits for or overrides:
+// auth and credential failures (seed 004) need a person.
+var neverRetried = map[string]bool{classify.CodeAuthRequired: true, classify.CodeMissingCredentials: true}
+
+// NeverRetried reports whether failures of code are never retried or
+// waited for, whatever the policy says.
+func NeverRetried(code string) bool { return neverRetried[code] }
 
 // Class returns the policy of a configurable class ("transient" or "hard").
 // ok is false for every other class.
@@ -33,27 +57,52 @@ func (d Document) Class(class string) (cp ClassPolicy, ok bool) {
 	return ClassPolicy{}, false
 }
 
+// PolicyFor returns the policy a failure of class and code is evaluated
+// with — the per-code override when the document has one, else its
+// class's — and the key its budget and reset wait are counted under in a
+// Route (the code, or the class). ok is false for a class that is not
+// configurable.
+func (d Document) PolicyFor(class, code string) (cp ClassPolicy, key string, ok bool) {
+	if _, configurable := d.Class(class); !configurable {
+		return ClassPolicy{}, class, false
+	}
+	if o, ok := d.Codes[code]; ok && string(classify.ClassOf(code)) == class {
+		return o, code, true
+	}
+	cp, _ = d.Class(class)
+	return cp, class, true
+}
+
 // Evaluate decides what to do about one failed attempt, following spec 000
-// "Per-class policy" in order:
+// "Per-class policy" and seed 004 in order:
 //
 //  1. stale evidence, an unclassified or unknown class, the request class, or
 //     a failed replay-safety gate stop (the gate cannot be configured away);
-//  2. when reset waiting is enabled and unused for the class in this route
-//     cycle, a validated future hint no further away than max_wait_seconds
-//     schedules a wait until that deadline (a hint in the past is ignored; a
-//     hint beyond the maximum is not shortened);
-//  3. while the class's retry budget remains, a retry after
-//     initial·2ⁿ seconds (n = retries used), each delay capped at [MaxDelay];
-//  4. otherwise on_exhausted: skip or stop.
+//     so do a failure that is only what the agent's retry notes named
+//     (diagnostic_only) and one whose preceding note named another class
+//     (diagnostic_mismatch);
+//  2. an auth or credential failure is never retried or waited for:
+//     on_exhausted at once (not_retryable);
+//  3. when reset waiting is enabled and unused for the policy in this
+//     route cycle, a validated future hint no further away than
+//     max_wait_seconds schedules a wait until that deadline (a hint in the
+//     past is ignored; a hint beyond the maximum is not shortened);
+//  4. while the budget remains, a retry after a full-jitter draw from
+//     [0, initial·2ⁿ] seconds (n = retries used; f.Jitter, else the whole
+//     backoff; never under f.MinDelay when the backoff is not), each capped at [MaxDelay] — never earlier than a validated
+//     hint, wait_for_reset or not: the delay is raised to the hint, and a
+//     hint beyond the longest delay the policy allows (its last backoff,
+//     or max_wait_seconds when waiting is enabled) ends the retries
+//     (hint_beyond_policy);
+//  5. otherwise on_exhausted: skip or stop.
 //
-// The wait and the attempt after it do not consume the retry budget. Once
-// the class's wait is used, a retry whose backoff is shorter than a
-// validated hint within max_wait_seconds waits for the hint instead (never
-// earlier than the provider asked); a hint beyond the maximum leaves the
-// backoff as it is, and the caller reports the hint with the failure. When
-// both ResetAt and RetryAfter are valid, the later deadline is used, so that
-// neither hint is violated. Evaluate is pure: it reads no clock (f.Now is
-// the present) and returns an updated copy of r, never touching r's maps.
+// The policy is the failure's class's, or the document's per-code
+// override for its code ([Document.PolicyFor]). The wait and the attempt
+// after it do not consume the retry budget. When both ResetAt and
+// RetryAfter are valid, the later deadline is used, so that neither hint
+// is violated. Evaluate is pure: it reads no clock (f.Now is the present),
+// draws only from f.Jitter, and returns an updated copy of r, never
+// touching r's maps.
 func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 	next := Route{Retries: maps.Clone(r.Retries), WaitUsed: maps.Clone(r.WaitUsed)}
 	if next.Retries == nil {
@@ -71,18 +120,30 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 	if f.Class == classRequest {
 		return stop(ReasonRequestClass), next
 	}
-	cp, ok := doc.Class(f.Class)
+	cp, key, ok := doc.PolicyFor(f.Class, f.Code)
 	if !ok {
 		return stop(ReasonUnclassified), next
 	}
-	if !f.Safe {
-		d := stop(ReasonUnsafe)
-		d.MaxRetries = budget(cp)
-		return d, next
+	for _, gate := range []struct {
+		fails  bool
+		reason string
+	}{
+		{!f.Safe, ReasonUnsafe},
+		{f.DiagnosticOnly, ReasonDiagnosticOnly},
+		{f.Diagnostic != "" && f.Diagnostic != f.Class, ReasonDiagnosticMismatch},
+	} {
+		if gate.fails {
+			d := stop(gate.reason)
+			d.MaxRetries = budget(cp)
+			return d, next
+		}
+	}
+	if NeverRetried(f.Code) {
+		return exhausted(cp, f, ReasonNotRetryable), next
 	}
 
-	if wait, ok := resetWait(cp, f, next.WaitUsed[f.Class]); ok {
-		next.WaitUsed[f.Class] = true
+	if wait, ok := resetWait(cp, f, next.WaitUsed[key]); ok {
+		next.WaitUsed[key] = true
 		return Decision{
 			Action:     ActionWait,
 			Delay:      wait,
@@ -94,32 +155,52 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 		}, next
 	}
 
-	used := next.Retries[f.Class]
-	if cp.Retry.Enabled && used < cp.Retry.MaxRetries {
-		delay, reason := RetryDelay(cp.Retry.InitialIntervalSeconds, used), ReasonRetry
-		if hint, ok := hintWithin(cp, f); ok && hint > delay {
-			// Never earlier than the provider asked, within what the
-			// policy allows to wait.
-			delay, reason = hint, ReasonRetryHint
-		}
-		next.Retries[f.Class] = used + 1
-		return Decision{
-			Action:     ActionRetry,
-			Delay:      delay,
-			DelayMs:    millis(delay),
-			Deadline:   f.Now.Add(delay),
-			Attempt:    used + 1,
-			MaxRetries: cp.Retry.MaxRetries,
-			Class:      f.Class,
-			Reason:     reason,
-		}, next
+	used := next.Retries[key]
+	if !cp.Retry.Enabled || used >= cp.Retry.MaxRetries {
+		return exhausted(cp, f, ReasonExhausted), next
 	}
+	delay, reason := RetryDelay(cp.Retry.InitialIntervalSeconds, used), ReasonRetry
+	if f.Jitter != nil {
+		delay = max(f.Jitter(delay), min(f.MinDelay, delay))
+	}
+	if hint := hintOf(f); hint > delay {
+		// Never earlier than the provider asked; when that is longer than
+		// the policy would ever wait before a retry, no retry.
+		if hint > retryCap(cp) {
+			return exhausted(cp, f, ReasonHintBeyondPolicy), next
+		}
+		delay, reason = hint, ReasonRetryHint
+	}
+	next.Retries[key] = used + 1
+	return Decision{
+		Action:     ActionRetry,
+		Delay:      delay,
+		DelayMs:    millis(delay),
+		Deadline:   f.Now.Add(delay),
+		Attempt:    used + 1,
+		MaxRetries: cp.Retry.MaxRetries,
+		Class:      f.Class,
+		Reason:     reason,
+	}, next
+}
 
+// exhausted is the on_exhausted decision.
+func exhausted(cp ClassPolicy, f Failure, reason string) Decision {
 	action := ActionStop
 	if cp.OnExhausted == OutcomeSkip {
 		action = ActionSkip
 	}
-	return Decision{Action: action, MaxRetries: budget(cp), Class: f.Class, Reason: ReasonExhausted}, next
+	return Decision{Action: action, MaxRetries: budget(cp), Class: f.Class, Reason: reason}
+}
+
+// retryCap is the longest the policy waits before a retry: its last
+// backoff delay, or max_wait_seconds when reset waiting is enabled.
+func retryCap(cp ClassPolicy) time.Duration {
+	limit := RetryDelay(cp.Retry.InitialIntervalSeconds, max(cp.Retry.MaxRetries-1, 0))
+	if cp.WaitForReset.Enabled {
+		limit = max(limit, time.Duration(min(cp.WaitForReset.MaxWaitSeconds, MaxWaitSecondsLimit))*time.Second)
+	}
+	return limit
 }
 
 // budget is the class's retry budget, zero when retry is disabled.
@@ -138,14 +219,9 @@ func resetWait(cp ClassPolicy, f Failure, used bool) (time.Duration, bool) {
 	return hintWithin(cp, f)
 }
 
-// hintWithin returns how long the failure's validated hints ask to wait
-// (the later of ResetAt and RetryAfter) when reset waiting is enabled and
-// that is within max_wait_seconds. A hint in the past asks for nothing; a
-// hint beyond the maximum is not shortened (ok is false).
-func hintWithin(cp ClassPolicy, f Failure) (time.Duration, bool) {
-	if !cp.WaitForReset.Enabled || cp.WaitForReset.MaxWaitSeconds <= 0 {
-		return 0, false
-	}
+// hintOf returns how long the failure's validated hints ask to wait: the
+// later of ResetAt and RetryAfter (0 when there is none, or it is past).
+func hintOf(f Failure) time.Duration {
 	var wait time.Duration
 	if f.ResetAt != nil && f.ResetAt.After(f.Now) {
 		wait = f.ResetAt.Sub(f.Now)
@@ -153,6 +229,18 @@ func hintWithin(cp ClassPolicy, f Failure) (time.Duration, bool) {
 	if f.RetryAfter != nil && *f.RetryAfter > wait {
 		wait = *f.RetryAfter
 	}
+	return wait
+}
+
+// hintWithin returns how long the failure's validated hints ask to wait
+// (hintOf) when reset waiting is enabled and that is within
+// max_wait_seconds. A hint in the past asks for nothing; a hint beyond the
+// maximum is not shortened (ok is false).
+func hintWithin(cp ClassPolicy, f Failure) (time.Duration, bool) {
+	if !cp.WaitForReset.Enabled || cp.WaitForReset.MaxWaitSeconds <= 0 {
+		return 0, false
+	}
+	wait := hintOf(f)
 	limit := time.Duration(min(cp.WaitForReset.MaxWaitSeconds, MaxWaitSecondsLimit)) * time.Second
 	if wait <= 0 || wait > limit {
 		return 0, false

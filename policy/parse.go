@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/acp-guard/acp-guard/classify"
 )
 
 // Limits of the version 1 document (spec 000, "Per-class policy").
@@ -133,37 +136,9 @@ func (d Document) Validate() error {
 	if d.Version != Version {
 		add("version", "unsupported version %d (want %d)", d.Version, Version)
 	}
-	for _, c := range []struct {
-		name string
-		cp   ClassPolicy
-	}{{classTransient, d.Transient}, {classHard, d.Hard}} {
-		p, r, w := c.name, c.cp.Retry, c.cp.WaitForReset
-		if r.Enabled {
-			if r.MaxRetries < 1 || r.MaxRetries > MaxRetriesLimit {
-				add(p+".retry.max_retries", "must be 1–%d when retry is enabled (got %d)", MaxRetriesLimit, r.MaxRetries)
-			}
-			if r.InitialIntervalSeconds < 1 || r.InitialIntervalSeconds > MaxInitialIntervalSeconds {
-				add(p+".retry.initial_interval_seconds", "must be 1–%d when retry is enabled (got %d)", MaxInitialIntervalSeconds, r.InitialIntervalSeconds)
-			}
-		} else {
-			if r.MaxRetries != 0 {
-				add(p+".retry.max_retries", "must be 0 when retry is disabled (got %d)", r.MaxRetries)
-			}
-			if r.InitialIntervalSeconds != 0 {
-				add(p+".retry.initial_interval_seconds", "must be 0 when retry is disabled (got %d)", r.InitialIntervalSeconds)
-			}
-		}
-		if w.Enabled {
-			if w.MaxWaitSeconds < 1 || w.MaxWaitSeconds > MaxWaitSecondsLimit {
-				add(p+".wait_for_reset.max_wait_seconds", "must be 1–%d when wait_for_reset is enabled (got %d)", MaxWaitSecondsLimit, w.MaxWaitSeconds)
-			}
-		} else if w.MaxWaitSeconds != 0 {
-			add(p+".wait_for_reset.max_wait_seconds", "must be 0 when wait_for_reset is disabled (got %d)", w.MaxWaitSeconds)
-		}
-		if c.cp.OnExhausted != OutcomeSkip && c.cp.OnExhausted != OutcomeStop {
-			add(p+".on_exhausted", "must be %q or %q (got %q)", OutcomeSkip, OutcomeStop, c.cp.OnExhausted)
-		}
-	}
+	validateClass(classTransient, d.Transient, add)
+	validateClass(classHard, d.Hard, add)
+	validateCodes(d.Codes, add)
 	if d.EmptyTurn != "" && d.EmptyTurn != EmptyTurnPass && d.EmptyTurn != EmptyTurnError {
 		add("empty_turn", "must be %q or %q (got %q)", EmptyTurnPass, EmptyTurnError, d.EmptyTurn)
 	}
@@ -190,6 +165,76 @@ func (d Document) Validate() error {
 		return nil
 	}
 	return &ValidationError{Errors: errs}
+}
+
+// validateClass checks the limits of one class policy (or per-code
+// override) whose fields are addressed under p ("transient",
+// "codes.quota_limited").
+func validateClass(p string, cp ClassPolicy, add func(field, format string, args ...any)) {
+	r, w := cp.Retry, cp.WaitForReset
+	if r.Enabled {
+		if r.MaxRetries < 1 || r.MaxRetries > MaxRetriesLimit {
+			add(p+".retry.max_retries", "must be 1–%d when retry is enabled (got %d)", MaxRetriesLimit, r.MaxRetries)
+		}
+		if r.InitialIntervalSeconds < 1 || r.InitialIntervalSeconds > MaxInitialIntervalSeconds {
+			add(p+".retry.initial_interval_seconds", "must be 1–%d when retry is enabled (got %d)", MaxInitialIntervalSeconds, r.InitialIntervalSeconds)
+		}
+	} else {
+		if r.MaxRetries != 0 {
+			add(p+".retry.max_retries", "must be 0 when retry is disabled (got %d)", r.MaxRetries)
+		}
+		if r.InitialIntervalSeconds != 0 {
+			add(p+".retry.initial_interval_seconds", "must be 0 when retry is disabled (got %d)", r.InitialIntervalSeconds)
+		}
+	}
+	if w.Enabled {
+		if w.MaxWaitSeconds < 1 || w.MaxWaitSeconds > MaxWaitSecondsLimit {
+			add(p+".wait_for_reset.max_wait_seconds", "must be 1–%d when wait_for_reset is enabled (got %d)", MaxWaitSecondsLimit, w.MaxWaitSeconds)
+		}
+	} else if w.MaxWaitSeconds != 0 {
+		add(p+".wait_for_reset.max_wait_seconds", "must be 0 when wait_for_reset is disabled (got %d)", w.MaxWaitSeconds)
+	}
+	if cp.OnExhausted != OutcomeSkip && cp.OnExhausted != OutcomeStop {
+		add(p+".on_exhausted", "must be %q or %q (got %q)", OutcomeSkip, OutcomeStop, cp.OnExhausted)
+	}
+}
+
+// validateCodes checks the per-code overrides: each names a known code of
+// a configurable class, and no override retries or waits for an auth or
+// credential failure.
+func validateCodes(codes map[string]ClassPolicy, add func(field, format string, args ...any)) {
+	for _, code := range slices.Sorted(maps.Keys(codes)) {
+		f := "codes." + code
+		switch class := classify.ClassOf(code); {
+		case !classify.KnownCode(code):
+			add(f, "unknown code (want one of %s)", strings.Join(configurableCodes(), ", "))
+			continue
+		case class != classify.ClassTransient && class != classify.ClassHard:
+			add(f, "code of class %s: only transient and hard codes are configurable", class)
+			continue
+		}
+		cp := codes[code]
+		validateClass(f, cp, add)
+		if NeverRetried(code) {
+			if cp.Retry.Enabled {
+				add(f+".retry.enabled", "must be false: auth and credential failures are never retried")
+			}
+			if cp.WaitForReset.Enabled {
+				add(f+".wait_for_reset.enabled", "must be false: auth and credential failures are never waited for")
+			}
+		}
+	}
+}
+
+// configurableCodes lists the codes a per-code override may name.
+func configurableCodes() []string {
+	var out []string
+	for _, c := range classify.Codes() {
+		if k := classify.ClassOf(c); k == classify.ClassTransient || k == classify.ClassHard {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Parse decodes and validates a policy document. The input is either
@@ -248,10 +293,12 @@ func fieldRank(field string) int {
 		return 3
 	case classHard:
 		return 4
-	case "fallback_models":
+	case "codes":
 		return 5
+	case "fallback_models":
+		return 6
 	}
-	return 6
+	return 7
 }
 
 // fieldIndex returns the first list index in field ("fallback_models[3]"
@@ -453,6 +500,8 @@ func (p *parser) document(raw json.RawMessage) Document {
 			hasHard, hardRaw = true, m.raw
 		case "fallback_models":
 			hasFallback, fallbackRaw = true, m.raw
+		case "codes":
+			d.Codes = p.codes(m.raw)
 		case "empty_turn":
 			p.stringField("empty_turn", m.raw, &emptyTurn)
 		case "stall_timeout_seconds":
@@ -483,7 +532,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 				ld = Default()
 			}
 		}
-		ld.Version, ld.Request = d.Version, d.Request
+		ld.Version, ld.Request, ld.Codes = d.Version, d.Request, d.Codes
 		d = ld
 	default:
 		// An omitted class takes the seed's default: immediate skip.
@@ -503,7 +552,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
 	}
 	for _, name := range unknownField {
-		p.fail(name, "unknown field (want version, transient, hard, request, fallback_models, empty_turn, stall_timeout_seconds or legacy)")
+		p.fail(name, "unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds or legacy)")
 	}
 	return d
 }
@@ -604,6 +653,21 @@ func (p *parser) models(raw json.RawMessage) []string {
 		return nil
 	}
 	return models
+}
+
+// codes parses the per-code overrides: an object whose members are
+// semantic codes, each with the shape of a class policy. Code names and
+// classes are checked by Validate.
+func (p *parser) codes(raw json.RawMessage) map[string]ClassPolicy {
+	members, ok := p.object("codes", raw)
+	if !ok || len(members) == 0 {
+		return nil
+	}
+	out := make(map[string]ClassPolicy, len(members))
+	for _, m := range members {
+		out[m.name] = p.class(join("codes", m.name), m.raw)
+	}
+	return out
 }
 
 // request parses the request section: {"compact_then_retry": bool}.

@@ -225,7 +225,9 @@ func TestScenarioResetWaitOnce(t *testing.T) {
 }
 
 // Scenario 3: the same reset six hours away with a five-minute maximum is
-// not shortened: the route proceeds to retry or the exhausted outcome.
+// not shortened: the route proceeds to the exhausted outcome — a retry
+// would ask the provider again before its reset, and seed 004 makes a hint
+// the floor of every retry (hint_beyond_policy).
 func TestScenarioResetTooFar(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -236,9 +238,9 @@ func TestScenarioResetTooFar(t *testing.T) {
 		{"to the exhausted outcome",
 			`{"wait_for_reset":{"enabled":true,"max_wait_seconds":300},"on_exhausted":"stop"}`,
 			secs(0), []string{"stop (exhausted)"}},
-		{"to retry",
+		{"not to a retry before the reset",
 			`{"retry":{"enabled":true,"max_retries":1,"initial_interval_seconds":30},"wait_for_reset":{"enabled":true,"max_wait_seconds":300},"on_exhausted":"skip"}`,
-			secs(0, 30), []string{"retry 1/1 in 30s", "skip (exhausted)"}},
+			secs(0), []string{"skip (hint_beyond_policy)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			doc := mustParse(t, `{"version":1,"transient":{"on_exhausted":"skip"},"hard":`+tt.hard+`}`)
@@ -314,14 +316,14 @@ func TestScenarioDelayCap(t *testing.T) {
 	if got := r.decisions[len(r.decisions)-1]; got != "stop (exhausted)" {
 		t.Errorf("last decision %q, want stop (exhausted)", got)
 	}
-	if got := doc.Schedule("transient"); got != "retry after 1h0m0s, 2h0m0s, 4h0m0s, 8h0m0s, 16h0m0s, 24h0m0s, 24h0m0s, 24h0m0s, 24h0m0s, 24h0m0s, then stop" {
+	if got := doc.Schedule("transient"); got != "retry after up to 1h0m0s, 2h0m0s, 4h0m0s, 8h0m0s, 16h0m0s, 24h0m0s, 24h0m0s, 24h0m0s, 24h0m0s, 24h0m0s, then stop" {
 		t.Errorf("Schedule: got %q", got)
 	}
 }
 
 // Legacy retry_same: one retry after 5 s, then stop.
 func TestScenarioLegacyRetrySame(t *testing.T) {
-	r := run(t, mustParse(t, `"retry_same"`), always(policy.Failure{Class: "hard", Code: "auth_required", Safe: true}))
+	r := run(t, mustParse(t, `"retry_same"`), always(policy.Failure{Class: "hard", Code: "quota_limited", Safe: true}))
 	if want := secs(0, 5); !reflect.DeepEqual(r.attempts, want) {
 		t.Errorf("attempts at %v, want %v", r.attempts, want)
 	}
@@ -335,7 +337,7 @@ func TestScenarioLegacyRetrySame(t *testing.T) {
 // waits up to 5 minutes) a provider asking for 7 s first gets its wait,
 // then backoffs of 7 s (the hint), 10 s and 20 s; one asking for 2 s leaves
 // the seed's 5, 10, 20 exact after its wait; one asking for an hour (beyond
-// the maximum) leaves 5, 10, 20 exact from the start.
+// the maximum) is never retried before the hour: the route ends at once.
 func TestScenarioHintsNeverShortened(t *testing.T) {
 	after := func(d time.Duration) func(int, time.Time) *policy.Failure {
 		return always(policy.Failure{Class: "transient", Code: "rate_limited", Safe: true, RetryAfter: &d})
@@ -350,8 +352,8 @@ func TestScenarioHintsNeverShortened(t *testing.T) {
 			[]string{"wait 7s", "retry 1/3 in 7s", "retry 2/3 in 10s", "retry 3/3 in 20s", "skip (exhausted)"}},
 		{"hint shorter than every backoff", 2 * time.Second, secs(0, 2, 7, 17, 37),
 			[]string{"wait 2s", "retry 1/3 in 5s", "retry 2/3 in 10s", "retry 3/3 in 20s", "skip (exhausted)"}},
-		{"hint beyond the maximum", time.Hour, secs(0, 5, 15, 35),
-			[]string{"retry 1/3 in 5s", "retry 2/3 in 10s", "retry 3/3 in 20s", "skip (exhausted)"}},
+		{"hint beyond the maximum", time.Hour, secs(0),
+			[]string{"skip (hint_beyond_policy)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := run(t, mustParse(t, designDoc), after(tt.hint))

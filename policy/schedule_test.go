@@ -9,9 +9,9 @@ func TestSchedule(t *testing.T) {
 		want string
 	}{
 		{"retry and wait", ClassPolicy{Retry: Retry{true, 3, 5}, WaitForReset: WaitForReset{true, 300}, OnExhausted: OutcomeSkip},
-			"retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)"},
+			"retry after up to 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)"},
 		{"retry only", ClassPolicy{Retry: Retry{true, 5, 30}, OnExhausted: OutcomeStop},
-			"retry after 30s, 1m0s, 2m0s, 4m0s, 8m0s, then stop"},
+			"retry after up to 30s, 1m0s, 2m0s, 4m0s, 8m0s, then stop"},
 		{"wait only", ClassPolicy{WaitForReset: WaitForReset{true, 604800}, OnExhausted: OutcomeStop},
 			"no retry, then stop; wait for a trusted reset up to 168h0m0s (once)"},
 		{"stop", ClassPolicy{OnExhausted: OutcomeStop}, "stop immediately"},
@@ -34,9 +34,10 @@ func TestSchedule(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	want := "transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\n" +
+	want := "transient: retry after up to 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\n" +
 		"hard: stop immediately\n" +
-		"fallback models: model-b, model-c\n"
+		"fallback models: model-b, model-c\n" +
+		"always: no retry before a provider's retry-after or reset; auth and credential failures never retried\n"
 	if got := exampleDoc().Describe(); got != want {
 		t.Errorf("Describe:\ngot  %q\nwant %q", got, want)
 	}

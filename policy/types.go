@@ -50,11 +50,16 @@ type ClassPolicy struct {
 
 // Document is the versioned per-class policy document (version 1).
 type Document struct {
-	Version        int         `json:"version"`
-	Transient      ClassPolicy `json:"transient"`
-	Hard           ClassPolicy `json:"hard"`
-	FallbackModels []string    `json:"fallback_models,omitempty"`
-	Request        Request     `json:"request,omitzero"`
+	Version   int         `json:"version"`
+	Transient ClassPolicy `json:"transient"`
+	Hard      ClassPolicy `json:"hard"`
+	// Codes are per-code overrides: a failure whose semantic code has an
+	// entry here is evaluated with it instead of its class's policy (its
+	// retry budget and reset wait are its own). Only codes of the
+	// configurable classes; auth and credential codes are never retried.
+	Codes          map[string]ClassPolicy `json:"codes,omitempty"`
+	FallbackModels []string               `json:"fallback_models,omitempty"`
+	Request        Request                `json:"request,omitzero"`
 	// EmptyTurn is what an empty end_turn becomes: EmptyTurnPass ("" too)
 	// annotates it; EmptyTurnError turns it into an empty_response failure.
 	EmptyTurn string `json:"empty_turn,omitempty"`
@@ -88,7 +93,26 @@ type Failure struct {
 	RetryAfter *time.Duration // validated hint, relative to Now
 	ResetAt    *time.Time     // validated hint
 	Now        time.Time
+	// Diagnostic is the class the agent's own retry note named before
+	// the failure ("" when there was none, or it named nothing known): a
+	// note counts only when it matches the error that follows (seed 004),
+	// so a different class stops recovery.
+	Diagnostic string
+	// DiagnosticOnly: the failure is what the agent's retry notes named,
+	// with no error after them (the agent may still be retrying): never
+	// recovered automatically.
+	DiagnosticOnly bool
+	// Jitter draws each retry delay (full jitter); nil: the full backoff.
+	Jitter Jitter
+	// MinDelay is a floor for a jittered retry delay: with shared
+	// circuits, the shortest cooldown the failure opens, so a retry is not
+	// sent before a circuit it opened could let it through. Zero: none.
+	MinDelay time.Duration
 }
+
+// Jitter draws a delay uniformly from [0, max] (full jitter), in whole
+// milliseconds.
+type Jitter func(max time.Duration) time.Duration
 
 // Route is the per-turn (per route cycle) recovery state the caller keeps
 // and passes back in; Evaluate returns the updated copy.

@@ -1,17 +1,19 @@
 // Package replay owns acp-guard's wire transcripts: the JSONL format, the
 // Recorder that writes it from the proxy's event loop, the Reader that parses
-// it back (line by line, reporting bad lines and continuing), and Serve, which
-// plays a transcript back as a fake agent on stdio. The offline player that
-// feeds a transcript through the guard pipeline lives in player.go and uses
-// the Reader.
+// it back (line by line, reporting bad lines and continuing), Serve, which
+// plays a transcript back as a fake agent on stdio, and the offline player
+// (player.go) that feeds a transcript through a guard pipeline on a
+// virtual clock. The pipeline itself is built by the module's root package
+// (acpguard), the one place acp-guard's parts are assembled: replay drives
+// it but never builds one.
 //
 // Dependencies point one way:
 //
-//	cmd/acp-guard ─► replay ─► guard ─► transport / observers ─► classify ◄─ catalogue
+//	cmd/acp-guard ─► acpguard ─► replay ─► transport / observers ─► classify
 //
-// replay must not import cmd. Serve and the Recorder use only the standard
-// library (and internal/safefile, the one way acp-guard opens a file it
-// writes); they never decode and re-encode a frame.
+// replay must not import cmd, acpguard or guard. Serve and the Recorder use
+// only the standard library (and internal/safefile, the one way acp-guard
+// opens a file it writes); they never decode and re-encode a frame.
 //
 // # Transcript format
 //
@@ -22,20 +24,44 @@
 //
 //	t_ms        integer ≥ 0, milliseconds since the recording started.
 //	            Required except on "meta" (where it is written as 0).
-//	dir         required: "meta" | "c2a" | "a2c" | "stderr" | "exit".
+//	dir         required: "meta" | "c2a" | "a2c" | "stderr" | "exit" |
+//	            "stop" | "attempt_log".
 //	code        exit only, required: the agent's exit code (-1 when it
 //	            was killed by a signal and no code exists).
 //	signal      exit only, optional: the signal that killed the agent
 //	            ("SIGKILL", "killed" and "9" are all understood).
 //	client_closed exit only, optional: true when the client had closed its
 //	            input before the agent exited.
+//	start_error exit only, optional: why the agent could not be started
+//	            (code 127: not found, 126: not executable).
+//	seq         attempt_log only, required: the number of the attempt
+//	            record, from 1 in the order the proxy appended them.
+//	err         attempt_log only, optional: why the record could not be
+//	            written (absent: it was).
 //	argv        meta only: the agent command line (redacted).
 //	adapter     meta only: the adapter identity, e.g. "cursor-acp".
 //	version     meta only: the acp-guard version that recorded.
 //	catalogue   meta only: the classifier catalogue version in use.
+//	start       meta only, optional: when the recording started (RFC 3339,
+//	            UTC); t_ms counts from it.
+//	notices     meta only, optional: the retry-notice channel in effect.
+//	stall_timeout_ms meta only, optional: the stall watchdog's timeout in
+//	            effect (absent: off).
+//	circuits    meta only, optional: where the circuits were kept ("file",
+//	            "nats", "memory"), "off" when the proxy ran without them
+//	            though its policy could recover; absent when it could not.
+//	circuit_namespace meta only, optional: the circuits' namespace.
+//	attempt_log meta only, optional: where the attempt log was kept ("dir",
+//	            "memory"); when present, the transcript holds an
+//	            attempt_log event wherever the proxy learned a write's
+//	            result.
+//	jitter_seed meta only, optional: the seed of the proxy's full jitter
+//	            on retry delays (an integer below 2^53); a replay or a
+//	            served session draws with it, so its retries fall when the
+//	            recorded ones did; absent: no jitter.
 //	policy      meta only, optional: the effective policy document the
 //	            proxy ran under (a JSON object; omitted parts filled in).
-//	            The offline player decides with it unless --policy is given.
+//	            A replay decides with it unless --policy is given.
 //	fallback    meta only, optional: the --fallback-models list.
 //	via         frames only: "guard" marks a frame the proxy emitted itself
 //	            or rewrote (a rewritten session/prompt response, a retry
@@ -67,6 +93,15 @@
 //	{"t_ms":51,"dir":"stderr","msg":"error: stream closed"}
 //	{"t_ms":60,"dir":"exit","code":-1,"signal":"SIGKILL"}
 //
+// and what the proxy did that is neither peer's: where it learned the
+// result of writing an attempt record (it schedules a retry only once the
+// record is written) and where it was told to stop (a signal; held prompts
+// are answered shutting_down, no attempt of its own starts after it):
+//
+//	{"t_ms":44,"dir":"attempt_log","seq":1}
+//	{"t_ms":45,"dir":"attempt_log","seq":2,"err":"attempt log: state directory: …: not a directory"}
+//	{"t_ms":47,"dir":"stop"}
+//
 // What each side saw follows from the marks: the client received the a2c
 // frames that are not suppressed; the agent sent the a2c frames without via;
 // the agent received the c2a frames that are not suppressed (the client's,
@@ -82,7 +117,10 @@
 //
 // # Serving
 //
-// Serve acts as the recorded agent. It walks the agent's view of the
+// Serve acts as the recorded agent. `acp-guard replay --serve` runs it
+// behind the guard pipeline in one process (acpguard.Serve), so a client
+// sees what the live client saw; `--agent-only` serves the agent alone,
+// to run behind another acp-guard. It walks the agent's view of the
 // recording in order: it emits what the agent sent (a2c frames without via,
 // suppressed or not; stderr lines; the exit) at the recorded relative times
 // scaled by 1/Speed, and before going past a point where the agent received
@@ -110,41 +148,50 @@
 // acp-guard with the same policy, which sends those retries again. A client
 // that waits for a response the recording shows after one of the client's
 // own later requests stalls; the served agent never answers ahead of the
-// inputs that preceded the answer in the recording.
+// inputs that preceded the answer in the recording. A served session runs
+// in real time: where the live outcome hung on a race (a late frame
+// against the write of an attempt record) it may go the other way; the
+// offline replay follows the recorded order.
 //
 // # Offline replay
 //
 // Play judges a transcript the way the live proxy judged it, with the same
-// code: a transport.Relay whose hooks are a guard.Guard, writing to a
-// transport.Virtual output whose clock starts at PlayOptions.Epoch
-// (DefaultEpoch, 2026-01-01T00:00:00Z, when zero). For each event in order
-// the clock is advanced to epoch+t_ms — firing due timers, that is
-// scheduled retries, in deadline order — and then the event is fed: c2a to
-// Relay.FromClient, a2c to Relay.FromAgent (with its "\n" or "\r\n"; a raw
-// line as it was, counting as unparseable evidence), stderr to
-// Relay.Stderr, exit to Relay.AgentExited. Frames marked via "guard" are
-// skipped: the replay's relay makes its own, and because the request table
+// code: a transport.Relay whose hooks are the Pipeline it is given (the
+// guard, as acpguard.Replay assembles it from the recorded configuration),
+// writing to a transport.Virtual output whose clock starts at
+// PlayOptions.Epoch, else at the meta event's start, else at DefaultEpoch
+// (2026-01-01T00:00:00Z). For each event in order the clock is advanced to
+// epoch+t_ms — firing due timers (scheduled retries, the stall watchdog)
+// in deadline order — and then the event is fed: c2a to Relay.FromClient,
+// a2c to Relay.FromAgent (with its "\n" or "\r\n"; a raw line as it was,
+// counting as unparseable evidence), stderr to Relay.Stderr, exit to
+// Relay.AgentExited, stop to Relay.Stopping, attempt_log to the pipeline's
+// AttemptLogged (which completes the write the guard waits for there).
+// Frames marked via "guard" are skipped: the replay's relay makes its own,
+// and because the request table
 // numbers the proxy's requests "acp-guard:N" in order, the agent's recorded
 // answers to a retry line up when the replay decides as the recording did.
 // When an answer to a proxy request is stamped before the replay's timer
 // is due (the two clocks disagree by a millisecond), the next timers fire
 // first. When the transcript ends, no remaining timer fires;
-// guard.(*Guard).Flush reports the prompts still pending: outcome
+// Pipeline.Flush (the guard's) reports the prompts still pending: outcome
 // "retried" with the latest decision (and the failure's ProviderError) for
 // a prompt whose recovery was under way, outcome "failed" with neither
 // stopReason nor error for a prompt the transcript never answered.
 //
-// The adapter is the PlayOptions.Adapter flag, else the meta event's
+// The adapter (Identity) is the --adapter flag, else the meta event's
 // adapter, else agentInfo.name from the initialize response (the guard
 // learns it), else the basename of meta argv[0]. A meta adapter that is
 // just that basename (what the live proxy records when it knew nothing
 // better) counts as the command, so initialize still decides, as it did
 // live.
 //
-// Result.Turns holds one guard.TurnReport per client prompt, in the order
-// the turns settled; it is exactly what `acp-guard replay --json` prints.
-// Result.Client and Result.Agent hold the frames the proxy would have
-// written. Result.Errors lists, each naming its line:
+// acpguard.ReplayResult.Turns holds one guard.TurnReport per client
+// prompt, in the order the turns settled; it is exactly what `acp-guard
+// replay --json` prints. A turn's late output (text for its session after
+// its answer and before the session's next prompt, guard.LateOutput) is
+// added to its line as "lateOutput" when that window closes. Result.Client and Result.Agent hold the frames
+// the proxy would have written. Result.Errors lists, each naming its line:
 //
 //   - *LineError, bad input: time going back ("t_ms 5 is earlier than the
 //     previous event's 10"), a response whose id answers no pending request
@@ -154,7 +201,9 @@
 //     when that is safe (a response to nothing is forwarded, as live).
 //   - *Divergence, a note: the agent answers a proxy request this replay
 //     did not send, because it runs with another policy, catalogue or
-//     adapter than the recording. That line is skipped.
+//     adapter than the recording. That line is skipped. (acpguard.Replay
+//     adds one on the meta line when the recorded policy is not valid and
+//     the default decides instead.)
 //
 // The Reader's own line errors come first from ReadAll; ErrorsByLine
 // merges both lists in line order. `acp-guard replay` prints them as
@@ -163,8 +212,11 @@
 // # Golden transcripts
 //
 // ../testdata/transcripts holds real-agent captures (real/), transcripts
-// recorded from the demo agent through the proxy (recorded/), hand-made
-// edge cases (handmade/) and bad input (bad/). Beside each x.jsonl:
+// recorded from the demo agent through the proxy (recorded/; and
+// terminal/: one for every way the proxy ends a request, recorded by the
+// root package's `go test -run TestTerminalGoldens -record`, which checks
+// that each replays to the live client's frames), hand-made edge cases
+// (handmade/) and bad input (bad/). Beside each x.jsonl:
 // x.expected.jsonl (the --json lines), x.errors.txt (the errors, only when
 // there are any), and optionally x.policy.json (--policy) and x.adapter
 // (--adapter). TestGolden replays them all; `go test ./replay -run

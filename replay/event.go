@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -16,6 +17,12 @@ const (
 	DirA2C    = "a2c"    // a frame from the agent side to the client
 	DirStderr = "stderr" // one line of the agent's stderr
 	DirExit   = "exit"   // the agent's exit
+	// DirStop: acp-guard was told to stop (a signal, or its context
+	// ended): no attempt of its own starts after it.
+	DirStop = "stop"
+	// DirAttemptLog: the proxy learned the result of writing a record to
+	// its attempt log.
+	DirAttemptLog = "attempt_log"
 )
 
 // ViaGuard marks a frame that acp-guard emitted itself or rewrote.
@@ -39,6 +46,9 @@ type Event struct {
 	// ClientClosed marks an exit that came after the client had closed
 	// its input (exit events only).
 	ClientClosed bool
+	// StartError is why the agent could not be started (exit events
+	// only; redacted like stderr).
+	StartError string
 
 	Via        string // "guard" when the proxy emitted or rewrote the frame
 	Suppressed bool   // an original frame the proxy did not forward
@@ -51,6 +61,29 @@ type Event struct {
 	// only, optional.
 	Policy   json.RawMessage
 	Fallback []string
+	// The rest of the configuration that shaped what the client saw (meta
+	// only, optional): when the recording started (t_ms counts from
+	// there), the notice channel, the stall timeout in effect, where the
+	// circuits were kept ("off" when there were none) and their namespace.
+	Start            time.Time
+	Notices          string
+	StallTimeoutMs   int64
+	Circuits         string
+	CircuitNamespace string
+	// AttemptLog says where the proxy kept its attempt log ("dir" or
+	// "memory"; "" : none, or not said): when set, the transcript holds an
+	// attempt_log event wherever the proxy learned a write's result.
+	AttemptLog string
+
+	// JitterSeed seeds the full jitter of the proxy's retry delays (meta
+	// only, optional): a replay draws the same delays with it.
+	JitterSeed uint64
+
+	// Seq and Err describe an attempt_log event: the proxy learned here
+	// that the Seq-th attempt record of the session (from 1) was written,
+	// or, with Err (redacted), that it could not be.
+	Seq int
+	Err string
 
 	// Line is the 1-based line number the Reader read the event from; 0 for
 	// events that were not read. It is not part of the format.
@@ -119,6 +152,10 @@ func (e Event) appendJSON(dst []byte) []byte {
 	if e.ClientClosed {
 		dst = append(dst, `,"client_closed":true`...)
 	}
+	if e.StartError != "" {
+		dst = append(dst, `,"start_error":`...)
+		dst = appendString(dst, e.StartError)
+	}
 	if e.Argv != nil {
 		dst = append(dst, `,"argv":[`...)
 		for i, a := range e.Argv {
@@ -129,9 +166,15 @@ func (e Event) appendJSON(dst []byte) []byte {
 		}
 		dst = append(dst, ']')
 	}
+	var start string
+	if !e.Start.IsZero() {
+		start = e.Start.UTC().Format(time.RFC3339Nano)
+	}
 	for _, f := range [...]struct{ key, val string }{
 		{`,"adapter":`, e.Adapter}, {`,"version":`, e.Version},
-		{`,"catalogue":`, e.Catalogue}, {`,"via":`, e.Via},
+		{`,"catalogue":`, e.Catalogue}, {`,"start":`, start}, {`,"notices":`, e.Notices},
+		{`,"circuits":`, e.Circuits}, {`,"circuit_namespace":`, e.CircuitNamespace}, {`,"attempt_log":`, e.AttemptLog},
+		{`,"via":`, e.Via},
 	} {
 		if f.val != "" {
 			dst = append(dst, f.key...)
@@ -151,6 +194,22 @@ func (e Event) appendJSON(dst []byte) []byte {
 			dst = appendString(dst, m)
 		}
 		dst = append(dst, ']')
+	}
+	if e.JitterSeed != 0 {
+		dst = append(dst, `,"jitter_seed":`...)
+		dst = strconv.AppendUint(dst, e.JitterSeed, 10)
+	}
+	if e.StallTimeoutMs > 0 {
+		dst = append(dst, `,"stall_timeout_ms":`...)
+		dst = strconv.AppendInt(dst, e.StallTimeoutMs, 10)
+	}
+	if e.Seq > 0 {
+		dst = append(dst, `,"seq":`...)
+		dst = strconv.AppendInt(dst, int64(e.Seq), 10)
+	}
+	if e.Err != "" {
+		dst = append(dst, `,"err":`...)
+		dst = appendString(dst, e.Err)
 	}
 	if e.Suppressed {
 		dst = append(dst, `,"suppressed":true`...)
@@ -179,6 +238,7 @@ type wireEvent struct {
 	Code         *int            `json:"code"`
 	Signal       string          `json:"signal"`
 	ClientClosed bool            `json:"client_closed"`
+	StartError   string          `json:"start_error"`
 	Via          string          `json:"via"`
 	Suppressed   bool            `json:"suppressed"`
 	CRLF         bool            `json:"crlf"`
@@ -188,6 +248,15 @@ type wireEvent struct {
 	Catalogue    string          `json:"catalogue"`
 	Policy       json.RawMessage `json:"policy"`
 	Fallback     []string        `json:"fallback"`
+	Start        string          `json:"start"`
+	Notices      string          `json:"notices"`
+	StallMs      int64           `json:"stall_timeout_ms"`
+	Circuits     string          `json:"circuits"`
+	Namespace    string          `json:"circuit_namespace"`
+	AttemptLog   string          `json:"attempt_log"`
+	JitterSeed   uint64          `json:"jitter_seed"`
+	Seq          int             `json:"seq"`
+	Err          string          `json:"err"`
 }
 
 // UnmarshalJSON decodes and validates one transcript line. Msg keeps the
@@ -201,10 +270,20 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return errors.New(`missing "dir"`)
 	}
 	ev := Event{
-		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed,
+		Dir: *w.Dir, Msg: w.Msg, Raw: w.Raw, Code: w.Code, Signal: w.Signal, ClientClosed: w.ClientClosed, StartError: w.StartError,
 		Via: w.Via, Suppressed: w.Suppressed, CRLF: w.CRLF,
 		Argv: w.Argv, Adapter: w.Adapter, Version: w.Version, Catalogue: w.Catalogue,
 		Policy: w.Policy, Fallback: w.Fallback,
+		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, AttemptLog: w.AttemptLog,
+		JitterSeed: w.JitterSeed,
+		Seq:        w.Seq, Err: w.Err,
+	}
+	if w.Start != "" {
+		t, err := time.Parse(time.RFC3339Nano, w.Start)
+		if err != nil {
+			return fmt.Errorf(`meta event: "start" %q is not an RFC 3339 time`, w.Start)
+		}
+		ev.Start = t
 	}
 	if w.TMs != nil {
 		ev.TMs = *w.TMs
@@ -223,6 +302,9 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 func (e Event) validate() error {
 	if e.TMs < 0 {
 		return fmt.Errorf(`negative "t_ms" %d`, e.TMs)
+	}
+	if e.StallTimeoutMs < 0 {
+		return fmt.Errorf(`negative "stall_timeout_ms" %d`, e.StallTimeoutMs)
 	}
 	switch e.Dir {
 	case DirMeta:
@@ -243,6 +325,11 @@ func (e Event) validate() error {
 	case DirExit:
 		if e.Code == nil {
 			return errors.New(`exit event: missing "code"`)
+		}
+	case DirStop:
+	case DirAttemptLog:
+		if e.Seq < 1 {
+			return errors.New(`attempt_log event: "seq" must be a record number from 1`)
 		}
 	default:
 		return fmt.Errorf(`unknown "dir" %q`, e.Dir)

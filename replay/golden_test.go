@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -55,16 +56,16 @@ func goldenTranscripts(t *testing.T) []string {
 func playGolden(t *testing.T, path string) (turns, errs []byte) {
 	t.Helper()
 	base := strings.TrimSuffix(path, ".jsonl")
-	var opts replay.PlayOptions
+	var cfg acpguard.Config
 	if data, err := os.ReadFile(base + ".policy.json"); err == nil {
 		doc, err := policy.Parse(data)
 		if err != nil {
 			t.Fatalf("%s.policy.json: %v", base, err)
 		}
-		opts.Policy = &doc
+		cfg.Policy = &doc
 	}
 	if data, err := os.ReadFile(base + ".adapter"); err == nil {
-		opts.Adapter = strings.TrimSpace(string(data))
+		cfg.Adapter = strings.TrimSpace(string(data))
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -72,7 +73,10 @@ func playGolden(t *testing.T, path string) (turns, errs []byte) {
 	}
 	defer f.Close()
 	events, readErrs := replay.ReadAll(f)
-	res := replay.Play(events, opts)
+	res, err := acpguard.Replay(events, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tb, eb bytes.Buffer
 	for _, turn := range res.Turns {
 		b, err := json.Marshal(turn)

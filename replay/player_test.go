@@ -1,13 +1,21 @@
-package replay
+package replay_test
 
 import (
 	"bytes"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/policy"
+	. "github.com/acp-guard/acp-guard/replay"
 )
+
+// The player's tests play through the one pipeline assembly
+// (acpguard.Replay), as `acp-guard replay` does.
 
 // transcript builds events from transcript lines.
 func transcript(t testing.TB, lines ...string) []Event {
@@ -17,6 +25,16 @@ func transcript(t testing.TB, lines ...string) []Event {
 		t.Fatalf("transcript: %v", errs)
 	}
 	return events
+}
+
+// play replays events with cfg.
+func play(t testing.TB, events []Event, cfg acpguard.Config) acpguard.ReplayResult {
+	t.Helper()
+	res, err := acpguard.Replay(events, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 const (
@@ -51,7 +69,7 @@ func TestPlayAdapterIdentity(t *testing.T) {
 				lines = append(lines, initOK(tt.agentInfo))
 			}
 			lines = append(lines, lnNew, lnNewOK, lnPrompt, lnCtrl, lnEndTurn)
-			res := Play(transcript(t, lines...), PlayOptions{Adapter: tt.flag})
+			res := play(t, transcript(t, lines...), acpguard.Config{Adapter: tt.flag})
 			if len(res.Turns) != 1 || res.Turns[0].Outcome != tt.want {
 				t.Errorf("got turns %+v, want one %q", res.Turns, tt.want)
 			}
@@ -61,12 +79,12 @@ func TestPlayAdapterIdentity(t *testing.T) {
 
 func TestPlayFeedsWireBytes(t *testing.T) {
 	// A CRLF frame and a raw line reach the client exactly as they came.
-	res := Play(transcript(t,
+	res := play(t, transcript(t,
 		lnInit,
 		`{"t_ms":2,"dir":"a2c","crlf":true,"msg":{"jsonrpc":"2.0","id":1,"result":{}}}`,
 		`{"t_ms":3,"dir":"a2c","raw":"not json"}`,
 		`{"t_ms":4,"dir":"a2c","raw":" {\"a\":1} ","msg":{"a":1}}`,
-	), PlayOptions{})
+	), acpguard.Config{})
 	want := []string{`{"jsonrpc":"2.0","id":1,"result":{}}` + "\r\n", "not json\n", ` {"a":1} ` + "\n"}
 	if len(res.Client) != len(want) {
 		t.Fatalf("got %q, want %q", res.Client, want)
@@ -90,7 +108,7 @@ func TestPlayRetry(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
 		lines      []string
-		opts       PlayOptions
+		opts       acpguard.Config
 		outcome    string
 		action     policy.Action
 		errs       int
@@ -99,22 +117,22 @@ func TestPlayRetry(t *testing.T) {
 		{"retry answered", append(append([]string{}, base...), guardRetry,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}}`,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
-			PlayOptions{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
+			acpguard.Config{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
 		// The recording's clock ran a little behind: the answer is stamped
 		// before the virtual timer is due; the player fires it first, so
 		// the answer lines up with the proxy's request (an empty answer:
 		// reported as the failure it did not recover, not as a success).
 		{"answer stamped early", append(append([]string{}, base...),
 			`{"t_ms":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
-			PlayOptions{Policy: &doc}, "annotated", policy.ActionStop, 0, false},
-		{"transcript ends while waiting", base, PlayOptions{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
+			acpguard.Config{Policy: &doc}, "annotated", policy.ActionStop, 0, false},
+		{"transcript ends while waiting", base, acpguard.Config{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
 		{"default policy diverges", append(append([]string{}, base...), guardRetry,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}}`,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
-			PlayOptions{}, "annotated", policy.ActionStop, 1, true},
+			acpguard.Config{}, "annotated", policy.ActionStop, 1, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Play(transcript(t, tt.lines...), tt.opts)
+			res := play(t, transcript(t, tt.lines...), tt.opts)
 			if len(res.Turns) != 1 {
 				t.Fatalf("got %d turns, want 1: %+v", len(res.Turns), res.Turns)
 			}
@@ -153,7 +171,7 @@ func TestPlayBadInput(t *testing.T) {
 		{"second meta", []string{lnInit, `{"dir":"meta"}`}, []string{"line 2: meta event after the first event (ignored)"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			res := Play(transcript(t, tt.lines...), PlayOptions{})
+			res := play(t, transcript(t, tt.lines...), acpguard.Config{})
 			var got []string
 			for _, e := range res.Errors {
 				got = append(got, e.Error())
@@ -193,12 +211,19 @@ func TestErrorsByLine(t *testing.T) {
 // FuzzPlay plays arbitrary transcripts: the player must not panic, must
 // report every client prompt at most once, and must be deterministic.
 func FuzzPlay(f *testing.F) {
-	seedTranscripts(f)
+	filepath.WalkDir(filepath.Join("..", "testdata", "transcripts"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".jsonl") {
+			if data, err := os.ReadFile(path); err == nil && len(data) < 1<<20 {
+				f.Add(data)
+			}
+		}
+		return nil
+	})
 	f.Add([]byte(strings.Join([]string{lnNew, lnNewOK, lnPrompt, lnCtrl, lnOverload, lnEndTurn, `{"t_ms":5,"dir":"exit","code":-1,"signal":"SIGKILL"}`, lnPrompt}, "\n")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		events, _ := ReadAll(bytes.NewReader(data))
-		a := Play(events, PlayOptions{})
-		b := Play(events, PlayOptions{})
+		a := play(t, events, acpguard.Config{})
+		b := play(t, events, acpguard.Config{})
 		if len(a.Turns) != len(b.Turns) || len(a.Client) != len(b.Client) || len(a.Errors) != len(b.Errors) {
 			t.Fatalf("two plays differ: %d/%d turns, %d/%d frames", len(a.Turns), len(b.Turns), len(a.Client), len(b.Client))
 		}

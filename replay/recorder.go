@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/acp-guard/acp-guard/internal/safefile"
 )
@@ -86,6 +87,18 @@ type MetaInfo struct {
 	Catalogue string          // the catalogue version
 	Policy    json.RawMessage // the effective policy document, compact JSON; nil: none
 	Fallback  []string        // --fallback-models
+	// Start is when the recording started (t_ms counts from it).
+	Start time.Time
+	// Notices, StallTimeout, Circuits and CircuitNamespace are the rest of
+	// the configuration a replay needs to decide as the recording did
+	// (see Event).
+	Notices          string
+	StallTimeout     time.Duration
+	Circuits         string
+	CircuitNamespace string
+	AttemptLog       string
+	// JitterSeed is the seed of the proxy's retry jitter (0: none).
+	JitterSeed uint64
 }
 
 // Meta records the meta event; call it first.
@@ -104,7 +117,41 @@ func (r *Recorder) Meta(m MetaInfo) {
 			pol = b.Bytes()
 		}
 	}
-	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback})
+	r.write(Event{Dir: DirMeta, Argv: red, Adapter: m.Adapter, Version: m.Version, Catalogue: m.Catalogue, Policy: pol, Fallback: m.Fallback,
+		Start: m.Start, Notices: m.Notices, StallTimeoutMs: m.StallTimeout.Milliseconds(), Circuits: m.Circuits, CircuitNamespace: m.CircuitNamespace, AttemptLog: m.AttemptLog,
+		JitterSeed: m.JitterSeed})
+}
+
+// StartFailed records that the agent could not be started (code 127: not
+// found, 126: not executable), and why, and flushes.
+func (r *Recorder) StartFailed(tMs int64, code int, err error) {
+	if r.err != nil {
+		return
+	}
+	r.write(Event{TMs: tMs, Dir: DirExit, Code: &code, StartError: r.redact(err.Error())})
+	r.Flush()
+}
+
+// Stop records that acp-guard was told to stop (a signal).
+func (r *Recorder) Stop(tMs int64) {
+	if r.err != nil {
+		return
+	}
+	r.write(Event{TMs: tMs, Dir: DirStop})
+}
+
+// AttemptLogged records that the proxy learned the result of the seq-th
+// attempt record of the session (from 1): written (err nil), or not, and
+// why (redacted when recording redacts).
+func (r *Recorder) AttemptLogged(tMs int64, seq int, err error) {
+	if r.err != nil {
+		return
+	}
+	ev := Event{TMs: tMs, Dir: DirAttemptLog, Seq: seq}
+	if err != nil {
+		ev.Err = r.redact(err.Error())
+	}
+	r.write(ev)
 }
 
 // Frame records one frame that crossed the proxy in direction dir (DirC2A or

@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
@@ -38,8 +40,13 @@ const compactPolicy = `{"version":1,"transient":{"on_exhausted":"stop"},"hard":{
 // answered and acp-guard has exited after stdin closed.
 func drive(t *testing.T, flags []string, agent ...string) [][]byte {
 	t.Helper()
+	return driveArgs(t, append(append(append([]string{}, flags...), "--", testbin.Path(t)), agent...)...)
+}
+
+// driveArgs is drive with acp-guard's whole command line.
+func driveArgs(t *testing.T, args ...string) [][]byte {
+	t.Helper()
 	bin := testbin.Path(t)
-	args := append(append(append([]string{}, flags...), "--", bin), agent...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -176,7 +183,7 @@ func TestRoundTrip(t *testing.T) {
 			dir := t.TempDir()
 			rec := filepath.Join(dir, "session.jsonl")
 			var flags []string
-			var opts replay.PlayOptions
+			var cfg acpguard.Config
 			if tt.policy != "" {
 				pf := filepath.Join(dir, "policy.json")
 				if err := os.WriteFile(pf, []byte(tt.policy), 0o600); err != nil {
@@ -186,7 +193,7 @@ func TestRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				opts.Policy = &doc
+				cfg.Policy = &doc
 				flags = append(flags, "--policy", pf, "--state-dir", filepath.Join(dir, "state"))
 			}
 			live := drive(t, append([]string{"--record", rec}, flags...), tt.agent...)
@@ -204,7 +211,10 @@ func TestRoundTrip(t *testing.T) {
 			equalFrames(t, "recorded client view", normalize(clientView(events)), normalize(live))
 
 			// Offline: the same frames to the client and the expected verdict.
-			res := replay.Play(events, opts)
+			res, err := acpguard.Replay(events, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if len(res.Errors) > 0 {
 				t.Errorf("offline replay errors: %v", res.Errors)
 			}
@@ -213,9 +223,21 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("offline turns = %+v, want one %q", res.Turns, tt.outcome)
 			}
 
-			// Served behind acp-guard: the client sees the original frames.
-			served := drive(t, flags, "replay", "--serve", "--no-delay", rec)
+			// Served behind acp-guard: the client sees the original frames,
+			// whether acp-guard runs in front of the served agent in one
+			// process (replay --serve, with the recorded configuration) or
+			// as another process.
+			served := driveArgs(t, "replay", "--serve", "--no-delay", rec)
 			equalFrames(t, "served client frames", normalize(served), normalize(live))
+			// A separate acp-guard draws its retry jitter from the recorded
+			// seed only when told.
+			if m, ok := replay.MetaOf(events); !ok || m.JitterSeed == 0 {
+				t.Fatalf("the recording's meta event has no jitter seed")
+			} else {
+				flags = append(flags, "--jitter-seed", strconv.FormatUint(m.JitterSeed, 10))
+			}
+			behind := drive(t, flags, "replay", "--serve", "--agent-only", "--no-delay", rec)
+			equalFrames(t, "client frames served behind acp-guard", normalize(behind), normalize(live))
 		})
 	}
 }
@@ -241,7 +263,10 @@ func TestPlayLinesUpProxyIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := replay.Play(events, replay.PlayOptions{Policy: &doc})
+	res, err := acpguard.Replay(events, acpguard.Config{Policy: &doc})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var want, got []string
 	for _, ev := range events {
 		if ev.Dir == replay.DirC2A && !ev.Suppressed {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -27,6 +28,28 @@ var silentCaptures = map[string][]string{
 	"gemini/empty_stream":           {"empty"},
 	"gemini/empty_answer":           {"empty"},
 	"kilo/offline_dns":              {"empty"}, // provider unreachable, reported as an empty end_turn
+	// pi-acp drops pi's error message: a failure pi does not retry
+	// (400, 401, 403, 404) is an empty end_turn; one it retried ends with
+	// nothing but its retry notes ("Retrying (attempt 1/3, waiting 2s)...",
+	// "Retry finished, resuming."), which are diagnostics, not output, and
+	// name no failure: empty too (evidence.empty.retryNotes).
+	"pi/billing":                {"empty"},
+	"pi/context_overflow":       {"empty"},
+	"pi/empty_answer":           {"empty"},
+	"pi/forbidden_403":          {"empty"},
+	"pi/model_not_found_404":    {"empty"},
+	"pi/unauthorized_401":       {"empty"},
+	"pi/bad_gateway_502":        {"empty"},
+	"pi/drop_before_text":       {"empty"},
+	"pi/offline_dns":            {"empty"},
+	"pi/overloaded":             {"empty"},
+	"pi/quota":                  {"empty"},
+	"pi/rate_limit":             {"empty"},
+	"pi/rate_limit_retry_after": {"empty"},
+	"pi/server_error_500":       {"empty"},
+	"pi/stall":                  {"empty"},
+	"pi/stream_error":           {"empty"},
+	"pi/unavailable_503":        {"empty"},
 	// truncated: text streamed, zero output tokens reported.
 	"claude/drop_after_text":              {"truncated"},
 	"claude/text_then_error":              {"truncated"},
@@ -55,7 +78,10 @@ func TestSilentRealCaptures(t *testing.T) {
 			}
 			defer f.Close()
 			events, _ := replay.ReadAll(f)
-			res := replay.Play(events, replay.PlayOptions{})
+			res, err := acpguard.Replay(events, acpguard.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			want, listed := silentCaptures[name]
 			if listed {
 				seen++
@@ -95,7 +121,7 @@ func TestSilentRealCaptures(t *testing.T) {
 
 // checkSilentFrames checks each flagged result on the wire: the kind in
 // _meta.acpGuard.silent, and every other byte as the agent wrote it.
-func checkSilentFrames(t *testing.T, events []replay.Event, res replay.Result, want []string) {
+func checkSilentFrames(t *testing.T, events []replay.Event, res acpguard.ReplayResult, want []string) {
 	t.Helper()
 	var flagged [][]byte
 	for _, fr := range res.Client {

@@ -24,6 +24,7 @@ const (
 	evTurn                    // a TurnReport
 	evAdapter                 // initialize's agentInfo.name
 	evModel                   // a session's current model (session/new, load, resume)
+	evLate                    // late output of an answered prompt (value: adapter; delayMs: chunks)
 )
 
 // event is what crosses the queue: copies only, nothing that the relay
@@ -187,9 +188,23 @@ func (a *attempts) Append(r policy.Record) error {
 	return a.inner.Append(r)
 }
 
+// Late is the guard's Config.OnLate: late output is counted (the turn's
+// span has ended by then).
+func (t *Telemetry) Late(l guard.LateOutput) {
+	at := l.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.emit(event{kind: evLate, at: at, session: l.SessionID, value: l.Adapter, delayMs: int64(l.Chunks)})
+}
+
 // Turn is the guard's Config.OnTurn.
 func (t *Telemetry) Turn(r guard.TurnReport) {
-	t.emit(event{kind: evTurn, at: time.Now(), session: r.SessionID, key: transport.KeyOf(r.RequestID), report: &r})
+	at := r.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	t.emit(event{kind: evTurn, at: at, session: r.SessionID, key: transport.KeyOf(r.RequestID), report: &r})
 }
 
 func jsonInt(raw []byte) (int64, error) { return strconv.ParseInt(string(raw), 10, 64) }

@@ -20,11 +20,12 @@ type instruments struct {
 	dropped    metric.Int64Counter     // acp_guard.telemetry.dropped
 	silent     metric.Int64Counter     // acp_guard.silent {kind, adapter}
 	circuits   metric.Int64Counter     // acp_guard.circuit.stops {state}
+	late       metric.Int64Counter     // acp_guard.late_output {adapter}
 }
 
 func newInstruments(m metric.Meter) (instruments, error) {
 	var in instruments
-	var errs [10]error
+	var errs [11]error
 	in.failures, errs[0] = m.Int64Counter("acp_guard.provider.failures", metric.WithDescription("Classified provider failures, one per failed attempt"))
 	in.recoveries, errs[1] = m.Int64Counter("acp_guard.recoveries", metric.WithDescription("Prompt turns in which recovery was attempted, by how they ended"))
 	in.notices, errs[2] = m.Int64Counter("acp_guard.notices", metric.WithDescription("Retry and wait notices sent to the client"))
@@ -35,5 +36,6 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	in.dropped, errs[7] = m.Int64Counter("acp_guard.telemetry.dropped", metric.WithDescription("Telemetry events dropped because the queue was full"))
 	in.silent, errs[8] = m.Int64Counter("acp_guard.silent", metric.WithDescription("Successful turns flagged as silent failures (empty, truncated, repeated)"))
 	in.circuits, errs[9] = m.Int64Counter("acp_guard.circuit.stops", metric.WithDescription("Turns whose recovery a shared circuit stopped (recovery.reason circuit_open)"))
+	in.late, errs[10] = m.Int64Counter("acp_guard.late_output", metric.WithDescription("Text chunks for a session after its prompt was answered and before its next prompt"))
 	return in, errors.Join(errs[:]...)
 }

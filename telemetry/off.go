@@ -26,6 +26,7 @@ func New(context.Context, Settings, *slog.Logger, observers.Identity) (*Telemetr
 func (*Telemetry) Hooks(inner transport.Hooks) transport.Hooks      { return inner }
 func (*Telemetry) Attempts(inner guard.AttemptLog) guard.AttemptLog { return inner }
 func (*Telemetry) Turn(guard.TurnReport)                            {}
+func (*Telemetry) Late(guard.LateOutput)                            {}
 func (*Telemetry) Close(context.Context, Frames) error              { return nil }
 func (*Telemetry) Dropped() int64                                   { return 0 }
 func (*Telemetry) Failures() int64                                  { return 0 }

@@ -95,6 +95,12 @@ func (w *worker) handle(e event) {
 		w.attempt(e)
 	case evTurn:
 		w.report(e)
+	case evLate:
+		adapter := e.value
+		if adapter == "" {
+			adapter = w.adapter()
+		}
+		w.t.inst.late.Add(context.Background(), e.delayMs, metric.WithAttributes(attribute.String("adapter", adapter)))
 	}
 }
 
@@ -307,6 +313,9 @@ func turnAttrs(r *guard.TurnReport, model string) []attribute.KeyValue {
 	}
 	if r.Silent != "" {
 		attrs = append(attrs, attribute.String("acp_guard.silent", r.Silent))
+	}
+	if r.AgentRetries > 0 {
+		attrs = append(attrs, attribute.Int("acp_guard.agent_retries", r.AgentRetries))
 	}
 	if pe := r.ProviderError; pe != nil && pe.Circuit != nil {
 		attrs = append(attrs, attribute.String("acp_guard.circuit.key", pe.Circuit.Key), attribute.String("acp_guard.circuit.state", pe.Circuit.State))

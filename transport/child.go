@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -29,13 +30,18 @@ func (e *StartError) Error() string {
 
 func (e *StartError) Unwrap() error { return e.Err }
 
-// child is the agent process and the parent's ends of its pipes.
+// child is the agent process and the parent's ends of its pipes: one Run
+// started (cmd), or one the caller runs (ext, AgentPipes).
 type child struct {
 	cmd    *exec.Cmd
-	stdin  *os.File // we write
-	stdout *os.File // we read
-	stderr *os.File // we read (a pty master with StderrPTY)
-	pgid   int
+	ext    *AgentPipes
+	stdin  io.WriteCloser // we write
+	stdout io.ReadCloser  // we read
+	stderr io.ReadCloser  // we read (a pty master with StderrPTY)
+	pgid   int            // 0 for the caller's agent
+	// gone is closed when the caller's agent has exited (its Wait
+	// returned, or its stdout ended when it has no Wait).
+	gone chan struct{}
 }
 
 func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child, error) {
@@ -101,8 +107,15 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// signalGroup sends sig to the agent's whole process group.
+// signalGroup sends sig to the agent's whole process group (the caller's
+// agent: through AgentPipes.Signal, when set).
 func (c *child) signalGroup(sig syscall.Signal) error {
+	if c.ext != nil {
+		if c.ext.Signal == nil {
+			return nil
+		}
+		return c.ext.Signal(sig)
+	}
 	err := syscall.Kill(-c.pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil
@@ -112,6 +125,16 @@ func (c *child) signalGroup(sig syscall.Signal) error {
 
 // wait waits for the agent and converts its state to an ExitStatus.
 func (c *child) wait() ExitStatus {
+	if c.ext != nil {
+		st := ExitStatus{}
+		if c.ext.Wait != nil {
+			st = c.ext.Wait()
+		} else {
+			<-c.stdoutEOF()
+		}
+		close(c.gone)
+		return st
+	}
 	err := c.cmd.Wait()
 	ps := c.cmd.ProcessState
 	if ps == nil {

@@ -1,10 +1,12 @@
 // Package transport is acp-guard's stdio relay: framing (lines.go),
 // frames and directions (msg.go), the request table (requests.go), the
-// serialized state machine between client and agent (relay.go), the
-// agent's process (child.go), the event loop that ties pipes, timers and
-// signals to the relay (loop.go, shutdown.go, reaper.go) and the writers
-// (writer.go). It imports no other acp-guard package but internal/jsonscan;
-// observation, classification and recovery plug in through Hooks.
+// serialized state machine between client and agent (relay.go) and its
+// exactly-once answers (answers.go), the agent's process (child.go), the
+// event loop that ties pipes, timers and signals to the relay (loop.go,
+// shutdown.go, reaper.go), sessions that end before the agent runs
+// (early.go) and the writers (writer.go). It imports no other acp-guard
+// package but internal/jsonscan; observation, classification and recovery
+// plug in through Hooks.
 //
 // # Frames
 //
@@ -15,7 +17,14 @@
 // newline is forwarded with one when it is a complete JSON object and
 // never forwarded when it is a fragment (Relay.lastLine), so every frame
 // acp-guard writes starts on a fresh line. Request ids are compared by
-// value (KeyOf).
+// value (KeyOf). Frames acp-guard writes of its own leave through one
+// place (Relay.emit), which makes them valid UTF-8.
+//
+// # Answers
+//
+// Each request gets at most one answer, in both directions, and no answer
+// reaches a peer that it did not ask for: a second answer, or one to an id
+// never sent, is dropped, counted, logged and recorded (answers.go).
 //
 // # Hooks
 //
@@ -24,6 +33,18 @@
 // they were read, on whichever goroutine produced the event. A hook must
 // not block: no I/O, no waiting — what it writes is queued and written
 // after the lock is released.
+//
+// # Time
+//
+// One time per event: the loop stamps each event once, under its lock,
+// and every Ctl.Now during the event returns that stamp, so a decision,
+// the circuit operation it reports, the timer it arms and the record it
+// writes agree however slowly the machine runs between them. A delay
+// passed to Ctl.After counts from the arming event's stamp, and the
+// timer's own event is stamped no earlier than that deadline (by the
+// monotonic and the wall reading): a deadline computed as stamp + d is due
+// when the timer for d fires. Stamps never go back. The offline Virtual
+// output keeps time the same way.
 //
 // # Goroutines
 //
@@ -59,10 +80,21 @@
 //     when the client has read nothing for the grace period (the
 //     goroutine is then abandoned, blocked on a client that never reads).
 //
+// With Options.Agent (AgentPipes: an agent the caller runs) nothing is
+// started: the readers read the caller's pipes, the waiter calls
+// AgentPipes.Wait (without one, it waits for the stdout reader's EOF),
+// signals and the grace escalation go through AgentPipes.Signal, and no
+// orphan reaper runs.
+//
 // The goroutine that handled an event writes what it produced outside the
 // lock (writer.drain); one drainer per writer at a time, so order holds.
 //
 // # Ending a session
+//
+// A stop signal waiting when Run begins (one that came while acp-guard
+// parsed flags or loaded its configuration) means the agent is never
+// started: the requests the client already sent — the bytes waiting on its
+// input — are answered, and the exit code is 128+N (early.go).
 //
 // The session is over when the agent has exited and its stdout and stderr
 // reached EOF — or the drain period passed with the stdout reader idle (a

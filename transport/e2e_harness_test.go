@@ -27,7 +27,14 @@ import (
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+// TestMain runs the tests — or, run as `transport.test fault-agent PLAN
+// LOG` by acp-guard in the randomized fault test, the hostile agent.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 4 && os.Args[1] == "fault-agent" {
+		os.Exit(runFaultAgent(os.Args[2], os.Args[3]))
+	}
+	testbin.Main(m)
+}
 
 // watchdog bounds how long one acp-guard process may live in a test. It is
 // a guard against hangs, not an assertion: when it fires the process is

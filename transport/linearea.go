@@ -33,3 +33,28 @@ func (a *lineArea) free() {
 		a.buf = nil
 	}
 }
+
+// movePiece is how much of a line toHeap copies before it hands the
+// copied pages back.
+const movePiece = 1 << 20
+
+// toHeap moves line, which starts at the beginning of the area, onto the
+// Go heap piece by piece, handing each copied piece's pages back to the
+// kernel at once: the line is never held twice (the peak is the line plus
+// one piece). The area must not be read afterwards — its pages read as
+// zeros — and is still unmapped by free.
+func (a *lineArea) toHeap(line []byte) []byte {
+	base := a.buf[:cap(a.buf)]
+	if len(line) == 0 || &line[0] != &base[0] {
+		return append([]byte(nil), line...) // not where toHeap expects it
+	}
+	out := make([]byte, len(line))
+	for off := 0; off < len(line); off += movePiece {
+		end := min(off+movePiece, len(line))
+		copy(out[off:end], line[off:end])
+		// off is page-aligned (the mapping is, and movePiece is a
+		// multiple of the page size); the kernel rounds the length up.
+		_ = syscall.Madvise(base[off:end], syscall.MADV_DONTNEED)
+	}
+	return out
+}

@@ -15,6 +15,9 @@ type Line struct {
 	Oversize int64  // > 0: the line exceeded the cap and was discarded
 	Head     []byte // oversized lines only: the first headKeep bytes
 	Tail     []byte // oversized lines only: the last tailKeep bytes
+	// area is the mapping Bytes lives in, for a long line (readLong); the
+	// relay may move such a line onto the heap to keep it (toHeap).
+	area *lineArea
 }
 
 const (
@@ -155,11 +158,11 @@ func (lr *lineReader) readLong(first []byte, b *batch) (line Line, rest []byte, 
 			lineEnd := len(acc) - n + end + 1
 			rest = append([]byte(nil), acc[lineEnd:]...)
 			b.big = area
-			return Line{Bytes: acc[:lineEnd:lineEnd]}, rest, rerr
+			return Line{Bytes: acc[:lineEnd:lineEnd], area: area}, rest, rerr
 		}
 		if rerr != nil {
 			b.big = area
-			return Line{Bytes: acc[:len(acc):len(acc)]}, nil, rerr
+			return Line{Bytes: acc[:len(acc):len(acc)], area: area}, nil, rerr
 		}
 	}
 }

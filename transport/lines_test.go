@@ -278,3 +278,29 @@ func TestBatchFramesLeaveInOneWrite(t *testing.T) {
 		t.Errorf("pass-through frames of one batch became %d chunks: %q", len(chunks), chunks)
 	}
 }
+
+// TestLineAreaToHeap: a long line moves off its mapping intact, and the
+// pages it leaves are handed back (they read as zeros afterwards).
+func TestLineAreaToHeap(t *testing.T) {
+	const n = 3*movePiece + 12345
+	a := newLineArea(4 * movePiece)
+	if a == nil {
+		t.Skip("cannot map a line area")
+	}
+	defer a.free()
+	line := a.buf[:n]
+	for i := range line {
+		line[i] = byte('a' + i%26)
+	}
+	want := append([]byte(nil), line...)
+	got := a.toHeap(line)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the moved line differs")
+	}
+	if &got[0] == &line[0] {
+		t.Fatal("the line did not move")
+	}
+	if line[0] != 0 || line[n-1] != 0 {
+		t.Errorf("the area's pages still hold the line (first %q, last %q)", line[0], line[n-1])
+	}
+}

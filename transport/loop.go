@@ -27,6 +27,11 @@ type Options struct {
 	Stdout io.Writer // us → client (protocol only)
 	Stderr io.Writer // agent stderr is copied here line by line
 
+	// Agent, if set, is an agent the caller runs: Run relays over its pipes
+	// and starts nothing (Argv, Env, Dir, StderrPTY and Subreaper are
+	// ignored).
+	Agent *AgentPipes
+
 	Signals <-chan os.Signal // forwarded to the agent's process group
 	Logger  *slog.Logger
 	Hooks   Hooks
@@ -80,7 +85,10 @@ type event struct {
 
 // Run starts the agent and relays until it exits. Errors starting the agent
 // are returned as *StartError after pending client requests (read within a
-// short window) have been answered.
+// short window) have been answered. A stop signal already waiting on
+// Options.Signals (or a done ctx) when Run begins means the agent is never
+// started: the requests the client already sent are answered and the
+// result's exit code is 128+N (ExitStatus.Stopped).
 //
 // Concurrency: each input has exactly one reader goroutine, and every
 // event — a batch of lines, an EOF, a stderr line, the exit, a timer — is
@@ -104,20 +112,29 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := o.Logger
+	if o.Agent != nil {
+		o.Subreaper = false
+	}
 	if o.Subreaper {
 		if err := becomeSubreaper(); err != nil {
 			log.Warn("cannot become a child subreaper; orphans of the agent go to init", "err", err)
 			o.Subreaper = false
 		}
 	}
-	ch, err := startChild(o.Argv, o.Env, o.Dir, o.StderrPTY)
+	if sig, ok := stopRequested(ctx, o.Signals); ok {
+		// Told to stop before the agent ran: it is not started, and the
+		// requests the client already sent are answered (early.go).
+		log.Info("stop signal before the agent started; not starting it", "signal", SignalName(sig))
+		return answerStopped(o, sig), nil
+	}
+	ch, err := startAgent(o)
 	if err != nil {
 		return answerUnstarted(o, err), err
 	}
-	if o.Started != nil {
+	if o.Started != nil && ch.pgid > 0 {
 		o.Started(ch.pgid)
 	}
-	log.Info("agent started", "pid", ch.pgid, "argv0", o.Argv[0])
+	log.Info("agent started", "pid", ch.pgid, "argv0", agentName(o))
 
 	l := &loop{
 		o:           o,
@@ -129,6 +146,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		toAgent:     newWriter(ch.stdin, log, "agent"),
 		toClient:    newWriter(o.Stdout, log, "client"),
 		agentOut:    newWatchedReader(ch.stdout),
+		now:         time.Now(),
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 
@@ -181,11 +199,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	<-l.finished
 	l.mu.Lock()
+	l.stamp(time.Time{}) // the session's end is handled like an event
 	if l.forceFinish {
 		log.Warn("agent output still open after exit (a grandchild?); killing its process group")
 	}
-	// Whatever the agent left in its process group goes with it.
-	_ = ch.signalGroup(syscall.SIGKILL)
+	// Whatever the agent left in its process group goes with it (an agent
+	// the caller runs is the caller's).
+	if ch.ext == nil {
+		_ = ch.signalGroup(syscall.SIGKILL)
+	}
 	for _, stop := range l.timers {
 		stop()
 	}
@@ -223,6 +245,7 @@ type loop struct {
 	stderrDrops atomic.Uint64
 
 	mu          sync.Mutex
+	now         time.Time // the stamp of the event being handled (stamp)
 	relay       *Relay
 	toAgent     *writer
 	toClient    *writer
@@ -255,6 +278,11 @@ type loop struct {
 // its stdout while we block on its stdin).
 func (l *loop) handle(ev event) {
 	l.mu.Lock()
+	var due time.Time
+	if ev.kind == evFire {
+		due = ev.fire.due
+	}
+	l.stamp(due)
 	l.handleLocked(ev)
 	l.mu.Unlock()
 	switch ev.kind {
@@ -312,7 +340,7 @@ func (l *loop) handleLocked(ev event) {
 		l.log.Info("agent exited", "code", l.exit.Code, "signal", l.exit.Signal)
 		// Its output may still be in the pipe, or a grandchild may hold
 		// the pipe open: wait for EOF, but not forever (drainCheck).
-		l.drainStalled = time.Now()
+		l.drainStalled = l.now
 		l.toClient.setFine()
 		l.timers = append(l.timers, l.Schedule(l.o.Drain, l.drainCheck))
 	case evSignal:
@@ -350,7 +378,30 @@ func (l *loop) clientGone() {
 	l.escalate(0, true)
 }
 
-func (l *loop) Now() time.Time { return time.Now() }
+// Now is the time of the event being handled: every Ctl.Now, timer and
+// record of one event reads the same stamp (see stamp).
+func (l *loop) Now() time.Time { return l.now }
+
+// stamp fixes the time of the event about to be handled, under the lock:
+// the clock is read once per event, so a decision, the circuit operation
+// it reports, the timer it arms and the record it writes agree however
+// slowly the machine runs between them. A stamp never goes back (the
+// monotonic reading of the previous event's is its floor), and a timer's
+// event is stamped no earlier than the deadline its timer was armed for
+// (the arming event's stamp plus the delay, compared both by the monotonic
+// and by the wall reading, which is all a stored deadline keeps): what an
+// event computed as "stamp + d" is due when the timer for d fires.
+// due is zero for every event but a timer's.
+func (l *loop) stamp(due time.Time) {
+	now := time.Now()
+	if now.Before(l.now) {
+		now = l.now
+	}
+	if !due.IsZero() && (now.Before(due) || now.Round(0).Before(due.Round(0))) {
+		now = due
+	}
+	l.now = now
+}
 
 func (l *loop) WriteClient(line []byte) { l.outClient = appendChunk(l.outClient, line) }
 func (l *loop) WriteAgent(line []byte)  { l.outAgent = appendChunk(l.outAgent, line) }
@@ -403,14 +454,17 @@ func (l *loop) flushTo(w *writer, out *[][]byte, b *batch) {
 
 type scheduled struct {
 	fn      func()
+	due     time.Time // the arming event's stamp + the delay (zero: Post)
 	stopped bool
 	fired   bool
 }
 
-// Schedule runs fn after d as an event, under the loop's lock. stop must be
-// called under the lock; it reports whether fn had not run yet.
+// Schedule runs fn after d as an event, under the loop's lock. d counts
+// from the stamp of the event that calls it, and fn's event is stamped no
+// earlier than that deadline. stop must be called under the lock; it
+// reports whether fn had not run yet.
 func (l *loop) Schedule(d time.Duration, fn func()) func() bool {
-	s := &scheduled{fn: fn}
+	s := &scheduled{fn: fn, due: l.now.Add(max(d, 0))}
 	t := time.AfterFunc(d, func() { l.handle(event{kind: evFire, fire: s}) })
 	return func() bool {
 		t.Stop()
@@ -481,45 +535,6 @@ func (l *loop) stderrLine(s string) {
 	case l.stderrLines <- StripANSI(s):
 	default:
 		l.stderrDrops.Add(1)
-	}
-}
-
-// answerUnstarted reads what the client already sent (within a short
-// window) and answers each request with an error: the agent never ran.
-func answerUnstarted(o Options, startErr error) Result {
-	st := ExitStatus{Code: 127, StartErr: startErr}
-	var se *StartError
-	if errors.As(startErr, &se) {
-		st.Code = se.ExitCode
-	}
-	out := &syncOutput{w: o.Stdout}
-	r := NewRelay(Config{MaxLine: o.MaxLine, Logger: o.Logger, Redact: o.Redact, Tap: o.Tap}, out)
-	r.AgentExited(st)
-	lines := make(chan *batch, 16)
-	go func() { // not waited for: it may block on a stdin that stays open
-		lr := newLineReader(o.Stdin, o.MaxLine)
-		for {
-			b, err := lr.next()
-			lines <- b
-			if err != nil {
-				close(lines)
-				return
-			}
-		}
-	}()
-	deadline := time.After(300 * time.Millisecond)
-	for {
-		select {
-		case batch, ok := <-lines:
-			if !ok {
-				return Result{Exit: st}
-			}
-			for _, ln := range batch.lines {
-				r.FromClient(ln)
-			}
-		case <-deadline:
-			return Result{Exit: st}
-		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
@@ -50,6 +51,9 @@ type ExitStatus struct {
 	Code     int    // exit code; 128+N when killed by signal N
 	Signal   string // e.g. "killed", "terminated" — empty when it exited
 	StartErr error  // the agent could not be started
+	// Stopped: acp-guard was told to stop, by this signal, before it
+	// started the agent; the agent never ran (Code is 128+N).
+	Stopped syscall.Signal
 	// OutputClosed: the agent closed its stdout while still running. It
 	// can answer nothing more; it is terminated after the grace period,
 	// and Code and Signal are not known yet (Code is -1).
@@ -171,6 +175,10 @@ type Relay struct {
 	closed bool // client input ended
 	Counts Counts
 	redact func(string) string
+	// answeredClient and answeredAgent remember the latest answered
+	// requests of each side, to tell a duplicate answer from a stray one
+	// (answers.go).
+	answeredClient, answeredAgent recentKeys
 }
 
 // Counts are relay statistics.
@@ -186,6 +194,12 @@ type Counts struct {
 	// DuplicateProxyAnswers counts agent responses to proxy requests
 	// that were no longer pending (dropped).
 	DuplicateProxyAnswers uint64
+	// Answers nobody was owed, dropped (answers.go): a second answer to a
+	// request already answered, or one to an id never sent or no longer
+	// pending — the agent's to client requests, the client's to agent
+	// requests.
+	DuplicateAnswersFromAgent, StrayAnswersFromAgent   uint64
+	DuplicateAnswersFromClient, StrayAnswersFromClient uint64
 	// IDsRestored counts responses forwarded with the id bytes of their
 	// request because the peer spelled the id differently (2.0 for 2).
 	IDsRestored                  uint64
@@ -231,8 +245,7 @@ func (r *Relay) StderrTail() []string {
 
 func (r *Relay) ToClient(line []byte) {
 	r.Counts.Injected++
-	r.tapOut(A2C, line)
-	r.out.WriteClient(line)
+	r.emit(A2C, line)
 }
 
 func (r *Relay) ToAgent(line []byte) {
@@ -240,8 +253,7 @@ func (r *Relay) ToAgent(line []byte) {
 		return
 	}
 	r.Counts.Injected++
-	r.tapOut(C2A, line)
-	r.out.WriteAgent(line)
+	r.emit(C2A, line)
 }
 
 func (r *Relay) Pending(req *Request) bool {
@@ -255,6 +267,7 @@ func (r *Relay) Reply(req *Request, line []byte) bool {
 		return false
 	}
 	delete(r.table.client, req.Key)
+	r.answeredClient.add(req.Key)
 	if !req.answered {
 		if r.early == nil {
 			r.early = make(map[IDKey]bool)
@@ -262,8 +275,7 @@ func (r *Relay) Reply(req *Request, line []byte) bool {
 		r.early[req.Key] = true
 	}
 	r.Counts.Rewritten++
-	r.tapOut(A2C, line)
-	r.out.WriteClient(line)
+	r.emit(A2C, line)
 	return true
 }
 
@@ -306,6 +318,20 @@ func (r *Relay) After(d time.Duration, fire func()) func() bool {
 	return r.out.Schedule(d, fire)
 }
 
+// emit writes a frame of acp-guard's own (made or rewritten by it) to
+// dir's peer: the one place such frames leave, so the one place they are
+// made valid UTF-8 (validFrame). The retry of a client's prompt (Call) is
+// the client's bytes and leaves as they came.
+func (r *Relay) emit(dir Dir, line []byte) {
+	line = validFrame(line)
+	r.tapOut(dir, line)
+	if dir == A2C {
+		r.out.WriteClient(line)
+	} else {
+		r.out.WriteAgent(line)
+	}
+}
+
 func (r *Relay) tapOut(dir Dir, line []byte) {
 	if r.cfg.Tap != nil {
 		r.cfg.Tap.Frame(dir, line, ViaGuard, false)
@@ -329,6 +355,7 @@ func (r *Relay) FromClient(l Line) {
 		if l.Bytes, ok = r.lastLine(C2A, l.Bytes); !ok {
 			return
 		}
+		l.area = nil // lastLine made a copy
 	}
 	r.Counts.ClientFrames++
 	r.msg = ParseMsg(l.Bytes)
@@ -345,14 +372,12 @@ func (r *Relay) FromClient(l Line) {
 			// The proxy's own namespace: answering it would be ambiguous.
 			r.log.Warn("client used a reserved request id; refused", "id", string(m.ID))
 			r.tapIn(C2A, l.Bytes, true)
-			line := ErrorResponse(m.ID, -32600, "acp-guard: request ids starting with \""+ProxyIDPrefix+"\" are reserved for the proxy", nil)
-			r.tapOut(A2C, line)
-			r.out.WriteClient(line)
+			r.emit(A2C, ErrorResponse(m.ID, -32600, "acp-guard: request ids starting with \""+ProxyIDPrefix+"\" are reserved for the proxy", nil))
 			return
 		}
 		delete(r.early, KeyOf(m.ID)) // a new request with that id supersedes
 		var dup bool
-		req, dup = r.table.add(FromClient, m, r.out.Now(), r.hooks.KeepParams(m.Method))
+		req, dup = r.table.add(FromClient, m, r.out.Now(), r.keepParams(&l, m))
 		if dup {
 			r.log.Warn("client reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -363,9 +388,10 @@ func (r *Relay) FromClient(l Line) {
 			return
 		}
 	case KindResponse:
-		key := KeyOf(m.ID)
-		req = r.table.agent[key]
-		delete(r.table.agent, key)
+		var ok bool
+		if req, ok = r.clientAnswer(m, l.Bytes); !ok {
+			return
+		}
 	}
 	v := r.hooks.ClientMsg(r, m, req)
 	if v != Forward {
@@ -401,7 +427,7 @@ func (r *Relay) FromAgent(l Line) {
 		}
 	case KindRequest:
 		var dup bool
-		req, dup = r.table.add(FromAgent, m, r.out.Now(), false)
+		req, dup = r.table.add(FromAgent, m, r.out.Now(), nil)
 		if dup {
 			r.log.Warn("agent reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -422,24 +448,15 @@ func (r *Relay) FromAgent(l Line) {
 			r.log.Warn("agent answered a proxy request that is not pending; dropped", "id", string(m.ID))
 			return
 		}
-		req = r.table.client[key]
-		if req == nil && r.early[key] {
-			// The proxy already answered this request: exactly one answer.
-			delete(r.early, key)
-			r.Counts.Dropped++
-			r.tapIn(A2C, l.Bytes, true)
-			r.log.Info("late agent response to a request the proxy answered; dropped", "id", string(m.ID))
+		var ok bool
+		if req, ok = r.agentAnswer(m, l.Bytes); !ok {
 			return
-		}
-		if req == nil {
-			r.log.Debug("response to no pending request; forwarded", "id", string(m.ID))
-		} else {
-			req.answered = true
 		}
 	}
 	v := r.hooks.AgentMsg(r, m, req)
 	if m.Kind == KindResponse && req != nil && v != Hold {
 		delete(r.table.client, req.Key)
+		r.answeredClient.add(req.Key)
 	}
 	if v != Forward {
 		r.Counts.Dropped++
@@ -448,6 +465,23 @@ func (r *Relay) FromAgent(l Line) {
 	}
 	r.tapIn(A2C, l.Bytes, false)
 	r.out.WriteClient(r.withRequestID(m, req))
+}
+
+// keepParams returns the params a client request keeps, when a hook asks
+// for them (nil otherwise): a copy of a short line's; for a long line, the
+// line is moved off its mapping onto the heap (l and m follow it) and the
+// request keeps its params span — one copy of the line, not two.
+func (r *Relay) keepParams(l *Line, m *Msg) []byte {
+	if m.Params == nil || !r.hooks.KeepParams(m.Method) {
+		return nil
+	}
+	if l.area == nil {
+		return append([]byte(nil), m.Params...)
+	}
+	l.Bytes = l.area.toHeap(l.Bytes)
+	l.area = nil
+	m.rebase(l.Bytes)
+	return m.Params
 }
 
 // withRequestID returns the frame to forward for m: unchanged, unless m is
@@ -503,9 +537,7 @@ func (r *Relay) lastLine(dir Dir, b []byte) ([]byte, bool) {
 	}
 	r.Counts.FragmentsFromClient++
 	if id := oversizeID(Line{Head: b}); id != nil {
-		line := ErrorResponse(id, -32700, "acp-guard: the frame ended without a newline at end of input and is not complete JSON; discarded", nil)
-		r.tapOut(A2C, line)
-		r.out.WriteClient(line)
+		r.emit(A2C, ErrorResponse(id, -32700, "acp-guard: the frame ended without a newline at end of input and is not complete JSON; discarded", nil))
 	}
 	return nil, false
 }
@@ -537,15 +569,35 @@ func (r *Relay) agentOversize(l Line) {
 	r.log.Error("agent line exceeds the line cap; discarded", "dir", "a2c", "bytes", l.Oversize, "max", r.cfg.MaxLine, "id", string(id))
 	m := Msg{Kind: KindInvalid}
 	r.hooks.AgentMsg(r, &m, nil)
-	if id == nil {
+	if id == nil || isCall(l) {
 		return
 	}
-	req := r.table.client[KeyOf(id)]
-	if req == nil {
+	key := KeyOf(id)
+	if preq, ok := r.table.proxy[key]; ok {
+		// The answer to a request of the proxy's own (a retry): its owner
+		// gets the error instead, or it would wait for ever.
+		delete(r.table.proxy, key)
+		resp := ParseMsg(r.oversizeError(preq.ID, -32603, "the agent's response", l.Oversize))
+		r.hooks.ProxyResponse(r, &resp, preq)
+		return
+	}
+	req := r.table.client[key]
+	if req == nil || req.answered {
 		return
 	}
 	req.answered = true // the discarded line was the agent's answer
 	r.Reply(req, r.oversizeError(req.ID, -32603, "the agent's response", l.Oversize))
+}
+
+// isCall reports whether a discarded line was a request or notification
+// (its head names a method): then it answers nothing.
+func isCall(l Line) bool {
+	call := false
+	_ = jsonscan.Members(trimEOL(l.Head), func(key, _ []byte) bool {
+		call = string(key) == "method"
+		return !call
+	})
+	return call
 }
 
 func (r *Relay) clientOversize(l Line) {
@@ -555,9 +607,7 @@ func (r *Relay) clientOversize(l Line) {
 	if id == nil {
 		return
 	}
-	line := r.oversizeError(id, -32600, "request", l.Oversize)
-	r.tapOut(A2C, line)
-	r.out.WriteClient(line)
+	r.emit(A2C, r.oversizeError(id, -32600, "request", l.Oversize))
 }
 
 // oversizeError is the error response naming a discarded line.
@@ -596,9 +646,19 @@ func (r *Relay) Stopping() {
 		return
 	}
 	r.stopping = true
+	if t, ok := r.cfg.Tap.(StopTap); ok {
+		t.Stopping()
+	}
 	if h, ok := r.hooks.(StopHook); ok {
 		h.Stopping(r)
 	}
+}
+
+// StopTap is an optional extension of Tap: Stopping is told, once and
+// before the hooks, when the relay starts stopping (Relay.Stopping), so a
+// transcript can replay the stop at the same point.
+type StopTap interface {
+	Stopping()
 }
 
 // StopHook is an optional extension of Hooks: Stopping runs once, under
@@ -648,6 +708,12 @@ func (r *Relay) gone(st ExitStatus) {
 }
 
 func (r *Relay) answerExited(req *Request, st ExitStatus) {
+	if st.Stopped != 0 {
+		name := SignalName(st.Stopped)
+		r.Reply(req, ErrorResponse(req.ID, -32603, "acp-guard: stopped by "+name+" before the agent started; the request was not sent to the agent",
+			map[string]any{"acpGuard": map[string]any{"reason": "shutting_down", "signal": name, "notSent": true}}))
+		return
+	}
 	exit := map[string]any{"code": st.Code}
 	if st.OutputClosed {
 		exit = map[string]any{"outputClosed": true}

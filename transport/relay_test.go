@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -127,7 +128,11 @@ func TestRequestTable(t *testing.T) {
 	now := time.Unix(100, 0)
 	add := func(origin Origin, s string, keep bool) (*Request, bool) {
 		m := ParseMsg([]byte(s))
-		return tbl.add(origin, &m, now, keep)
+		var params []byte
+		if keep {
+			params = append([]byte(nil), m.Params...)
+		}
+		return tbl.add(origin, &m, now, params)
 	}
 	r1, dup := add(FromClient, `{"id":1,"method":"session/prompt","params":{"sessionId":"s-1","prompt":[]}}`, true)
 	if dup || r1.SessionID != "s-1" || r1.Method != "session/prompt" || string(r1.Params) != `{"sessionId":"s-1","prompt":[]}` {
@@ -421,5 +426,70 @@ func TestExitStderrRedacted(t *testing.T) {
 	got := v.TakeClient()
 	if len(got) != 1 || strings.Contains(string(got[0]), "sk-secret") || !strings.Contains(string(got[0]), "[redacted-key]") {
 		t.Errorf("exit error = %q, want the stderr line redacted", got)
+	}
+}
+
+// keepHooks keeps session/prompt params.
+type keepHooks struct{ NopHooks }
+
+func (keepHooks) KeepParams(method string) bool { return method == "session/prompt" }
+
+// byteOutput keeps the frames written, uncopied.
+type byteOutput struct {
+	recorder
+	agentLines [][]byte
+}
+
+func (o *byteOutput) WriteAgent(line []byte) { o.agentLines = append(o.agentLines, line) }
+
+// TestRelayKeepsLongPromptOnce: a session/prompt long enough to be read
+// into a line area is kept for a retry without a second copy — the
+// request's params are a span of the very line written to the agent —
+// while a short one's params are a copy (its batch buffer is reused).
+func TestRelayKeepsLongPromptOnce(t *testing.T) {
+	for _, n := range []int{100, 3 * readBufSize} {
+		text := strings.Repeat("x", n)
+		frame := `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"` + text + `"}]}}` + "\n"
+		lr := newLineReader(strings.NewReader(frame), 1<<30)
+		b, _ := lr.next()
+		if len(b.lines) != 1 {
+			t.Fatalf("%d lines", len(b.lines))
+		}
+		out := &byteOutput{}
+		r := NewRelay(Config{MaxLine: 1 << 30, Hooks: keepHooks{}}, out)
+		r.FromClient(b.lines[0])
+		req := r.PendingClient()[0]
+		sent := out.agentLines[0]
+		if string(sent) != frame {
+			t.Fatalf("n=%d: frame damaged", n)
+		}
+		shared := &req.Params[0] == &sent[bytes.Index(sent, []byte(`{"sessionId"`))]
+		b.release() // the loop releases the batch once it is written (a long line's area is unmapped)
+		if !strings.Contains(string(req.Params), text) {
+			t.Fatalf("n=%d: params damaged after the batch was released", n)
+		}
+		if long := n > readBufSize; shared != long {
+			t.Errorf("n=%d: params share the written line's memory: %v, want %v", n, shared, long)
+		}
+	}
+}
+
+// TestRelayOversizeProxyAnswer: the agent's answer to a request of the
+// proxy's own (a retry) is over the cap: the owner gets an error instead
+// of waiting for ever, and the client gets nothing with the proxy's id.
+// An oversized request of the agent's that reuses a pending client id
+// answers nothing.
+func TestRelayOversizeProxyAnswer(t *testing.T) {
+	h := &hooks{}
+	r, out := newTestRelay(h)
+	r.FromClient(line(`{"jsonrpc":"2.0","id":5,"method":"x"}` + "\n"))
+	req := r.Call("session/prompt", "s", []byte(`{}`), "retry")
+	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"aaa`)})
+	if len(h.proxy) != 1 || !strings.Contains(h.proxy[0], "line_too_long") {
+		t.Fatalf("proxy responses %q, want the line_too_long error", h.proxy)
+	}
+	r.FromAgent(Line{Oversize: 5 << 20, Head: []byte(`{"jsonrpc":"2.0","id":5,"method":"fs/read_text_file","params":{"s":"aaa`)})
+	if len(out.client) != 0 {
+		t.Errorf("client got %q", out.client)
 	}
 }

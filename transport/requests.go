@@ -30,8 +30,10 @@ type Request struct {
 	SessionID string // params.sessionId, when there is one
 	Seq       uint64 // arrival order
 	At        time.Time
-	// Params is a copy of the raw params, kept only for methods that a hook
-	// asked to retain (session/prompt, so it can be sent again).
+	// Params is the raw params, kept only for methods that a hook asked to
+	// retain (session/prompt, so it can be sent again): a copy, or, for a
+	// long line, the params span of the line itself, moved off its
+	// mapping (the line is held once). Never modified.
 	Params []byte
 	// Tag belongs to the hooks (e.g. the turn a prompt belongs to).
 	Tag any
@@ -56,7 +58,9 @@ func newRequestTable() *requestTable {
 	}
 }
 
-func (t *requestTable) add(origin Origin, m *Msg, now time.Time, keepParams bool) (*Request, bool) {
+// add enters a new request; params is what the request keeps as its
+// Params (owned by it from now on; nil: nothing).
+func (t *requestTable) add(origin Origin, m *Msg, now time.Time, params []byte) (*Request, bool) {
 	t.seq++
 	r := &Request{
 		Origin: origin,
@@ -65,13 +69,11 @@ func (t *requestTable) add(origin Origin, m *Msg, now time.Time, keepParams bool
 		Key:    KeyOf(m.ID),
 		Seq:    t.seq,
 		At:     now,
+		Params: params,
 	}
 	if m.Params != nil {
 		if s, ok := jsonscan.String(jsonscan.Get(m.Params, "sessionId")); ok {
 			r.SessionID = s
-		}
-		if keepParams {
-			r.Params = append([]byte(nil), m.Params...)
 		}
 	}
 	tbl := t.client

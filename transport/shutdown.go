@@ -73,14 +73,14 @@ const (
 // reads nothing) count as quiet.
 func (l *loop) whenQuiet(fn func()) {
 	progress := func() uint64 { return l.toAgent.written.Load() + l.toClient.written.Load() }
-	last, lastAt := progress(), time.Now()
+	last, lastAt := progress(), l.now
 	var check func()
 	check = func() {
-		now := time.Now()
+		now := l.now
 		if p := progress(); p != last {
 			last, lastAt = p, now
 		}
-		waited, reading := l.agentOut.waiting()
+		waited, reading := l.agentOut.waiting(now)
 		recentRead := reading && waited < l.o.Grace && !l.agentEOF
 		if !recentRead && now.Sub(lastAt) >= l.o.Grace {
 			fn()
@@ -115,7 +115,7 @@ func (l *loop) signalled(sig syscall.Signal, why string) {
 // answer nothing. Its pending requests are answered, its stdin closed, and
 // it is terminated after the grace period.
 func (l *loop) checkOutputClosed() {
-	if l.exitSeen || l.outLost || processExited(l.ch.pgid) {
+	if l.exitSeen || l.outLost || l.ch.exited() {
 		return
 	}
 	l.outLost = true
@@ -134,12 +134,12 @@ func (l *loop) checkOutputClosed() {
 // the client keeps reading; if the client reads nothing for the grace
 // period, the session ends.
 func (l *loop) drainCheck() {
-	now := time.Now()
+	now := l.now
 	if l.agentEOF { // stdout is done; only stderr is held open
 		l.forceFinish = true
 		return
 	}
-	waited, reading := l.agentOut.waiting()
+	waited, reading := l.agentOut.waiting(now)
 	if reading {
 		if waited >= l.o.Drain {
 			l.forceFinish = true
@@ -177,13 +177,14 @@ func (w *watchedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// waiting reports whether a Read is in progress and for how long.
-func (w *watchedReader) waiting() (time.Duration, bool) {
+// waiting reports whether a Read is in progress and for how long as of
+// now (the event's stamp; a Read that began after it has waited 0).
+func (w *watchedReader) waiting(now time.Time) (time.Duration, bool) {
 	s := w.since.Load()
 	if s == 0 {
 		return 0, false
 	}
-	return time.Since(w.epoch) - time.Duration(s-1), true
+	return max(now.Sub(w.epoch)-time.Duration(s-1), 0), true
 }
 
 // processExited reports whether pid has exited (a zombie waiting to be

@@ -125,7 +125,7 @@ func writeCircuitsTable(w io.Writer, recs []circuit.Record, now time.Time) error
 	for i := range recs {
 		r := &recs[i]
 		until, holder := "-", "-"
-		if !r.Closed() {
+		if r.OpenAt(now) {
 			until = stamp(r.OpenUntil)
 		}
 		if r.Lease != nil && now.Before(r.Lease.Until) {

@@ -30,7 +30,7 @@ func TestClassifyCommand(t *testing.T) {
 		{"plain text argument", "", []string{"classify", now, `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
 			map[string]any{"code": "provider_overloaded", "class": "transient", "rule": "anthropic.overloaded_error.v1", "retryAfterMs": nil, "resetAt": nil}},
 		{"evidence on stdin with timing", `{"source":"http","httpStatus":429,"headers":{"Retry-After":"20"}}`, []string{"classify", now},
-			map[string]any{"code": "rate_limited", "rule": "http.status_429.v1", "retryAfterMs": 20000.0}},
+			map[string]any{"code": "rate_limited", "rule": "http.status_429.v2", "retryAfterMs": 20000.0}},
 		{"reset time", "", []string{"classify", now, "--adapter", "claude-agent-acp", "5-hour limit reached ∙ resets 3pm"},
 			map[string]any{"code": "quota_limited", "resetAt": "2026-11-29T15:00:00Z"}},
 		{"adapter flag scopes rules", "", []string{"classify", now, "--adapter", "cursor-agent", "Error: RetriableError: [unavailable] PING timed out"},
@@ -124,20 +124,20 @@ func TestCatalogueCommand(t *testing.T) {
 	if code, out, errOut := runCLI(t, "", "classify", "--catalogue", good, "Prompt is too long"); code != 0 || !strings.Contains(out, "context_overflow") {
 		t.Errorf("classify with exported: exit %d, %q %q", code, out, errOut)
 	}
-	broken := strings.Replace(exported, `"name": "net.dns.v1 +1",
-   "rule": "net.dns.v1"`, `"name": "net.dns.v1 +1",
-   "rule": "net.timeout.v1"`, 1)
+	broken := strings.Replace(exported, `"name": "phrase.network.v1 +1",
+   "rule": "phrase.network.v1"`, `"name": "phrase.network.v1 +1",
+   "rule": "phrase.timeout.v1"`, 1)
 	if broken == exported {
 		t.Fatal("could not break the exported catalogue")
 	}
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(broken), 0o600)
 	code, out, _ = runCLI(t, "", "catalogue", "test", "--catalogue", bad)
-	if code != int(exitFailure) || !strings.Contains(out, "FAIL net.timeout.v1") {
+	if code != int(exitFailure) || !strings.Contains(out, "FAIL phrase.timeout.v1") {
 		t.Errorf("test broken: exit %d, output %q", code, tail(out))
 	}
 	code, _, errOut = runCLI(t, "", "classify", "--catalogue", bad, "x")
-	if code != int(exitFailure) || !strings.Contains(errOut, "net.dns.v1 +1") {
+	if code != int(exitFailure) || !strings.Contains(errOut, "phrase.network.v1 +1") {
 		t.Errorf("classify with broken catalogue: exit %d, stderr %q", code, errOut)
 	}
 	noFix := strings.Replace(exported, `"fixtures"`, `"unused"`, 1)

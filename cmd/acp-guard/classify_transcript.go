@@ -6,9 +6,9 @@ import (
 	"os"
 	"time"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -34,10 +34,11 @@ type classified struct {
 }
 
 // classifyTranscript replays a recorded transcript through the live
-// pipeline (replay.Play: the guard, its observers and its engine) and
-// prints, for each prompt turn (or turn o.turn only), what the engine was
-// given and what it answered. It is one path with the live proxy by
-// construction: the verdicts are the guard's own.
+// pipeline (acpguard.Replay: the pipeline the proxy runs, with the
+// configuration the transcript was recorded with) and prints, for each
+// prompt turn (or turn o.turn only), what the engine was given and what it
+// answered. It is one path with the live proxy by construction: the
+// verdicts are the guard's own.
 func classifyTranscript(o *classifyOptions, e *classify.Engine) error {
 	f, err := os.Open(o.transcript)
 	if err != nil {
@@ -50,9 +51,8 @@ func classifyTranscript(o *classifyOptions, e *classify.Engine) error {
 	}
 	var pending []classified
 	var out []transcriptVerdict
-	doc := policy.Default()
-	replay.Play(events, replay.PlayOptions{
-		Adapter: o.adapter, Policy: &doc,
+	_, err = acpguard.Replay(events, acpguard.Config{
+		Adapter: o.adapter,
 		Engine: e.Observed(func(ev classify.Evidence, v classify.Verdict) {
 			pending = append(pending, classified{ev, v})
 		}),
@@ -70,6 +70,9 @@ func classifyTranscript(o *classifyOptions, e *classify.Engine) error {
 			out = append(out, tv)
 		},
 	})
+	if err != nil {
+		return withCode(exitFailure, err)
+	}
 	if o.turn > len(out) {
 		return withCode(exitFailure, fmt.Errorf("--turn %d: the transcript has %d prompt turn(s)", o.turn, len(out)))
 	}

@@ -39,7 +39,7 @@ func newDemoAgentCmd(s *streams) *cobra.Command {
 	f.IntVar(&o.Count, "count", 0, fmt.Sprintf("stream: notifications per prompt (default %d); stderr-flood: lines (default %d)", demoagent.DefaultStreamCount, demoagent.DefaultFloodCount))
 	f.IntVar(&o.Count, "chunks", 0, "alias of --count")
 	f.IntVar(&o.Size, "size", 0, fmt.Sprintf("stream: bytes per frame (default %d); huge-line: frame bytes (default %d)", demoagent.DefaultStreamSize, demoagent.DefaultHugeSize))
-	f.StringVar(&o.Text, "text", "", "cursor-*: control chunk text")
+	f.StringVar(&o.Text, "text", "", "cursor-*: control chunk text; error-line, retry-notes: the line (each note: one --text per run)")
 	f.IntVar(&o.Fail, "fail", demoagent.DefaultFail, "fail-then-succeed: prompts that fail first")
 	f.StringVar(&o.Error, "error", "", "fail-then-succeed, fail-model, text-then-fail: error kind (default: transient for the adapter), one of "+fmt.Sprint(demoagent.ErrorKinds()))
 	f.StringVar(&o.BadModel, "bad-model", demoagent.DefaultBadModel, "fail-model: the model that fails")

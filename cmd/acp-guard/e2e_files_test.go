@@ -251,7 +251,9 @@ func TestE2EReplayUsesTheRecordedPolicy(t *testing.T) {
 
 // A recorded provider failure served behind acp-guard with a retry policy
 // reproduces the failure on every retry (not "agent exited"), and the
-// client gets the classified ProviderError once the retries are spent.
+// client gets the classified ProviderError once the retries are spent —
+// with acp-guard in front of the served agent in one process (replay
+// --serve --policy) or as another process (--agent-only behind acp-guard).
 func TestE2EServeReproducesFailureBehindPolicy(t *testing.T) {
 	t.Parallel()
 	rec := filepath.Join(t.TempDir(), "s.jsonl")
@@ -266,17 +268,22 @@ func TestE2EServeReproducesFailureBehindPolicy(t *testing.T) {
 		t.Errorf("the recorded exit is not marked as after the client closed:\n%s", data)
 	}
 
-	s := startBin(t, nil, "--policy", retryPolicy(t, 2), "--state-dir", t.TempDir(), "--grace", "500ms", "--",
-		testbinPath(t), "replay", "--serve", "--no-delay", rec)
-	s.send(binInit, binNew)
-	s.until("2")
-	s.send(binPrompt(3, "sess-1"))
-	frames := s.until("3")
-	last := frames[len(frames)-1]
-	if last.Error == nil || !strings.Contains(string(last.Error.Data), `"code":"provider_overloaded"`) || !strings.Contains(string(last.Error.Data), `"attempt":2`) {
-		t.Errorf("prompt answered %s; want the 529 classified after 2 retries", last.raw)
-	}
-	if _, code := s.finish(); code != 0 {
-		t.Errorf("exit %d; stderr:\n%s", code, s.stderr.String())
+	for _, argv := range [][]string{
+		{"replay", "--serve", "--policy", retryPolicy(t, 2), "--grace", "500ms", "--no-delay", rec},
+		{"--policy", retryPolicy(t, 2), "--state-dir", t.TempDir(), "--grace", "500ms", "--",
+			testbinPath(t), "replay", "--serve", "--agent-only", "--no-delay", rec},
+	} {
+		s := startBin(t, nil, argv...)
+		s.send(binInit, binNew)
+		s.until("2")
+		s.send(binPrompt(3, "sess-1"))
+		frames := s.until("3")
+		last := frames[len(frames)-1]
+		if last.Error == nil || !strings.Contains(string(last.Error.Data), `"code":"provider_overloaded"`) || !strings.Contains(string(last.Error.Data), `"attempt":2`) {
+			t.Errorf("%v: prompt answered %s; want the 529 classified after 2 retries", argv[:2], last.raw)
+		}
+		if _, code := s.finish(); code != 0 {
+			t.Errorf("%v: exit %d; stderr:\n%s", argv[:2], code, s.stderr.String())
+		}
 	}
 }

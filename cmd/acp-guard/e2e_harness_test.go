@@ -15,10 +15,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/cmd/acp-guard/internal/stopsig"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+// TestMain gives the test process its stop signals back (the command's
+// package catches them from initialization on; see internal/stopsig).
+func TestMain(m *testing.M) {
+	stopsig.Release()
+	testbin.Main(m)
+}
 
 // binWatchdog kills a process that hangs; a guard, not an assertion.
 const binWatchdog = 60 * time.Second

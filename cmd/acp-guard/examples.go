@@ -25,7 +25,8 @@ var examples = map[string]string{
 	"acp-guard policy default": `  acp-guard policy default > ~/.config/acp-guard/policy.json`,
 	"acp-guard replay": `  acp-guard replay session.jsonl
   acp-guard replay --json --policy policy.json runs/*.jsonl
-  acp-guard -- acp-guard replay --serve session.jsonl`,
+  acp-guard replay --serve session.jsonl
+  acp-guard --policy other.json -- acp-guard replay --serve --agent-only session.jsonl`,
 }
 
 // addExamples sets the examples of every command under cmd that has none.

@@ -6,10 +6,15 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/acp-guard/acp-guard/cmd/acp-guard/internal/stopsig"
 )
 
+// Stop signals are caught before main runs (internal/stopsig, signals.go):
+// a proxy session takes them, any other command gives them back, and one
+// that arrived while nobody had claimed them decides the exit code.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGPIPE)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(stopsig.ExitCode(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)))
 }

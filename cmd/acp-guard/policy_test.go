@@ -33,6 +33,8 @@ func TestPolicyCheck(t *testing.T) {
 	 "hard":{"on_exhausted":"stop"},"fallback_models":["model-b"]}`)
 	bad := write("bad.json", `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":0,"initial_interval_seconds":5},"on_exhausted":"skip"}}`)
 	broken := write("broken.json", "{\"version\":1,\n oops}")
+	codes := write("codes.json", `{"hard":{"on_exhausted":"stop"},"codes":{"quota_limited":{"retry":{"max_retries":1,"initial_interval_seconds":60},"on_exhausted":"skip"}}}`)
+	badCodes := write("badcodes.json", `{"codes":{"auth_required":{"retry":{"max_retries":2,"initial_interval_seconds":1}},"context_overflow":{}}}`)
 	big := write("big.json", strings.Repeat(" ", 1<<20+1))
 
 	for _, tt := range []struct {
@@ -43,10 +45,18 @@ func TestPolicyCheck(t *testing.T) {
 		out, errOut string
 	}{
 		{"valid document prints its schedule", "", []string{"policy", "check", good}, 0,
-			"transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\nhard: stop immediately\nfallback models: model-b\n" +
+			"transient: retry after up to 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)\nhard: stop immediately\nfallback models: model-b\n" +
+				"always: no retry before a provider's retry-after or reset; auth and credential failures never retried\n" +
 				"\nnormalized document:\n" + string(mustNormalized(t, good)), ""},
 		{"invalid document: field-addressed errors, exit 1", "", []string{"policy", "check", bad}, 1, "",
 			bad + ": transient.retry.max_retries: must be 1–10 when retry is enabled (got 0)\n"},
+		{"per-code overrides are shown", "", []string{"policy", "check", codes}, 0,
+			"transient: skip immediately\nhard: stop immediately\ncode quota_limited: retry after up to 1m0s, then skip\n" +
+				"always: no retry before a provider's retry-after or reset; auth and credential failures never retried\n" +
+				"\nnormalized document:\n" + string(mustNormalized(t, codes)), ""},
+		{"per-code overrides are validated by field", "", []string{"policy", "check", badCodes}, 1, "",
+			badCodes + ": codes.auth_required.retry.enabled: must be false: auth and credential failures are never retried\n" +
+				badCodes + ": codes.context_overflow: code of class request: only transient and hard codes are configurable\n"},
 		{"syntax error names the line", "", []string{"policy", "check", broken}, 1, "",
 			"acp-guard: " + broken + ": policy: line 2, column 2: invalid character 'o' looking for beginning of object key string\n"},
 		{"legacy from stdin", `"try_next"`, []string{"policy", "check", "-"}, 0,
@@ -105,7 +115,7 @@ func TestPolicyCheckFillsDefaults(t *testing.T) {
 	if code != 0 || errOut != "" {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	for _, want := range []string{"transient: retry after 5s, 10s, 20s, then skip", "hard: skip immediately", `"version": 1`, `"on_exhausted": "skip"`} {
+	for _, want := range []string{"transient: retry after up to 5s, 10s, 20s, then skip", "hard: skip immediately", `"version": 1`, `"on_exhausted": "skip"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

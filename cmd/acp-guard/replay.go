@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -17,16 +20,27 @@ import (
 type replayOptions struct {
 	files []string
 
-	// Offline mode (playOffline).
-	json      bool
+	// The pipeline, both modes (what the flags leave unset comes from the
+	// transcript's meta event).
 	adapter   string
 	catalogue string
 	policy    string
+	fallback  []string
+	notices   string
+	stall     time.Duration
+	stateDir  string
+	circuits  circuitOptions
+
+	// Offline mode (playOffline).
+	json bool
 
 	// Serve mode.
-	serve   bool
-	speed   float64
-	noDelay bool
+	serve     bool
+	agentOnly bool
+	speed     float64
+	noDelay   bool
+	grace     time.Duration
+	record    string
 
 	log logOptions
 
@@ -42,18 +56,28 @@ func newReplayCmd(s *streams) *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
 		Use:   "replay FILE... | replay --serve FILE",
-		Short: "Judge recorded transcripts offline, or serve one as a fake agent on stdio",
-		Long: `Without --serve, replay feeds each transcript's agent side through the
-guard's observers, classifier, projection and policy and prints the verdict
-per prompt turn (--json: one JSON line per turn).
+		Short: "Judge recorded transcripts offline, or serve one to a client on stdio",
+		Long: `Without --serve, replay feeds each transcript through the pipeline the
+live proxy runs (observers, classifier, projection, policy, stall watchdog,
+circuits) on a virtual clock and prints the verdict per prompt turn (--json:
+one JSON line per turn).
 
-With --serve, replay acts as the recorded agent on stdin/stdout: it answers
-each client request with the recorded response to the matching request (same
-method, same order; ids remapped to the client's), emits the recorded
-notifications, agent requests, stderr lines and exit at their recorded times,
-and exits with the recorded exit status. For example:
+With --serve, replay plays the recorded agent behind that same pipeline, for
+a client on stdin/stdout: the recorded agent answers each client request with
+the recorded response to the matching request (same method, same order; ids
+remapped to the client's) and emits its notifications, agent requests,
+stderr lines and exit at their recorded times; acp-guard in front of it
+decides as it did live. acp-guard exits with the recorded exit status. With
+--agent-only it plays the recorded agent alone, to run behind another
+acp-guard:
 
-  acp-guard -- acp-guard replay --serve crash.jsonl`,
+  acp-guard --policy other.json -- acp-guard replay --serve --agent-only crash.jsonl
+
+Both modes decide with the configuration the transcript was recorded with
+(policy, fallback models, notices, stall timeout) unless a flag says
+otherwise, and keep circuits and the attempt log in memory unless
+--circuits or --state-dir names a place: a replay never touches the state
+live sessions share.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
@@ -69,12 +93,37 @@ and exits with the recorded exit status. For example:
 	fs.StringVar(&o.adapter, "adapter", "", "adapter identity, overriding the transcript's")
 	fs.StringVar(&o.catalogue, "catalogue", "", "classify with the catalogue in this file")
 	fs.StringVar(&o.policy, "policy", "", "decide with the policy document in this file (default: the policy the transcript was recorded under, else the default policy)")
-	fs.BoolVar(&o.serve, "serve", false, "act as the recorded agent on stdio")
+	fs.StringSliceVar(&o.fallback, "fallback-models", nil, "models to fall back to (default: the recorded ones)")
+	fs.StringVar(&o.notices, "notices", "", "retry notices: off, thought or message (default: as recorded)")
+	fs.DurationVar(&o.stall, "stall-timeout", 0, "stall watchdog timeout (default: as recorded, else the policy's)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "keep the attempt log in this directory (default: in memory)")
+	fs.StringVar(&o.circuits.store, "circuits", "", "where the replay keeps circuits: memory (default; off when the recording ran without), file (the --state-dir, else the default state directory), off, or nats://HOST:PORT")
+	fs.StringVar(&o.circuits.namespace, "circuit-namespace", "", "the circuits' namespace (default: as recorded)")
+	fs.BoolVar(&o.serve, "serve", false, "serve the recorded session to a client on stdio")
+	fs.BoolVar(&o.agentOnly, "agent-only", false, "with --serve: act as the recorded agent alone, without acp-guard in front")
 	fs.Float64Var(&o.speed, "speed", 1, "with --serve: play N times as fast as recorded")
 	fs.BoolVar(&o.noDelay, "no-delay", false, "with --serve: ignore recorded times")
+	fs.DurationVar(&o.grace, "grace", acpguard.DefaultGrace, "with --serve: after the client closes stdin, how long the served session may take to end")
+	fs.StringVar(&o.record, "record", "", "with --serve: record the served session to this new file")
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
 	cmd.MarkFlagsMutuallyExclusive("speed", "no-delay")
 	return cmd
+}
+
+// guardFlags are the flags that configure the pipeline in front of a
+// served agent.
+var guardFlags = []string{"adapter", "catalogue", "policy", "fallback-models", "notices", "stall-timeout", "state-dir",
+	"circuits", "circuit-namespace", "grace", "record"}
+
+// config is the library configuration the flags describe (the rest comes
+// from the transcript).
+func (o *replayOptions) config(log *slog.Logger) acpguard.Config {
+	return acpguard.Config{
+		Adapter: o.adapter, CatalogueFile: o.catalogue, PolicyFile: o.policy, Fallback: o.fallback,
+		Notices: o.notices, StallTimeout: o.stall, StateDir: o.stateDir,
+		Circuits: o.circuits.store, CircuitNamespace: o.circuits.namespace,
+		Grace: o.grace, Record: o.record, Logger: log, Version: versionString(),
+	}
 }
 
 // check refuses flag combinations that mix the two modes.
@@ -88,8 +137,11 @@ func (o *replayOptions) check(cmd *cobra.Command) error {
 		return ""
 	}
 	if o.serve {
-		if n := changed("json", "adapter", "catalogue", "policy"); n != "" {
+		if n := changed("json"); n != "" {
 			return fmt.Errorf("--%s cannot be used with --serve", n)
+		}
+		if n := changed(guardFlags...); n != "" && o.agentOnly {
+			return fmt.Errorf("--%s cannot be used with --agent-only", n)
 		}
 		if len(o.files) != 1 {
 			return fmt.Errorf("--serve takes exactly one transcript, got %d", len(o.files))
@@ -99,7 +151,7 @@ func (o *replayOptions) check(cmd *cobra.Command) error {
 		}
 		return nil
 	}
-	if n := changed("speed", "no-delay"); n != "" {
+	if n := changed("speed", "no-delay", "agent-only", "grace", "record"); n != "" {
 		return fmt.Errorf("--%s needs --serve", n)
 	}
 	return nil
@@ -112,8 +164,7 @@ func runReplay(ctx context.Context, o *replayOptions) error {
 	return runServe(ctx, o)
 }
 
-// runServe plays one transcript as an agent and exits with its recorded
-// status.
+// runServe serves one transcript and exits with its recorded status.
 func runServe(ctx context.Context, o *replayOptions) error {
 	stderr := syncio.NewWriter(o.err)
 	o.log.format = "text"
@@ -122,6 +173,10 @@ func runServe(ctx context.Context, o *replayOptions) error {
 		return withCode(exitUsage, err)
 	}
 	defer closeLog()
+	cfg, err := o.config(log).Load()
+	if err != nil {
+		return withCode(exitUsage, errors.Unwrap(err))
+	}
 
 	path := o.files[0]
 	f, err := os.Open(path)
@@ -147,11 +202,27 @@ func runServe(ctx context.Context, o *replayOptions) error {
 		return withCode(exitFailure, fmt.Errorf("replay: %s: no events", path))
 	}
 
-	code, err := replay.Serve(ctx, events, replay.ServeOptions{
-		Speed: o.speed, NoDelay: o.noDelay, Logger: log,
-	}, o.in, o.out, stderr)
-	if err != nil {
-		return withCode(exitFailure, err)
+	sopts := replay.ServeOptions{Speed: o.speed, NoDelay: o.noDelay, Logger: log}
+	var code int
+	if o.agentOnly {
+		if code, err = replay.Serve(ctx, events, sopts, o.in, o.out, stderr); err != nil {
+			return withCode(exitFailure, err)
+		}
+	} else {
+		sigs, _, stopSignals := notifySignals()
+		defer stopSignals()
+		res, err := acpguard.Serve(ctx, cfg, events, sopts, acpguard.Streams{In: o.in, Out: o.out, Stderr: stderr, Signals: sigs})
+		var ce *acpguard.ConfigError
+		switch {
+		case errors.As(err, &ce):
+			return withCode(exitUsage, ce.Err)
+		case err != nil:
+			return withCode(exitFailure, err)
+		}
+		code = res.Exit.Code
+	}
+	if code < 0 || code > 255 {
+		code = 1
 	}
 	if code != 0 {
 		return withCode(exitCode(code), nil)

@@ -9,8 +9,8 @@ import (
 	"os"
 	"strings"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -21,21 +21,16 @@ import (
 // not be read. Divergences (the recording's proxy decided otherwise) are
 // notes, not failures.
 func playOffline(ctx context.Context, o *replayOptions, files []string) error {
-	engine, err := loadEngine(o.catalogue)
+	cfg, err := o.config(nil).Load()
 	if err != nil {
-		return withCode(exitUsage, err)
+		return withCode(exitUsage, errors.Unwrap(err))
 	}
-	doc, err := loadPolicy(o.policy)
-	if err != nil {
-		return withCode(exitUsage, err)
-	}
-	opts := replay.PlayOptions{Adapter: o.adapter, Engine: engine, Policy: &doc}
 	failed := false
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
 			return withCode(exitFailure, err)
 		}
-		if !playFile(o, path, opts) {
+		if !playFile(o, path, cfg) {
 			failed = true
 		}
 	}
@@ -47,7 +42,7 @@ func playOffline(ctx context.Context, o *replayOptions, files []string) error {
 
 // playFile plays one transcript; it reports false when the file could not
 // be read or held bad lines.
-func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
+func playFile(o *replayOptions, path string, cfg acpguard.Config) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		fmt.Fprintf(o.err, "acp-guard: replay: %v\n", err)
@@ -58,10 +53,11 @@ func playFile(o *replayOptions, path string, opts replay.PlayOptions) bool {
 	if notTranscript(o.err, path, events, errs) {
 		return false
 	}
-	if o.policy == "" {
-		opts = recordedPolicy(o.err, path, events, opts)
+	res, err := acpguard.Replay(events, cfg)
+	if err != nil {
+		fmt.Fprintf(o.err, "acp-guard: replay: %s: %v\n", path, err)
+		return false
 	}
-	res := replay.Play(events, opts)
 	ok := true
 	pr := &problems{w: o.err, path: path}
 	for _, e := range replay.ErrorsByLine(errs, res.Errors) {
@@ -182,22 +178,4 @@ func notTranscript(w io.Writer, path string, events []replay.Event, errs []error
 	}
 	fmt.Fprintf(w, "acp-guard: replay: %s is not a transcript: none of its lines is a transcript event (first: %v)\n", path, errs[0])
 	return true
-}
-
-// recordedPolicy decides with the policy the recording ran under (its meta
-// event's policy and fallback models) when --policy does not override it.
-func recordedPolicy(w io.Writer, path string, events []replay.Event, opts replay.PlayOptions) replay.PlayOptions {
-	if len(events) == 0 || events[0].Dir != replay.DirMeta || events[0].Policy == nil {
-		return opts
-	}
-	doc, err := policy.Parse(events[0].Policy)
-	if err != nil {
-		fmt.Fprintf(w, "acp-guard: replay: %s: the recorded policy is not valid (%v); deciding with the default\n", path, oneLine(err.Error(), 200))
-		return opts
-	}
-	opts.Policy = &doc
-	if opts.Fallback == nil {
-		opts.Fallback = events[0].Fallback
-	}
-	return opts
 }

@@ -74,9 +74,10 @@ After "--" the first word is always the agent.`,
   acp-guard --policy ~/.config/acp-guard/policy.json -- npx @zed-industries/codex-acp
   acp-guard --record 'runs/{time}-{pid}.jsonl' -- gemini --acp
   ACP_GUARD_POLICY=ci-policy.json acp-guard -- codex-acp`,
-		Version:       versionString(),
-		SilenceErrors: true,
-		SilenceUsage:  true,
+		Version:           versionString(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		PersistentPreRunE: releaseSignals,
 	}
 	root.SetVersionTemplate(versionLine())
 	attachProxy(root, s)

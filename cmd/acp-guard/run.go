@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"sync/atomic"
@@ -17,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
@@ -92,21 +91,16 @@ func attachProxy(root *cobra.Command, s *streams) {
 }
 
 func runProxy(ctx context.Context, s *streams, o *runOptions) error {
-	if o.maxLine < 1024 {
-		return failStartup(s, fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", o.maxLine))
-	}
 	log, stderr, closeLog, err := newLogger(o.log, syncio.NewWriter(s.err))
 	if err != nil {
 		return failStartup(s, err)
 	}
 	defer closeLog()
 
-	g, err := newGuard(o, log)
+	cfg, err := o.config(log).Load()
 	if err != nil {
-		return failStartup(s, err)
+		return failStartup(s, errors.Unwrap(err))
 	}
-	defer g.close()
-
 	if path := os.Getenv("ACP_GUARD_CPUPROFILE"); path != "" {
 		// For profiling the relay under a benchmark (docs/PERFORMANCE.md).
 		if stop, err := startCPUProfile(path); err == nil {
@@ -117,39 +111,31 @@ func runProxy(ctx context.Context, s *streams, o *runOptions) error {
 	// before relaying: give that memory back before the session starts.
 	debug.FreeOSMemory()
 
-	sigs, external, stopSignals := notifySignals()
+	sigs, external, stopSignals := proxySignals()
 	defer stopSignals()
 
-	res, err := transport.Run(ctx, transport.Options{
-		Argv:      o.argv,
-		MaxLine:   o.maxLine,
-		Grace:     o.grace,
-		StderrPTY: o.stderrPTY,
-		Stdin:     g.watchEOF(s.in),
-		Stdout:    s.out,
-		Stderr:    agentStderr(stderr, o.log.file != ""),
-		Signals:   sigs,
-		Logger:    log,
-		Hooks:     g.hooks,
-		Tap:       g.tap,
-		Redact:    g.redact,
-		// Orphans of the agent are reaped here, not left as zombies
-		// (acp-guard may be PID 1 of a container).
-		Subreaper: runtime.GOOS == "linux",
+	res, err := acpguard.Run(ctx, cfg, acpguard.Command{Argv: o.argv}, acpguard.Streams{
+		In: s.in, Out: s.out, Stderr: agentStderr(stderr, o.log.file != ""), Signals: sigs,
 	})
-	closeTelemetry(g.tel, o.grace, res.Counts)
-	var se *transport.StartError
-	if errors.As(err, &se) {
+	var (
+		ce *acpguard.ConfigError
+		se *acpguard.StartError
+	)
+	switch {
+	case errors.As(err, &ce):
+		return failStartup(s, ce.Err)
+	case errors.As(err, &se):
 		return withCode(exitCode(se.ExitCode), err)
-	}
-	if err != nil {
+	case err != nil:
 		return withCode(exitFailure, err)
 	}
 	log.Info("relay finished", "exit", res.Exit.Code, "client_frames", res.Counts.ClientFrames, "agent_frames", res.Counts.AgentFrames,
 		"invalid_from_agent", res.Counts.InvalidFromAgent, "oversize_from_agent", res.Counts.OversizeFromAgent,
 		"stderr_dropped_from_evidence", res.Counts.StderrDropped,
 		"fragments_from_agent", res.Counts.FragmentsFromAgent, "fragments_from_client", res.Counts.FragmentsFromClient,
-		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored)
+		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored,
+		"duplicate_answers_from_agent", res.Counts.DuplicateAnswersFromAgent, "stray_answers_from_agent", res.Counts.StrayAnswersFromAgent,
+		"duplicate_answers_from_client", res.Counts.DuplicateAnswersFromClient, "stray_answers_from_client", res.Counts.StrayAnswersFromClient)
 	code := sessionExitCode(res, external.Load())
 	switch {
 	case code != res.Exit.Code:

@@ -255,7 +255,7 @@ func TestSchemaReplayServe(t *testing.T) {
 		t.Run(scenario, func(t *testing.T) {
 			t.Parallel()
 			first := onePrompt(t, nil, "--scenario", scenario)
-			s := proxy(t, nil, "!", testbin.Path(t), "replay", "--serve", "--no-delay", first.rec)
+			s := proxy(t, nil, "!", testbin.Path(t), "replay", "--serve", "--agent-only", "--no-delay", first.rec)
 			sid := s.open()
 			s.prompt(3, sid)
 			s.until(answerTo("3"))

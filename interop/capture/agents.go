@@ -77,7 +77,7 @@ func Agents() map[string]Agent {
 		"claude": {Name: "claude", Adapter: "claude-agent-acp", API: "anthropic", Retries: 2, Setup: setupClaude},
 		"gemini": {Name: "gemini", Adapter: "gemini-cli", API: "gemini", Retries: 2, Setup: setupGemini},
 	}
-	for _, a := range fieldAgents {
+	for _, a := range append(append([]Agent(nil), fieldAgents...), moreAgents...) {
 		m[a.Name] = a
 	}
 	return m

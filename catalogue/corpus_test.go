@@ -1,0 +1,244 @@
+package catalogue
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/acp-guard/acp-guard/classify"
+)
+
+// The public corpus (testdata/corpus/public.jsonl, see its README) holds
+// real provider errors quoted in public issue trackers, SDK sources and
+// provider documentation, each with its source URL and a label saying what
+// it means. TestPublicCorpus renders every entry in the shapes agents hand
+// errors over and checks the catalogue gets the label: the measure of how
+// the classifier does on wording nobody wrote a rule for.
+
+type corpusEntry struct {
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	Status   int    `json:"status"`
+	Text     string `json:"text"`
+	Code     string `json:"code"`
+	URL      string `json:"url"`
+	Agent    string `json:"agent"`
+	Note     string `json:"note"`
+}
+
+const corpusFile = "../testdata/corpus/public.jsonl"
+
+// corpusMinAccuracy is the share of entries every shape must get right.
+const corpusMinAccuracy = 0.95
+
+func readCorpus(t testing.TB, file string) []corpusEntry {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []corpusEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var e corpusEntry
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			t.Fatalf("%s:%d: %v", file, n, err)
+		}
+		if e.ID == "" || e.URL == "" || e.Text == "" || (e.Code != "none" && !classify.KnownCode(e.Code)) {
+			t.Fatalf("%s:%d: entry %q needs id, url, text and a known code (got %q)", file, n, e.ID, e.Code)
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// corpusShape renders an entry the way one kind of agent reports it; ok
+// is false when the shape does not apply (an envelope needs a status).
+type corpusShape struct {
+	name   string
+	render func(e corpusEntry) (classify.Evidence, bool)
+}
+
+var corpusShapes = []corpusShape{
+	// codex-acp: -32603 "Internal error" with the provider's text in data.message.
+	{"rpc_data", func(e corpusEntry) (classify.Evidence, bool) {
+		data, _ := json.Marshal(map[string]string{"message": e.Text})
+		return classify.Evidence{Source: classify.SourceRPCError, RPCCode: intp(-32603), Message: "Internal error", Data: data}, true
+	}},
+	// claude-agent-acp: -32603 with the text in the message.
+	{"rpc_message", func(e corpusEntry) (classify.Evidence, bool) {
+		return classify.Evidence{Source: classify.SourceRPCError, RPCCode: intp(-32603), Message: "Internal error: " + e.Text}, true
+	}},
+	// An agent that knows the HTTP status and puts it beside the message.
+	{"envelope", func(e corpusEntry) (classify.Evidence, bool) {
+		if e.Status == 0 {
+			return classify.Evidence{}, false
+		}
+		return classify.Evidence{Source: classify.SourceRPCError, RPCCode: intp(-32603), HTTPStatus: e.Status, Message: e.Text}, true
+	}},
+	// Plain text: what an agent printed before it died, or its error line.
+	{"text", func(e corpusEntry) (classify.Evidence, bool) {
+		return classify.Evidence{Source: classify.SourceStderr, Stderr: strings.Split(e.Text, "\n")}, true
+	}},
+}
+
+func intp(n int) *int { return &n }
+
+type tally struct{ ok, n int }
+
+func (t *tally) add(ok bool) {
+	t.n++
+	if ok {
+		t.ok++
+	}
+}
+
+func (t tally) rate() float64 {
+	if t.n == 0 {
+		return 1
+	}
+	return float64(t.ok) / float64(t.n)
+}
+
+func (t tally) String() string { return fmt.Sprintf("%d/%d (%.1f%%)", t.ok, t.n, 100*t.rate()) }
+
+// corpusFamily groups providers as the corpus README does.
+func corpusFamily(p string) string {
+	switch p {
+	case "ollama", "llamacpp", "vllm", "lmstudio", "llamafactory":
+		return "local servers"
+	case "litellm", "cloudflare", "gateway":
+		return "gateways"
+	case "together", "perplexity", "cohere", "cerebras", "huggingface", "qwen-dashscope", "fireworks":
+		return "other hosted APIs"
+	}
+	return p
+}
+
+func TestPublicCorpus(t *testing.T) { testCorpus(t, corpusFile, corpusMinAccuracy) }
+
+// TestHoldoutCorpus: testdata/corpus/holdout.jsonl (HOLDOUT.md) was
+// collected by someone else from sources public.jsonl does not use, and
+// measured before any rule was written for it (66–73 % by shape at first
+// contact); since then its misses taught the phrase table too, so it
+// guards against losing what it taught, at a lower bar.
+func TestHoldoutCorpus(t *testing.T) {
+	testCorpus(t, "../testdata/corpus/holdout.jsonl", corpusMinHoldout)
+}
+
+// corpusMinHoldout is the share of holdout entries every shape must get right.
+const corpusMinHoldout = 0.85
+
+func testCorpus(t *testing.T, file string, minAccuracy float64) {
+	entries := readCorpus(t, file)
+	e := Default()
+	shapes := map[string]*tally{}
+	families := map[string]*tally{}
+	codes := map[string]*tally{}
+	var misses []string
+	for _, en := range entries {
+		if en.Code == "none" {
+			continue // TestPublicCorpusNegatives
+		}
+		for _, sh := range corpusShapes {
+			ev, ok := sh.render(en)
+			if !ok {
+				continue
+			}
+			ev.Now = classify.DefaultFixtureNow
+			v := e.Classify(ev)
+			right := v.Code == en.Code
+			count(shapes, sh.name, right)
+			count(families, corpusFamily(en.Provider), right)
+			count(codes, en.Code, right)
+			if !right {
+				misses = append(misses, fmt.Sprintf("%s [%s] want %s, got %s (rule %q reason %q %v): %.160q", en.ID, sh.name, en.Code, v.Code, v.Rule, v.Reason, v.Conflicts, en.Text))
+			}
+		}
+	}
+	t.Logf("%s: %d entries, by shape:\n%s", file, len(entries), table(shapes))
+	t.Logf("by provider family:\n%s", table(families))
+	t.Logf("by code:\n%s", table(codes))
+	if os.Getenv("CORPUS_MISSES") != "" {
+		sort.Strings(misses)
+		t.Logf("misses:\n%s", strings.Join(misses, "\n"))
+	}
+	for name, s := range shapes {
+		if s.rate() < minAccuracy {
+			t.Errorf("shape %s: %s right, want at least %.0f%% (CORPUS_MISSES=1 lists the misses)", name, s, 100*minAccuracy)
+		}
+	}
+}
+
+// TestPublicCorpusNegatives: text that only looks like a provider failure
+// (tool errors, build output, other services' limits, prose) does not
+// classify as an error line. Hard negatives — text indistinguishable from a
+// provider failure except by where it came from — are counted, not
+// required: the projection keeps tool output from the engine.
+func TestPublicCorpusNegatives(t *testing.T) {
+	e := Default()
+	var soft, hard tally
+	for _, en := range readCorpus(t, corpusFile) {
+		if en.Code != "none" {
+			continue
+		}
+		v := e.Classify(classify.Evidence{Source: classify.SourceMessageChunk, Message: en.Text, Now: classify.DefaultFixtureNow})
+		right := v.Code == classify.CodeUnclassified
+		if strings.HasPrefix(en.Note, "hard negative") {
+			hard.add(right)
+			continue
+		}
+		soft.add(right)
+		if !right {
+			t.Logf("negative %s classified %s by %s: %.160q", en.ID, v.Code, v.Rule, en.Text)
+		}
+	}
+	t.Logf("negatives unclassified: %s; hard negatives (not required): %s", soft, hard)
+	if soft.rate() < corpusMinNegatives {
+		t.Errorf("negatives: %s unclassified, want at least %.0f%%", soft, 100*corpusMinNegatives)
+	}
+}
+
+// corpusMinNegatives is the share of (soft) negatives that must stay
+// unclassified. Text that quotes a failure verbatim ("Request failed with
+// status code 404" from a fetch tool) is the projection's to keep away:
+// the engine reads what it is given as an error report.
+const corpusMinNegatives = 0.9
+
+func count(m map[string]*tally, k string, right bool) {
+	if m[k] == nil {
+		m[k] = &tally{}
+	}
+	m[k].add(right)
+}
+
+func table(m map[string]*tally) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "  %-24s %s\n", k, m[k])
+	}
+	return b.String()
+}
+
+// TestHoldout2Corpus: a second blind set (testdata/corpus/HOLDOUT2.md),
+// 64–72 % by shape at first contact, after the first holdout had taught
+// the phrase table; its misses taught it too.
+func TestHoldout2Corpus(t *testing.T) {
+	testCorpus(t, "../testdata/corpus/holdout2.jsonl", corpusMinHoldout)
+}

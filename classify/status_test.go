@@ -1,0 +1,84 @@
+package classify
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestDerivedStatus(t *testing.T) {
+	code := func(n int) *int { return &n }
+	for _, tt := range []struct {
+		name   string
+		ev     Evidence
+		want   int
+		origin string
+	}{
+		{"envelope", Evidence{HTTPStatus: 503, Message: "HTTP 429"}, 503, StatusFromEnvelope},
+		{"JSON-RPC code is the status", Evidence{RPCCode: code(429), Message: "Something went wrong"}, 429, StatusFromRPCCode},
+		{"JSON-RPC error code is not", Evidence{RPCCode: code(-32603), Message: "Internal error"}, 0, ""},
+		{"status field of data", Evidence{Data: json.RawMessage(`{"statusCode":502,"message":"x"}`)}, 502, StatusFromField},
+		{"numeric string", Evidence{Data: json.RawMessage(`{"status":"429"}`)}, 429, StatusFromField},
+		{"Google error body code", Evidence{Message: `{"error":{"code":403,"message":"denied","status":"PERMISSION_DENIED"}}`}, 403, StatusFromField},
+		{"Google status name alone", Evidence{Data: json.RawMessage(`{"error":{"status":"RESOURCE_EXHAUSTED"}}`)}, 429, StatusFromField},
+		{"Python repr body", Evidence{Message: `Error code: 429 - {'error': {'message': 'slow', 'type': 'tokens'}}`}, 429, StatusFromText},
+		{"API Error prefix", Evidence{Message: `API Error: 529 {"type":"error"}`}, 529, StatusFromText},
+		{"leading status", Evidence{Message: `402 {"error":{"message":"No"}}`}, 402, StatusFromText},
+		{"leading status and reason", Evidence{Message: "405 Method Not Allowed"}, 405, StatusFromText},
+		{"HTTP/1.1 line", Evidence{Message: `HTTP Request: POST http://x/v1 "HTTP/1.1 502 Bad Gateway"`}, 502, StatusFromText},
+		{"(HTTP 403)", Evidence{Message: "request refused (HTTP 403)"}, 403, StatusFromText},
+		{"axios", Evidence{Message: "Request failed with status code 503"}, 503, StatusFromText},
+		{"reason then code", Evidence{Message: "Too Many Requests (429)"}, 429, StatusFromText},
+		{"gRPC code name", Evidence{Message: "rpc error: code = Unavailable desc = connection closed"}, 503, StatusFromName},
+		{"SDK class", Evidence{Message: "openai.RateLimitError: slow down"}, 429, StatusFromName},
+		{"AWS exception", Evidence{Message: "ValidationException: bad input"}, 400, StatusFromName},
+		{"stderr when the report has none", Evidence{Message: "Internal error", Stderr: []string{"got status: 500"}}, 500, StatusFromText},
+		{"the report before stderr", Evidence{Message: "Error: 429 slow", Stderr: []string{"got status: 500"}}, 429, StatusFromText},
+		{"API Error (status …)", Evidence{Message: "API Error (429 Too many tokens, please wait before trying again.)"}, 429, StatusFromText},
+		{"status code (no body)", Evidence{Message: "503 status code (no body)"}, 503, StatusFromText},
+		{"an error type, when nothing else says", Evidence{Message: `{"type":"not_found_error","message":"model: x"}`}, 404, StatusFromName},
+		{"a written status before an error type", Evidence{Message: `Error code: 401 - {'error': {'type': 'invalid_request_error'}}`}, 401, StatusFromText},
+		{"a count is not a status", Evidence{Message: "processed 429 files"}, 0, ""},
+		{"a 2xx is not an error status", Evidence{Message: `"HTTP/1.1 200 OK"`}, 0, ""},
+		{"tokens are not a status", Evidence{Message: "used 500 tokens"}, 0, ""},
+		{"exit code", Evidence{Message: "exit code 1"}, 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := newView(&tt.ev).status()
+			if got.code != tt.want || got.origin != tt.origin {
+				t.Errorf("got %d from %q, want %d from %q", got.code, got.origin, tt.want, tt.origin)
+			}
+		})
+	}
+}
+
+func TestUnwrap(t *testing.T) {
+	for in, want := range map[string]string{
+		"400 Provider\n   returned error":   "400 Provider returned error",
+		"Incorrect API\r\n    key provided": "Incorrect API key provided",
+		"isn\u2019t supported":              "isn't supported",
+		"no breaks":                         "no breaks",
+		"trailing \t\n\nnext":               "trailing next",
+	} {
+		if got := unwrap(in); got != want {
+			t.Errorf("unwrap(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := stderrText([]string{"Error: 400 Provider", "   returned error", "next line"}); got != "Error: 400 Provider returned error\nnext line" {
+		t.Errorf("stderr continuation: got %q", got)
+	}
+}
+
+func TestIsRetryNote(t *testing.T) {
+	for s, want := range map[string]bool{
+		"WARN codex_core::responses_retry: stream disconnected - retrying sampling request (1/5 in 193ms)...": true,
+		"API Error (Connection error.) · Retrying in 1 seconds… (attempt 1/10)":                               true,
+		"Retrying (attempt 1/2, waiting 2s)...":                                                               true,
+		"Request failed, will retry":                                                                          true,
+		"ERROR codex_core::client: dns error: failed to lookup address information":                           false,
+		"unexpected status 502 Bad Gateway":                                                                   false,
+	} {
+		if got := IsRetryNote(s); got != want {
+			t.Errorf("IsRetryNote(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
