@@ -52,9 +52,11 @@ type agentCase struct {
 	fallback string // the model id acp-guard switches to (session/set_model or config option value)
 	// textFail is the capture scenario used for "text streamed then a
 	// failure"; textFailSurfaces says whether the agent reports it at all
-	// (claude does not: bugSwallowsStreamFailure).
+	// (claude does not: bugSwallowsStreamFailure), textFailCode what it is
+	// classified as.
 	textFail         string
 	textFailSurfaces bool
+	textFailCode     string
 	// staleAfterError: after a failed prompt, the agent answers the next
 	// prompt of the same session at once with an empty end_turn (a stale
 	// result) and delivers the real answer one turn late
@@ -71,11 +73,15 @@ type agentCase struct {
 
 var agentCases = []agentCase{
 	{name: "codex", retries: 1, attempts: 4, model: "gpt-5.4", fallback: "gpt-5.4-mini",
-		textFail: "text_then_error", textFailSurfaces: true, losesPromptAfterSwitch: true},
+		// A response.failed event after text: codex reports "stream
+		// disconnected before completion: An error occurred while
+		// processing your request." — the provider's own failure.
+		textFail: "text_then_error", textFailSurfaces: true, textFailCode: "provider_unavailable", losesPromptAfterSwitch: true},
 	{name: "claude", retries: 1, attempts: 2, model: "claude-sonnet-4-6", fallback: "haiku",
 		textFail: "drop_after_text", textFailSurfaces: false, staleAfterError: true},
 	{name: "gemini", retries: 1, attempts: 2, model: "gemini-2.5-flash", fallback: "gemini-2.5-pro",
-		textFail: "drop_after_text", textFailSurfaces: true},
+		// The stream is cut after text: "500 terminated".
+		textFail: "drop_after_text", textFailSurfaces: true, textFailCode: "agent_transport_lost"},
 }
 
 // suitePolicy: transient failures are retried once after 2 s (long enough
