@@ -85,6 +85,6 @@
 // everything else in the module but the transcript format (package replay)
 // and the command line. The observable contracts — what the client
 // receives, the policy document, the transcript format — are specified in
-// README.md ("What the client receives", "Recovery policy") and in the
-// docs of packages policy and replay.
+// docs/WIRE.md, docs/POLICY.md and in the docs of packages policy and
+// replay.
 package acpguard

@@ -42,7 +42,7 @@ type ControlSignature struct {
 }
 
 // CursorRetriable is the Cursor normal-completion failure projection
-// (docs/WIRE.md, README.md); its match is the catalogue rule
+// (docs/WIRE.md); its match is the catalogue rule
 // cursor.retriable_stream_reset.v1. It is exclusive: the projection
 // defines Cursor's text-reported failures completely, so text
 // with its prefix that the rule refuses (cancellation, deadline, retry

@@ -2,8 +2,7 @@ package main
 
 import "github.com/spf13/pflag"
 
-// circuitOptions select the shared circuits' store (README.md, "Shared
-// circuits"; docs/CIRCUITS.md).
+// circuitOptions select the shared circuits' store (docs/CIRCUITS.md).
 type circuitOptions struct {
 	store     string // file | memory | off | nats://… ("" = $ACP_GUARD_CIRCUITS, else file)
 	namespace string

@@ -2,7 +2,7 @@ package main
 
 import "time"
 
-// The silent-failure part of the demo tour (README, "silent failure").
+// The silent-failure part of the demo tour (docs/WIRE.md, "A silent failure").
 func init() {
 	demoTour = append(demoTour,
 		demoStep{"An empty answer: end_turn with nothing in it — flagged, passed", "silent-empty", nil, false},

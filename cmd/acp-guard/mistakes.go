@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// Configuration mistakes that must not pass in silence (README,
-// "Configuration without flags"): flag errors of the proxy are answered on
+// Configuration mistakes that must not pass in silence (README.md,
+// "Configure"; docs/OPERATIONS.md): flag errors of the proxy are answered on
 // the wire like any other configuration error; the proxy without an agent
 // prints its usage on stderr and exits 2; an ACP_GUARD_* variable that
 // names nothing is a warning with a suggestion.
