@@ -153,24 +153,27 @@ func TestCollectorReceivesAFleet(t *testing.T) {
 	const traceID, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	tp := "00-" + traceID + "-" + parent + "-01"
 	var wg sync.WaitGroup
+	// Two per protocol; over HTTP one plain, one gzip-compressed with
+	// delta temporality.
 	for _, env := range [][]string{
 		{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + httpAddr},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + httpAddr, "OTEL_EXPORTER_OTLP_COMPRESSION=gzip", "OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + grpcAddr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
 		{"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + grpcAddr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"},
 	} {
-		for range 2 {
-			wg.Add(1)
-			dir := t.TempDir()
-			go func() { // ends when its session does
-				defer wg.Done()
-				if err := session(bin, dir, env, tp); err != nil {
-					t.Error(err)
-				}
-			}()
-		}
+		wg.Add(1)
+		dir := t.TempDir()
+		go func() { // ends when its session does
+			defer wg.Done()
+			if err := session(bin, dir, env, tp); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
 	wg.Wait()
 
-	failures := map[string]int64{} // service.instance.id → failures counted
+	failures := map[string]int64{}    // service.instance.id → failures counted
+	turnCounts := map[string]uint64{} // service.instance.id → turn.duration count
 	for _, md := range metrics.AllMetrics() {
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {
 			rm := md.ResourceMetrics().At(i)
@@ -182,9 +185,18 @@ func TestCollectorReceivesAFleet(t *testing.T) {
 			for j := 0; j < sms.Len(); j++ {
 				ms := sms.At(j).Metrics()
 				for k := 0; k < ms.Len(); k++ {
-					if m := ms.At(k); m.Name() == "acp_guard.provider.failures" {
+					switch m := ms.At(k); m.Name() {
+					case "acp_guard.provider.failures":
 						for p := 0; p < m.Sum().DataPoints().Len(); p++ {
 							failures[id] += m.Sum().DataPoints().At(p).IntValue()
+						}
+					case "acp_guard.turn.duration":
+						for p := 0; p < m.Histogram().DataPoints().Len(); p++ {
+							dp := m.Histogram().DataPoints().At(p)
+							if dp.BucketCounts().Len() != dp.ExplicitBounds().Len()+1 {
+								t.Errorf("turn.duration: %d buckets for %d bounds", dp.BucketCounts().Len(), dp.ExplicitBounds().Len())
+							}
+							turnCounts[id] += dp.Count()
 						}
 					}
 				}
@@ -197,6 +209,14 @@ func TestCollectorReceivesAFleet(t *testing.T) {
 	for id, n := range failures {
 		if n != 1 {
 			t.Errorf("instance %s: %d failures, want 1", id, n)
+		}
+	}
+	if len(turnCounts) != 4 {
+		t.Errorf("turn.duration from %d service instances, want 4: %v", len(turnCounts), turnCounts)
+	}
+	for id, n := range turnCounts {
+		if n != 1 {
+			t.Errorf("instance %s: turn.duration count %d, want 1", id, n)
 		}
 	}
 	turns := 0
