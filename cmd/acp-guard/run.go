@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/spf13/pflag"
 
 	acpguard "github.com/acp-guard/acp-guard"
-	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -111,17 +109,8 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 	if err != nil {
 		return failStartup(s, errors.Unwrap(err))
 	}
-	if path := os.Getenv("ACP_GUARD_CPUPROFILE"); path != "" {
-		// For profiling the relay under a benchmark (docs/PERFORMANCE.md).
-		if stop, err := startCPUProfile(path); err == nil {
-			defer stop()
-		}
-	}
-	if path := os.Getenv("ACP_GUARD_MEMPROFILE"); path != "" {
-		// The heap at the end of the session, with what was allocated
-		// since start (GODEBUG=memprofilerate=1 records every allocation,
-		// package inits included; docs/PERFORMANCE.md).
-		defer writeHeapProfile(path)
+	if stop := startProfiles(log); stop != nil {
+		defer stop()
 	}
 	// Loading the catalogue is the only big allocation
 	// before relaying: give that memory back before the session starts.
@@ -204,27 +193,6 @@ func notifySignals() (sigs chan os.Signal, external *atomic.Bool, stop func()) {
 		}
 	}()
 	return sigs, external, func() { signal.Stop(raw); close(raw) }
-}
-
-func startCPUProfile(path string) (func(), error) {
-	f, err := safefile.Open(path, safefile.Truncate)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
-}
-
-func writeHeapProfile(path string) {
-	f, err := safefile.Open(path, safefile.Truncate)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_ = pprof.Lookup("heap").WriteTo(f, 0)
 }
 
 // agentStderr is where the agent's stderr is copied: acp-guard's stderr as
