@@ -2,16 +2,17 @@
 //
 // Tests that run the real program (over real pipes, with real child
 // processes) call Path, which returns the path of ./cmd/acp-guard built
-// with `go build` and the build tags of the test binary (go test -tags
-// otlpgrpc tests a binary built with them; Program does the same for
-// another main package). The
-// build is shared by every test process: it lives in a directory keyed by
-// a hash of the sources, embedded files, go.mod/go.sum, Go release and
-// build settings, and is made under a file lock, so the packages that
-// `go test ./...` runs at once build and link the program once, and a
-// second run of unchanged code builds nothing. A package's TestMain should
-// call Cleanup (or use Main), which removes private builds. Under -short,
-// Main skips the package's end-to-end tests (named TestE2E*).
+// as `make build` builds it (static, -trimpath, -s -w; with -race instead
+// under ACP_GUARD_TEST_RACE=1) and with the build tags of the test binary
+// (go test -tags otlpgrpc tests a binary built with them); Program does
+// the same for another main package. The build is shared by every test
+// process: it lives in a directory keyed by a hash of the sources,
+// embedded files, go.mod/go.sum, Go release and build settings, and is
+// made under a file lock, so the packages that `go test ./...` runs at
+// once build and link the program once, and a second run of unchanged
+// code builds nothing. A package's TestMain should call Cleanup (or use
+// Main), which removes private builds. Under -short, Main skips the
+// package's end-to-end tests (named TestE2E*).
 //
 // Environment: ACP_GUARD_TEST_BIN=/path/to/acp-guard tests that binary
 // instead of building one; ACP_GUARD_TEST_RACE=1 builds with -race;

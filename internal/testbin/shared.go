@@ -146,7 +146,7 @@ const keyTemplate = `{{if .Module}}{{if .Module.Main}}{{.Dir}}|` +
 func buildKey(root, pkg string, race bool) (string, error) {
 	h := sha256.New()
 	tags := testTags()
-	fmt.Fprintf(h, "testbin/1\n%s\n%s/%s\nrace=%v\ntags=%s\npkg=%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, race, tags, pkg)
+	fmt.Fprintf(h, "testbin/2\n%s\n%s/%s\nrace=%v\ntags=%s\npkg=%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, race, tags, pkg)
 	for _, k := range []string{"GOFLAGS", "CGO_ENABLED", "GOEXPERIMENT", "GOAMD64", "GOTOOLCHAIN"} {
 		fmt.Fprintf(h, "%s=%s\n", k, os.Getenv(k))
 	}
@@ -161,6 +161,9 @@ func buildKey(root, pkg string, race bool) (string, error) {
 	}
 	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = root
+	if !race {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as goBuild builds
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

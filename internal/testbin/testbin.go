@@ -109,8 +109,15 @@ func build(pkg string) (string, error) {
 // goBuild runs `go build -o out pkg` in the module root.
 func goBuild(root, pkg, out string, race bool) error {
 	args := []string{"build", "-o", out}
+	env := os.Environ()
 	if race {
-		args = append(args, "-race")
+		args = append(args, "-race") // needs cgo
+	} else {
+		// As `make build` builds it: static, without symbol tables
+		// (stack traces keep their names), so that what the tests
+		// measure (TestE2EIdleRSS) is the binary that ships.
+		args = append(args, "-trimpath", "-ldflags=-s -w")
+		env = append(env, "CGO_ENABLED=0")
 	}
 	if tags := testTags(); tags != "" {
 		args = append(args, "-tags", tags)
@@ -120,6 +127,7 @@ func goBuild(root, pkg, out string, race bool) error {
 	// command that is running the tests.
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
+	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go %v in %s: %w\n%s", args, root, err, out)
 	}
