@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -92,6 +93,39 @@ func BenchmarkRelayChunkEvents(b *testing.B) {
 			b.SetBytes(int64(len(line)))
 			for b.Loop() {
 				r.FromAgent(transport.Line{Bytes: line})
+			}
+		})
+	}
+}
+
+// BenchmarkEmptyTurn measures, on the relay goroutine, one prompt turn the
+// agent answers at once with an empty end_turn (the `roundtrip` workload
+// of bench/): the request, the result, the silent check that flags it
+// empty and the annotation it gains; and, for comparison, a turn with one
+// chunk of output, which is not flagged.
+func BenchmarkEmptyTurn(b *testing.B) {
+	for _, output := range []bool{false, true} {
+		name := "empty"
+		if output {
+			name = "with-output"
+		}
+		b.Run(name, func(b *testing.B) {
+			out := &discard{}
+			g := guard.New(guard.Config{Identity: observers.Identity{Flag: "codex-acp"}, Engine: catalogue.Default(), Policy: policy.Default()})
+			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, out)
+			chunk := []byte(msgChunk("hi") + "\n")
+			var req, res []byte
+			b.ReportAllocs()
+			id := 2
+			for b.Loop() {
+				id++
+				req = fmt.Appendf(req[:0], `{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`+"\n", id)
+				res = fmt.Appendf(res[:0], `{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}`+"\n", id)
+				r.FromClient(transport.Line{Bytes: req})
+				if output {
+					r.FromAgent(transport.Line{Bytes: chunk})
+				}
+				r.FromAgent(transport.Line{Bytes: res})
 			}
 		})
 	}

@@ -74,20 +74,25 @@ func recoveryAction(reason string) string {
 	return string(policy.ActionStop)
 }
 
+// resultNote is what a result gains under _meta.acpGuard: the recovery
+// that produced it (resultMeta) and its flags (annotation.meta). Its
+// members are in the order encoding/json gives a map's sorted keys, so it
+// encodes as the map it replaced did, without a map's reflection.
+type resultNote struct {
+	Attempts  int       `json:"attempts,omitempty"` // ≥ 1 when recovered
+	Compacted bool      `json:"compacted,omitempty"`
+	Model     string    `json:"model,omitempty"`
+	Silent    *Silent   `json:"silent,omitempty"`
+	Stop      *StopNote `json:"stop,omitempty"`
+}
+
 // resultMeta is what a recovered result adds under _meta.acpGuard (nil:
 // nothing, the agent's frame goes as it is).
-func resultMeta(p *prompt) map[string]any {
+func resultMeta(p *prompt) *resultNote {
 	if p.attempt == 0 && p.model == "" && p.compaction == nil {
 		return nil // the client's own attempt, untouched
 	}
-	meta := map[string]any{"attempts": p.attempt + 1}
-	if p.model != "" {
-		meta["model"] = p.model
-	}
-	if p.compaction != nil {
-		meta["compacted"] = true
-	}
-	return meta
+	return &resultNote{Attempts: p.attempt + 1, Model: p.model, Compacted: p.compaction != nil}
 }
 
 // compactDecision decides a context overflow when the policy allows

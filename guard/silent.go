@@ -202,20 +202,16 @@ func (g *Guard) annotate(c transport.Ctl, p *prompt, r *reply) annotation {
 	return a
 }
 
-// meta returns the members an annotation adds to _meta.acpGuard.
-func (a annotation) meta(into map[string]any) map[string]any {
+// meta returns into with the members an annotation adds to
+// _meta.acpGuard (nil: nothing to add).
+func (a annotation) meta(into *resultNote) *resultNote {
 	if a.empty() {
 		return into
 	}
 	if into == nil {
-		into = map[string]any{}
+		into = &resultNote{}
 	}
-	if a.silent != nil {
-		into["silent"] = a.silent
-	}
-	if a.stop != nil {
-		into["stop"] = a.stop
-	}
+	into.Silent, into.Stop = a.silent, a.stop
 	return into
 }
 
