@@ -10,8 +10,12 @@ import (
 // Targets, as ratios to the byte-copy relay in the same run.
 const (
 	MinThroughputRatio = 0.8      // acp-guard / bytecopy, streaming workloads
-	MaxP50Ratio        = 1.2      // acp-guard / bytecopy, round trips
+	MaxP50Ratio        = 1.15     // acp-guard / bytecopy, round trips
 	MaxStreamRSS       = 16 << 20 // bytes, acp-guard on streaming workloads
+	// MaxSmallFrameCPURatio: relay CPU per prompt, acp-guard / bytecopy,
+	// on streams of small frames (at most SmallFrame bytes each).
+	MaxSmallFrameCPURatio = 2.0
+	SmallFrame            = 1 << 10
 )
 
 // find returns the result of mode m on the workload named name.
@@ -76,7 +80,7 @@ func Checks(results []Result) []Check {
 		if g.Workload.RoundTrip {
 			r := P50Ratio(results, g)
 			out = append(out, Check{
-				Target: fmt.Sprintf("%s: p50 latency ≤ %.1f× bytecopy", name, MaxP50Ratio),
+				Target: fmt.Sprintf("%s: p50 latency ≤ %.2f× bytecopy", name, MaxP50Ratio),
 				Got:    fmt.Sprintf("%.2f×", r), OK: r <= MaxP50Ratio,
 			})
 			continue
@@ -86,6 +90,13 @@ func Checks(results []Result) []Check {
 			Target: fmt.Sprintf("%s: throughput ≥ %.1f× bytecopy", name, MinThroughputRatio),
 			Got:    fmt.Sprintf("%.2f×", r), OK: r >= MinThroughputRatio,
 		})
+		if g.Workload.Size <= SmallFrame {
+			c := CPURatio(results, g)
+			out = append(out, Check{
+				Target: fmt.Sprintf("%s: relay CPU ≤ %.0f× bytecopy", name, MaxSmallFrameCPURatio),
+				Got:    fmt.Sprintf("%.1f×", c), OK: c > 0 && c <= MaxSmallFrameCPURatio,
+			})
+		}
 		out = append(out, Check{
 			Target: fmt.Sprintf("%s: peak RSS ≤ %d MiB", name, MaxStreamRSS>>20),
 			Got:    fmt.Sprintf("%.1f MiB", g.PeakRSSMiB()), OK: g.PeakRSS <= MaxStreamRSS,

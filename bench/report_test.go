@@ -103,14 +103,16 @@ func TestChecks(t *testing.T) {
 		fake(large, ByteCopy, 1000, time.Millisecond, 3),
 		fake(large, Guard, 790, time.Millisecond, 17),
 		fake(rt, ByteCopy, 1, 100*time.Microsecond, 3),
-		fake(rt, Guard, 1, 121*time.Microsecond, 8),
+		fake(rt, Guard, 1, 116*time.Microsecond, 8),
 	}
+	results[2].RelayCPU = 2 * results[1].RelayCPU // exactly at the CPU limit
 	got := Checks(results)
 	want := []struct {
 		prefix string
 		ok     bool
 	}{
 		{"stream-64B: throughput", true},
+		{"stream-64B: relay CPU", true},
 		{"stream-64B: peak RSS", true},
 		{"stream-64KiB: throughput", false},
 		{"stream-64KiB: peak RSS", false},
