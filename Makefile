@@ -4,7 +4,7 @@ BIN ?= bin/acp-guard
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -s -w: no symbol table or DWARF (stack traces keep their function names
 # and lines); CGO_ENABLED=0: a static binary, without libc's 1.3 MiB of
-# resident pages (docs/PERFORMANCE.md, "Binary and memory").
+# resident pages (docs/PERFORMANCE.md, "Footprint: binary and memory").
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet bench-jsonrpc2 test-collector
@@ -67,6 +67,7 @@ test-short:
 # module (telemetry/collectortest), so its ~55 modules stay out of go.mod.
 test-collector:
 	cd telemetry/collectortest && $(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags otlpgrpc -run GRPC ./telemetry
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
