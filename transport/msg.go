@@ -65,12 +65,20 @@ func (m *Msg) Body() []byte { return trimEOL(m.Line) }
 // ParseMsg classifies a line. Only top-level members are located; values are
 // skipped, not decoded.
 func ParseMsg(line []byte) Msg {
+	var m Msg
+	m.parse(line)
+	return m
+}
+
+// parse is ParseMsg into m, every field set: the relay parses each frame
+// into the one Msg it keeps, without copying a Msg per frame.
+func (m *Msg) parse(line []byte) {
 	body := trimEOL(line)
-	if m, ok := parseNotificationFast(line, body); ok {
+	if parseNotificationFast(m, line, body) {
 		jsonscan.Note(body) // the general path's walk is counted by jsonscan
-		return m
+		return
 	}
-	m := Msg{Line: line}
+	*m = Msg{Line: line}
 	var method []byte
 	hasID := false
 	err := jsonscan.Members(body, func(key, val []byte) bool {
@@ -91,12 +99,12 @@ func ParseMsg(line []byte) Msg {
 	})
 	if err != nil {
 		m.Kind = KindInvalid
-		return m
+		return
 	}
 	if method != nil {
 		if !jsonscan.IsString(method) {
 			m.Kind = KindOther
-			return m
+			return
 		}
 		m.Method = internMethod(method[1 : len(method)-1])
 		if hasID && !bytes.Equal(m.ID, []byte("null")) {
@@ -104,14 +112,13 @@ func ParseMsg(line []byte) Msg {
 		} else {
 			m.Kind = KindNotification
 		}
-		return m
+		return
 	}
 	if hasID && (m.Result != nil || m.Error != nil) {
 		m.Kind = KindResponse
-		return m
+		return
 	}
 	m.Kind = KindOther
-	return m
 }
 
 // IDKey is a comparable form of a raw JSON id: strings compare by their
@@ -206,30 +213,31 @@ var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
 // the object between its opening brace and the frame's closing one. The
 // params' inside is not validated here (observers read only what they
 // need, in place); anything else takes the general path.
-func parseNotificationFast(line, body []byte) (Msg, bool) {
+func parseNotificationFast(m *Msg, line, body []byte) bool {
 	if !bytes.HasPrefix(body, notificationPrefix) {
-		return Msg{}, false
+		return false
 	}
 	rest := body[len(notificationPrefix):]
 	q := bytes.IndexByte(rest, '"')
 	if q < 0 || bytes.IndexByte(rest[:q], '\\') >= 0 {
-		return Msg{}, false
+		return false
 	}
 	method := rest[:q]
 	const paramsKey = `,"params":`
 	rest = rest[q+1:]
 	if len(rest) < len(paramsKey) || string(rest[:len(paramsKey)]) != paramsKey {
-		return Msg{}, false
+		return false
 	}
 	params := trimSpaceRight(rest[len(paramsKey):])
 	if len(params) < 3 || params[len(params)-1] != '}' {
-		return Msg{}, false
+		return false
 	}
 	params = trimSpaceRight(params[:len(params)-1]) // the frame's own brace
 	if len(params) < 2 || params[0] != '{' || params[len(params)-1] != '}' {
-		return Msg{}, false
+		return false
 	}
-	return Msg{Line: line, Kind: KindNotification, Method: internMethod(method), Params: params}, true
+	*m = Msg{Line: line, Kind: KindNotification, Method: internMethod(method), Params: params}
+	return true
 }
 
 func trimSpaceRight(b []byte) []byte {

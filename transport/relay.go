@@ -83,7 +83,7 @@ func (r *Relay) FromClient(l Line) {
 		l.area = nil // lastLine made a copy
 	}
 	r.Counts.ClientFrames++
-	r.msg = ParseMsg(l.Bytes)
+	r.msg.parse(l.Bytes)
 	m := &r.msg
 	var req *Request
 	switch m.Kind {
@@ -141,7 +141,7 @@ func (r *Relay) FromAgent(l Line) {
 		}
 	}
 	r.Counts.AgentFrames++
-	r.msg = ParseMsg(l.Bytes)
+	r.msg.parse(l.Bytes)
 	m := &r.msg
 	var req *Request
 	switch m.Kind {
