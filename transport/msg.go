@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
@@ -205,7 +206,31 @@ func numberKey(b []byte) (string, bool) {
 	return string(k), true
 }
 
-var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
+const notificationPrefix = `{"jsonrpc":"2.0","method":"`
+
+// notificationWords are notificationPrefix as four little-endian words
+// (at 0, 8, 16 and its last 8 bytes), for hasNotificationPrefix.
+var notificationWords = func() (w [4]uint64) {
+	p := []byte(notificationPrefix)
+	for i, off := range [4]int{0, 8, 16, len(p) - 8} {
+		w[i] = binary.LittleEndian.Uint64(p[off:])
+	}
+	return w
+}()
+
+// hasNotificationPrefix is bytes.HasPrefix(b, notificationPrefix) in four
+// word comparisons: it runs on every frame.
+func hasNotificationPrefix(b []byte) bool {
+	const n = len(notificationPrefix)
+	if len(b) < n {
+		return false
+	}
+	b = b[:n]
+	return binary.LittleEndian.Uint64(b) == notificationWords[0] &&
+		binary.LittleEndian.Uint64(b[8:]) == notificationWords[1] &&
+		binary.LittleEndian.Uint64(b[16:]) == notificationWords[2] &&
+		binary.LittleEndian.Uint64(b[n-8:]) == notificationWords[3]
+}
 
 // parseNotificationFast handles the layout nearly every ACP implementation
 // writes for notifications — {"jsonrpc":"2.0","method":"…","params":{…}} —
@@ -214,7 +239,7 @@ var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"`)
 // params' inside is not validated here (observers read only what they
 // need, in place); anything else takes the general path.
 func parseNotificationFast(m *Msg, line, body []byte) bool {
-	if !bytes.HasPrefix(body, notificationPrefix) {
+	if !hasNotificationPrefix(body) {
 		return false
 	}
 	rest := body[len(notificationPrefix):]
