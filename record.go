@@ -27,6 +27,7 @@ type recorderTap struct {
 	mu    sync.Mutex
 	rec   *replay.Recorder
 	start time.Time
+	last  int64 // the last t_ms written (under mu)
 	name  *recordName
 	// clientClosed is set once the client's input ended (watchEOF), so
 	// the recorded exit says whether it followed the client's departure.
@@ -54,16 +55,30 @@ func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorde
 	return &recorderTap{rec: rec, start: start, name: name}, nil
 }
 
-func (t *recorderTap) ms() int64 { return time.Since(t.start).Milliseconds() }
+// ms is the t_ms of a line written now (stderr, the attempt log, the
+// exit); msAt that of a frame of the event stamped at: the time the
+// guard's decisions and timers read, so that a replay sees a retry as
+// long after the failure as the live session waited, however long the
+// guard took over the failure (a first classification compiles its
+// patterns). Both are called under mu and never go below the last t_ms
+// written: a replay reads the events in order.
+func (t *recorderTap) ms() int64 { return t.next(time.Since(t.start).Milliseconds()) }
 
-func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
+func (t *recorderTap) msAt(at time.Time) int64 { return t.next(at.Sub(t.start).Milliseconds()) }
+
+func (t *recorderTap) next(ms int64) int64 {
+	t.last = max(t.last, ms)
+	return t.last
+}
+
+func (t *recorderTap) Frame(at time.Time, dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
 	v := ""
 	if via == transport.ViaGuard {
 		v = replay.ViaGuard
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.rec.Frame(t.ms(), dir.String(), line, v, suppressed)
+	t.rec.Frame(t.msAt(at), dir.String(), line, v, suppressed)
 	if t.name.wantsSession() {
 		t.name.observe(line)
 	}

@@ -53,10 +53,12 @@ type Output interface {
 }
 
 // Tap observes every frame that crosses the relay (for transcripts).
-// suppressed: an inbound frame that was not forwarded. via: who wrote an
-// outbound frame.
+// at: the time of the event the frame belongs to (Ctl.Now — the stamp
+// its decisions and timers read, not the moment the tap is told, which
+// comes after the guard's work on the frame). suppressed: an inbound
+// frame that was not forwarded. via: who wrote an outbound frame.
 type Tap interface {
-	Frame(dir Dir, line []byte, via Via, suppressed bool)
+	Frame(at time.Time, dir Dir, line []byte, via Via, suppressed bool)
 	Stderr(line string)
 	Exit(st ExitStatus)
 }
