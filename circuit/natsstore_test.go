@@ -90,7 +90,7 @@ func TestNATSStoreCompareAndSwap(t *testing.T) {
 		t.Fatalf("create over a deleted key: %v", err)
 	}
 	// The bucket keeps one revision per key and expires untouched keys.
-	js, _ := jetstream.New(s.nc)
+	js, _ := jetstream.New(s.Conn())
 	kv, _ := js.KeyValue(ctx, DefaultBucket)
 	// A value someone else wrote that is not a version-1 record: refused,
 	// skipped by List, and a turn on that key proceeds.

@@ -31,7 +31,8 @@ var rules = map[string][]string{
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held",
 		"cmd/acp-guard/internal/stopsig",
 		"demoagent"}, // the demo-agent command runs it
-	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held"},
+	// The library dials the one NATS connection its stores share (kvstore).
+	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "internal/kvstore"},
 	"replay":    {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
 	"telemetry": {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
 	"guard":     {"transport", "observers", "classify", "policy", "circuit", "held"},
@@ -40,8 +41,8 @@ var rules = map[string][]string{
 	"catalogue": {"classify"},
 	"classify":  {},
 	"policy":    {"classify"}, // the registry of codes, for per-code overrides
-	"circuit":   {},
-	"held":      {}, // held prompts in the circuits' store, for operators
+	"circuit":   {"internal/kvstore"},
+	"held":      {"internal/kvstore"}, // held prompts in the circuits' store, for operators
 
 	// Beside the core: tools and tests that use it from outside.
 	"fleet":                    {"circuit"}, // a load generator against the circuit store
@@ -63,6 +64,10 @@ var rules = map[string][]string{
 	"internal/acptest":   {"internal/testbin"},
 	"internal/acpschema": {},
 	"internal/archtest":  {},
+
+	// Beneath the stores: the revisioned key-value layer the circuit and
+	// held-prompt stores are typed adapters over (file, NATS, memory).
+	"internal/kvstore": {},
 
 	// The leaves.
 	"internal/ansi":                  {},
