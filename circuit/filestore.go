@@ -17,14 +17,11 @@ const (
 // FileFormat names the embedded store's document format (see doc.go).
 const FileFormat = "acp-guard.circuits/1"
 
-// Bounds of the embedded store: the document is read whole, so it is kept
-// small. Records untouched for fileRetain behind the newest one are dropped
-// on the next write unless still open; past fileMaxEntries the oldest go.
-const (
-	fileMaxBytes   = 8 << 20
-	fileMaxEntries = 4096
-	fileRetain     = 48 * time.Hour
-)
+// fileRetain: records untouched this long behind the newest one are
+// dropped on the next write unless still open. The document is read
+// whole, so it is bounded (kvstore's defaults: 8 MiB, and past 4096
+// records the oldest go).
+const fileRetain = 48 * time.Hour
 
 // FileStore is the embedded store: one JSON document in the state
 // directory (a kvstore.File: replaced atomically under an flock(2), read
@@ -38,13 +35,12 @@ type FileStore struct {
 // OpenFileStore opens (creating as needed) the embedded store in dir.
 func OpenFileStore(dir string) (*FileStore, error) {
 	f, err := kvstore.OpenFile(dir, kvstore.FileOptions{
-		Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "record",
-		MaxBytes: fileMaxBytes, MaxEntries: fileMaxEntries, Times: recordTimes,
+		Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "record", Times: recordTimes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("circuit store: %w", err)
 	}
-	return &FileStore{kvStore{f}, f}, nil
+	return &FileStore{newKVStore(f), f}, nil
 }
 
 // Path is the store document's path.

@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -47,21 +48,15 @@ type NATSStore struct {
 // unreachable server is not an error here: the client keeps reconnecting
 // and operations fail with ErrStore until it answers.
 func OpenNATS(url string, opts NATSOptions) (*NATSStore, error) {
-	if opts.Bucket == "" {
-		opts.Bucket = DefaultBucket
-	}
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultBucketTTL
-	}
 	s, err := kvstore.OpenNATS(url, kvstore.NATSOptions{
 		Conn: opts.Conn, Name: opts.Name, Extra: opts.Extra,
-		Bucket: opts.Bucket, Description: "acp-guard circuits (" + FileFormat + " records)",
-		TTL: opts.TTL, MaxValue: natsMaxValue,
+		Bucket: cmp.Or(opts.Bucket, DefaultBucket), Description: "acp-guard circuits (" + FileFormat + " records)",
+		TTL: cmp.Or(max(opts.TTL, 0), DefaultBucketTTL), MaxValue: natsMaxValue,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("circuit store: %w", err)
 	}
-	return &NATSStore{kvStore{s}, s}, nil
+	return &NATSStore{newKVStore(s), s}, nil
 }
 
 // Reconnects is how many times the connection came back after a loss

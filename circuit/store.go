@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/acp-guard/acp-guard/internal/kvstore"
@@ -45,69 +44,40 @@ const idPrefix = "ns."
 // NewMemoryStore returns a store that keeps circuits in this process
 // only, gone with it (--circuits memory: replayed and served sessions,
 // which must not touch the circuits live sessions share).
-func NewMemoryStore() Store { return kvStore{kvstore.NewMemory()} }
+func NewMemoryStore() Store { return newKVStore(kvstore.NewMemory()) }
 
 // kvStore is every Store: records in their stored format (record.go) as
-// the values of a revisioned key-value store (internal/kvstore), its
-// errors in this package's terms.
-type kvStore struct{ kv kvstore.Store }
+// the values of a revisioned key-value store (internal/kvstore).
+type kvStore struct{ t *kvstore.Typed[Record] }
+
+func newKVStore(kv kvstore.Store) kvStore {
+	return kvStore{&kvstore.Typed[Record]{KV: kv, Encode: encodeRecord, Decode: decodeRecord,
+		Conflict: ErrConflict, Format: ErrFormat, What: "circuit store"}}
+}
 
 // Get implements Store.
 func (s kvStore) Get(ctx context.Context, id string) (*Record, uint64, error) {
-	b, rev, err := s.kv.Get(ctx, id)
-	if err != nil || b == nil {
-		return nil, 0, storeErr(err)
-	}
-	r, err := decodeRecord(b)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &r, rev, nil
+	return s.t.Get(ctx, id)
 }
 
 // CompareAndSwap implements Store.
 func (s kvStore) CompareAndSwap(ctx context.Context, id string, rec Record, rev uint64) error {
-	b, err := encodeRecord(rec)
-	if err != nil {
-		return fmt.Errorf("circuit store: encoding: %w", err)
-	}
-	return storeErr(s.kv.CompareAndSwap(ctx, id, b, rev))
+	return s.t.CompareAndSwap(ctx, id, rec, rev)
 }
 
 // List implements Store.
 func (s kvStore) List(ctx context.Context) ([]Record, error) {
-	items, err := s.kv.List(ctx, idPrefix)
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	out := make([]Record, 0, len(items))
-	for _, it := range items {
-		if r, err := decodeRecord(it.Value); err == nil {
-			out = append(out, r)
-		}
+	es, err := s.t.List(ctx, idPrefix)
+	out := make([]Record, 0, len(es))
+	for _, e := range es {
+		out = append(out, e.Value)
 	}
 	slices.SortFunc(out, func(a, b Record) int { return cmp.Compare(a.Key.String(), b.Key.String()) })
-	return out, nil
+	return out, err
 }
 
 // Delete implements Store.
-func (s kvStore) Delete(ctx context.Context, id string) error {
-	return storeErr(s.kv.Delete(ctx, id))
-}
+func (s kvStore) Delete(ctx context.Context, id string) error { return s.t.Delete(ctx, id) }
 
 // Close implements Store.
-func (s kvStore) Close() error { return s.kv.Close() }
-
-// storeErr says a key-value store's error in this package's terms.
-func storeErr(err error) error {
-	var ferr *kvstore.FormatError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, kvstore.ErrConflict):
-		return ErrConflict
-	case errors.As(err, &ferr):
-		return fmt.Errorf("%w: %w", ErrFormat, ferr)
-	}
-	return fmt.Errorf("circuit store: %w", err)
-}
+func (s kvStore) Close() error { return s.t.Close() }

@@ -17,22 +17,15 @@ const (
 // FileFormat names the file store's document format (see doc.go).
 const FileFormat = "acp-guard.held/1"
 
-// Bounds of the file store: the document is read whole, so it is kept
-// small. On every write, entries that expired before the newest entry's
-// update go, then the oldest beyond fileMaxEntries.
-const (
-	fileMaxBytes   = 8 << 20
-	fileMaxEntries = 4096
-	// filePoll is how often a watch looks at the document's metadata (a
-	// stat; the document is read only when it changed).
-	filePoll = 200 * time.Millisecond
-)
-
 // FileStore keeps held-prompt entries in one JSON document in the state
 // directory, shared by every acp-guard process of the user on the machine
 // (a kvstore.File, as the circuits' file store: written under an flock(2),
 // replaced atomically, read without a lock), each entry
-// {"rev":R,"entry":{…}}.
+// {"rev":R,"entry":{…}}. The document is read whole, so it is bounded
+// (kvstore's defaults: 8 MiB; on every write, entries that expired before
+// the newest entry's update go, then the oldest beyond 4096), and a watch
+// looks at its metadata every kvstore.DefaultPoll (a stat; the document
+// is read only when it changed).
 type FileStore struct {
 	kvStore
 	file *kvstore.File
@@ -42,12 +35,12 @@ type FileStore struct {
 func OpenFileStore(dir string) (*FileStore, error) {
 	f, err := kvstore.OpenFile(dir, kvstore.FileOptions{
 		Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "entry",
-		MaxBytes: fileMaxBytes, MaxEntries: fileMaxEntries, Times: entryTimes, Poll: filePoll,
+		Times: entryTimes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("held store: %w", err)
 	}
-	return &FileStore{kvStore{f}, f}, nil
+	return &FileStore{newKVStore(f), f}, nil
 }
 
 // Path is the document's path.

@@ -1,6 +1,7 @@
 package held
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -45,21 +46,15 @@ type NATSStore struct {
 // servers allowed), or uses opts.Conn. An unreachable server is not an
 // error here.
 func OpenNATS(url string, opts NATSOptions) (*NATSStore, error) {
-	if opts.Bucket == "" {
-		opts.Bucket = DefaultBucket
-	}
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultBucketTTL
-	}
 	s, err := kvstore.OpenNATS(url, kvstore.NATSOptions{
 		Conn: opts.Conn, Name: opts.Name, Extra: opts.Extra,
-		Bucket: opts.Bucket, Description: "acp-guard held prompts (" + FileFormat + " entries)",
-		TTL: opts.TTL, MaxValue: natsMaxValue,
+		Bucket: cmp.Or(opts.Bucket, DefaultBucket), Description: "acp-guard held prompts (" + FileFormat + " entries)",
+		TTL: cmp.Or(max(opts.TTL, 0), DefaultBucketTTL), MaxValue: natsMaxValue,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("held store: %w", err)
 	}
-	return &NATSStore{kvStore{s}, s}, nil
+	return &NATSStore{newKVStore(s), s}, nil
 }
 
 // Reconnects is how many times the connection came back after a loss.

@@ -3,7 +3,6 @@ package held
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
@@ -45,79 +44,38 @@ var ErrConflict = errors.New("held: entry changed concurrently")
 var ErrStore = errors.New("held: store unavailable")
 
 // kvStore is every Store: entries in their stored format (entry.go) as the
-// values of a revisioned key-value store (internal/kvstore), its errors in
-// this package's terms.
-type kvStore struct{ kv kvstore.Store }
+// values of a revisioned key-value store (internal/kvstore).
+type kvStore struct{ t *kvstore.Typed[Entry] }
+
+func newKVStore(kv kvstore.Store) kvStore {
+	return kvStore{&kvstore.Typed[Entry]{KV: kv, Encode: encodeEntry, Decode: decodeEntry,
+		Conflict: ErrConflict, Format: ErrFormat, What: "held store"}}
+}
 
 // Get implements Store.
-func (s kvStore) Get(ctx context.Context, id string) (*Entry, uint64, error) {
-	b, rev, err := s.kv.Get(ctx, id)
-	if err != nil || b == nil {
-		return nil, 0, storeErr(err)
-	}
-	e, err := decodeEntry(b)
-	if err != nil {
-		return nil, 0, err
-	}
-	return &e, rev, nil
-}
+func (s kvStore) Get(ctx context.Context, id string) (*Entry, uint64, error) { return s.t.Get(ctx, id) }
 
 // CompareAndSwap implements Store.
 func (s kvStore) CompareAndSwap(ctx context.Context, id string, e Entry, rev uint64) error {
-	b, err := encodeEntry(e)
-	if err != nil {
-		return fmt.Errorf("held store: encoding: %w", err)
-	}
-	return storeErr(s.kv.CompareAndSwap(ctx, id, b, rev))
+	return s.t.CompareAndSwap(ctx, id, e, rev)
 }
 
 // List implements Store.
 func (s kvStore) List(ctx context.Context, prefix string) ([]Stored, error) {
-	items, err := s.kv.List(ctx, prefix)
-	if err != nil {
-		return nil, storeErr(err)
-	}
+	es, err := s.t.List(ctx, prefix)
 	var out []Stored
-	for _, it := range items {
-		if st, ok := stored(it); ok {
-			out = append(out, st)
-		}
+	for _, e := range es {
+		out = append(out, stored(e))
 	}
-	return out, nil
+	return out, err
 }
 
 // Watch implements Store.
 func (s kvStore) Watch(prefix string, fn func(Stored)) (func(), error) {
-	stop, err := s.kv.Watch(prefix, func(it kvstore.Item) {
-		if st, ok := stored(it); ok {
-			fn(st)
-		}
-	})
-	return stop, storeErr(err)
+	return s.t.Watch(prefix, func(e kvstore.Entry[Entry]) { fn(stored(e)) })
 }
 
 // Close implements Store.
-func (s kvStore) Close() error { return s.kv.Close() }
+func (s kvStore) Close() error { return s.t.Close() }
 
-// stored decodes an item; one of another format is skipped.
-func stored(it kvstore.Item) (Stored, bool) {
-	e, err := decodeEntry(it.Value)
-	if err != nil {
-		return Stored{}, false
-	}
-	return Stored{ID: it.Key, Rev: it.Rev, Entry: e}, true
-}
-
-// storeErr says a key-value store's error in this package's terms.
-func storeErr(err error) error {
-	var ferr *kvstore.FormatError
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, kvstore.ErrConflict):
-		return ErrConflict
-	case errors.As(err, &ferr):
-		return fmt.Errorf("%w: %w", ErrFormat, ferr)
-	}
-	return fmt.Errorf("held store: %w", err)
-}
+func stored(e kvstore.Entry[Entry]) Stored { return Stored{ID: e.Key, Rev: e.Rev, Entry: e.Value} }

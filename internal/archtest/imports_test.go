@@ -63,6 +63,7 @@ var rules = map[string][]string{
 	"internal/testbin":   {},
 	"internal/acptest":   {"internal/testbin"},
 	"internal/acpschema": {},
+	"internal/natstest":  {},
 	"internal/archtest":  {},
 
 	// Beneath the stores: the revisioned key-value layer the circuit and
@@ -81,7 +82,7 @@ var rules = map[string][]string{
 var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio"}
 
 // testSupport may be imported by any package's tests.
-var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema"}
+var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema", "internal/natstest"}
 
 // testRules are the further arrows a package's tests may draw (from
 // _test.go files, which no other package imports, so they cannot make a

@@ -127,13 +127,16 @@ func (s *File) Get(_ context.Context, key string) ([]byte, uint64, error) {
 	return it.Value, it.Rev, nil
 }
 
-// CompareAndSwap implements Store. value must be JSON (it is stored
-// compacted, as a member of the document). A corrupt document is
-// replaced.
+// CompareAndSwap implements Store. value must be JSON other than null
+// (it is stored compacted, as a member of the document). A corrupt
+// document is replaced.
 func (s *File) CompareAndSwap(ctx context.Context, key string, value []byte, rev uint64) error {
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, value); err != nil {
 		return fmt.Errorf("value of %s: %w", key, err)
+	}
+	if compact.String() == "null" {
+		return fmt.Errorf("value of %s: null (it would read as absent)", key)
 	}
 	return s.write(ctx, func(doc *fileDoc) error {
 		if cur, _ := s.item(doc, key); cur.Rev != rev {
