@@ -27,8 +27,9 @@
 // would write the same bytes for the clients' typed documents (members in
 // this order, entries by key, values compacted), so documents written
 // before this package existed load and are rewritten unchanged but for the
-// change (the circuit and held testdata/*-v1-before.json and -after.json
-// check it).
+// change (circuit/testdata/circuits-v1-before.json and
+// held/testdata/held-v1-before.json, with their -after documents, check
+// it).
 //
 // Writers take an exclusive flock(2) on a lock file beside the document
 // (github.com/gofrs/flock) and a mutex per handle, re-read, apply the
