@@ -3,7 +3,6 @@ package acpguard
 import (
 	"errors"
 	"log/slog"
-	"strings"
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
@@ -12,7 +11,7 @@ import (
 )
 
 // storeMemory keeps circuits in this process only (Config.Circuits).
-const storeMemory = "memory"
+const storeMemory = string(kvstore.KindMemory)
 
 // sharedStores are a session's stores for spec: the circuit layer, the
 // held-prompt board beside it (nil with circuits off or in memory: held
@@ -27,33 +26,34 @@ type sharedStores struct {
 }
 
 // openStores opens the stores spec names ("" already replaced by the
-// session's default): the file documents in the state directory, the
-// JetStream buckets acp_guard_circuits and acp_guard_held over one NATS
-// connection, or the circuits of this process alone. A store that cannot
-// be opened is logged and the session runs without it: a turn never
-// depends on a store.
+// session's default; kvstore.ParseSpec): the file documents in the state
+// directory, the JetStream buckets acp_guard_circuits and acp_guard_held
+// over one NATS connection, or the circuits of this process alone. A store
+// that cannot be opened is logged and the session runs without it: a turn
+// never depends on a store.
 func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
-	switch spec = strings.TrimSpace(spec); spec {
-	case "off":
+	kind, spec, err := kvstore.ParseSpec(spec)
+	switch {
+	case err != nil:
+		log.Warn("circuits off: store unavailable", "err", err)
 		return sharedStores{kind: "off"}
-	case storeMemory:
+	case kind == kvstore.KindOff:
+		return sharedStores{kind: "off"}
+	case kind == kvstore.KindMemory:
 		st := circuit.NewMemoryStore()
-		return sharedStores{circuits: circuit.New(circuit.Config{Store: st, Logger: log}), kind: spec, close: st.Close}
-	case "file":
-		if stateDir == "" {
-			d, err := policy.DefaultStateDir()
-			if err != nil {
-				log.Warn("circuits off: no state directory", "err", err)
-				return sharedStores{kind: "off"}
-			}
-			stateDir = d
+		return sharedStores{circuits: circuit.New(circuit.Config{Store: st, Logger: log}), kind: storeMemory, close: st.Close}
+	case kind == kvstore.KindFile && stateDir == "":
+		d, err := policy.DefaultStateDir()
+		if err != nil {
+			log.Warn("circuits off: no state directory", "err", err)
+			return sharedStores{kind: "off"}
 		}
+		stateDir = d
 	}
 	name := "acp-guard " + version
 	copts, hopts := circuit.NATSOptions{Name: name}, held.NATSOptions{Name: name}
 	closeConn := func() error { return nil }
-	kind := "file"
-	if strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://") {
+	if kind == kvstore.KindNATS {
 		nc, err := kvstore.DialNATS(spec, name)
 		if err != nil {
 			log.Warn("circuits off: store unavailable", "err", err)
@@ -61,7 +61,6 @@ func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
 		}
 		copts.Conn, hopts.Conn = nc, nc
 		closeConn = func() error { nc.Close(); return nil }
-		kind = "nats"
 	}
 	cs, err := circuit.OpenStore(spec, stateDir, copts)
 	if err != nil {
@@ -69,7 +68,7 @@ func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
 		log.Warn("circuits off: store unavailable", "err", err)
 		return sharedStores{kind: "off"}
 	}
-	s := sharedStores{circuits: circuit.New(circuit.Config{Store: cs, Logger: log}), kind: kind}
+	s := sharedStores{circuits: circuit.New(circuit.Config{Store: cs, Logger: log}), kind: string(kind)}
 	hs, err := held.OpenStore(spec, stateDir, hopts)
 	if err != nil {
 		log.Warn("held prompts not published: store unavailable", "err", err)

@@ -20,6 +20,9 @@ func TestOpenStore(t *testing.T) {
 	if st, err := OpenStore("off", dir, NATSOptions{}); st != nil || err != nil {
 		t.Fatalf("OpenStore(off) = %v, %v", st, err)
 	}
+	if st, err := OpenStore(" memory ", dir, NATSOptions{}); err != nil || st == nil {
+		t.Fatalf("OpenStore(memory) = %v, %v", st, err)
+	}
 	ns := natstest.Start(t)
 	st, err := OpenStore(ns.URL(), dir, NATSOptions{})
 	if _, ok := st.(*NATSStore); !ok || err != nil {
