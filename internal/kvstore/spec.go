@@ -31,12 +31,12 @@ func ParseSpec(spec string) (Kind, string, error) {
 	case strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://"):
 		return KindNATS, spec, nil
 	}
-	return "", "", fmt.Errorf("circuits %q: want off, file, memory or a nats:// URL", RedactURL(spec))
+	return "", "", fmt.Errorf("circuits %q: want off, file, memory or a nats:// URL", redactURL(spec))
 }
 
-// RedactURL hides the user information (a password, a token) of a
+// redactURL hides the user information (a password, a token) of a
 // URL-like value before it is echoed.
-func RedactURL(s string) string {
+func redactURL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return s
