@@ -27,7 +27,7 @@ import (
 // parking budget (what its own retry schedule would still have waited),
 // and circuit_open stops it only when the circuit is open and the
 // cooldown ends beyond that budget. New prompts are never blocked. Store
-// calls run on circuitOps' worker; their results come back fenced by the
+// calls run on the circuit store's worker (worker.go); their results come back fenced by the
 // prompt's epoch. A store failure means "as if no circuit" (the circuit
 // package logs the outage once; the guard logs each failed call at debug).
 

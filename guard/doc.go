@@ -17,7 +17,7 @@
 // started by the first record in the live proxy, which appends and syncs
 // records in order and reports each result back into the event loop
 // through transport.Relay.Poster; Guard.Close drains and ends it. The
-// circuit store's worker (circuitops.go) is the second, same pattern:
+// circuit store's worker is the second, the same type (worker.go):
 // store calls (each bounded by a timeout that follows the store's measured
 // latency, circuit.Config.OpTimeout at least) run there in order and
 // their results are posted back, fenced by the prompt's epoch. Offline

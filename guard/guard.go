@@ -83,14 +83,14 @@ type Guard struct {
 	waiting  int // prompts in a held state (waiting_for_reset, retry_wait, switching)
 	journal  journal
 	closed   bool
-	circOps  circuitOps // the circuit store's worker (circuitops.go)
-	probes   int        // prompts holding a probe lease
-	circID   string     // this Guard's name to the circuits when Config.CircuitHolder is unset (NewCircuitHolder)
+	circOps  worker // the circuit store's worker (worker.go)
+	probes   int    // prompts holding a probe lease
+	circID   string // this Guard's name to the circuits when Config.CircuitHolder is unset (NewCircuitHolder)
 	jitter   policy.Jitter
 	quiet    *classify.Engine // cfg.Engine without its Observed callback (textreport.go)
-	// The held-prompt board (held.go): its worker (the circuitOps
-	// pattern), the loop's view, the running watch.
-	heldOps   circuitOps
+	// The held-prompt board (held.go): its worker, the loop's view, the
+	// running watch.
+	heldOps   worker
 	heldBoard heldBoard
 	heldWatch heldWatch
 	warned    map[string]bool // fallback models already warned about (rare.go)

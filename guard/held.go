@@ -20,7 +20,7 @@ import (
 // prompts on the board it watches its own entries: a request an operator
 // wrote there comes back into the event loop (operatorRequest) and takes
 // the same path as the client's MethodRecovery. Store calls run on the
-// guard's second worker (heldOps, the circuitOps pattern) and never hold
+// guard's second worker (heldOps, worker.go) and never hold
 // up a turn; a store that fails only means the prompt is not visible to
 // operators.
 
