@@ -21,13 +21,17 @@ import (
 // relay sees, stderr, the stop, where the guard learned each attempt
 // record's result, the exit. All of them come from the relay's event loop
 // but for the exit of an agent that could not start; one mutex orders
-// them anyway: each event is stamped and written under it, so t_ms never
-// goes back.
+// them anyway. Each is written with the time of the event it belongs to
+// (transport.StampTap: the stamp the guard decided with), so a replay
+// schedules a retry from the same instant the live run did; outside the
+// event loop (no stamp yet) it reads the clock. t_ms never goes back.
 type recorderTap struct {
-	mu    sync.Mutex
-	rec   *replay.Recorder
-	start time.Time
-	name  *recordName
+	mu     sync.Mutex
+	rec    *replay.Recorder
+	start  time.Time
+	at     time.Time // the stamp of the event being handled (zero: none yet)
+	lastMs int64     // the t_ms last written: the floor of the next
+	name   *recordName
 	// clientClosed is set once the client's input ended (watchEOF), so
 	// the recorded exit says whether it followed the client's departure.
 	clientClosed atomic.Bool
@@ -54,7 +58,27 @@ func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorde
 	return &recorderTap{rec: rec, start: start, name: name}, nil
 }
 
-func (t *recorderTap) ms() int64 { return time.Since(t.start).Milliseconds() }
+// Stamp is transport.StampTap's: the event loop's time for the event
+// about to be handled.
+func (t *recorderTap) Stamp(at time.Time) {
+	t.mu.Lock()
+	t.at = at
+	t.mu.Unlock()
+}
+
+// ms is the current event's time since the start (under mu).
+func (t *recorderTap) ms() int64 {
+	now := t.at
+	if now.IsZero() {
+		now = time.Now()
+	}
+	ms := now.Sub(t.start).Milliseconds()
+	if ms < t.lastMs {
+		ms = t.lastMs
+	}
+	t.lastMs = ms
+	return ms
+}
 
 func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
 	v := ""

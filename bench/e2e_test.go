@@ -29,7 +29,7 @@ func BenchmarkE2E(b *testing.B) {
 }
 
 func benchmarkSession(b *testing.B, m Mode, w Workload) {
-	s, err := Start(context.Background(), m, bins.Argv(m, w), nil)
+	s, err := Start(context.Background(), m, binaries(b).Argv(m, w), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

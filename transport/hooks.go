@@ -120,6 +120,16 @@ type Ctl interface {
 
 // Config configures a Relay.
 
+// StampTap is an optional extension of Tap: Stamp is told the time of each
+// event before the event is handled — the stamp every Ctl.Now of that event
+// returns — so what the tap writes for the event carries the time the
+// event's decisions used, not a later reading of its own (a transcript
+// whose failure is stamped after the retry was scheduled from it replays
+// the retry late). A tap used outside an event loop hears no stamps.
+type StampTap interface {
+	Stamp(at time.Time)
+}
+
 // StopTap is an optional extension of Tap: Stopping is told, once and
 // before the hooks, when the relay starts stopping (Relay.Stopping), so a
 // transcript can replay the stop at the same point.

@@ -171,6 +171,17 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 		t.Fatalf("acp-guard never opened the policy: %v; stderr:\n%s", err, p.Stderr.Tail(2000))
 	}
 	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	// The signal is sent, not yet seen: the kernel delivers it to a thread,
+	// and the Go runtime hands it on to stopsig's watcher through two
+	// goroutines. Written at once, the policy could let acp-guard read it
+	// and start the agent before the watcher ran (seen beside busy loops:
+	// "the agent exited before answering (killed by signal SIGTERM)").
+	// While acp-guard waits on the FIFO, nothing but that path can run:
+	// once the signal is no longer pending and every thread sleeps, the
+	// watcher has it.
+	if err := waitUntil(func() bool { return signalTaken(p.Cmd.Process.Pid, syscall.SIGTERM) }); err != nil {
+		t.Fatalf("acp-guard never took the signal: %v", err)
+	}
 	if err := setBlocking(w); err != nil {
 		t.Fatal(err)
 	}
@@ -186,6 +197,49 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the agent was started after the stop signal")
 	}
+}
+
+// signalTaken reports whether process pid has taken sig from the kernel
+// (it is pending neither for the process nor for any of its threads) and
+// has gone quiet (no thread running or runnable).
+func signalTaken(pid int, sig syscall.Signal) bool {
+	bit := uint64(1) << (sig - 1)
+	pending := func(path string, fields ...string) bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return true // cannot tell: keep waiting
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, f := range fields {
+				if v, ok := strings.CutPrefix(line, f+":"); ok {
+					var mask uint64
+					if _, err := fmt.Sscanf(strings.TrimSpace(v), "%x", &mask); err != nil || mask&bit != 0 {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	if pending(fmt.Sprintf("/proc/%d/status", pid), "ShdPnd", "SigPnd") {
+		return false
+	}
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		dir := fmt.Sprintf("/proc/%d/task/%s", pid, task.Name())
+		if pending(dir+"/status", "SigPnd") {
+			return false
+		}
+		st, err := os.ReadFile(dir + "/stat")
+		i := bytes.LastIndexByte(st, ')')
+		if err != nil || i < 0 || i+2 >= len(st) || st[i+2] == 'R' {
+			return false
+		}
+	}
+	return true
 }
 
 // waitUntil polls cond until it holds (a guard deadline, not an

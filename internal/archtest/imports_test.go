@@ -55,6 +55,7 @@ var rules = map[string][]string{
 	"interop/suite":            {".", "interop/capture", "interop/fakeprovider", "internal/acptest"}, // the library's stable names only
 	"interop/cmd/capture":      {"interop/capture"},
 	"interop/cmd/fakeprovider": {"interop/fakeprovider"},
+	"interop/cmd/testsummary":  {},
 
 	// Test support: only tests import these (and the packages above that
 	// name one).

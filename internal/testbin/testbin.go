@@ -1,6 +1,7 @@
 package testbin
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,11 +12,20 @@ import (
 	"testing"
 )
 
+// ShortSkip is the -skip pattern Main applies under -short.
+const ShortSkip = "^TestE2E"
+
+// built is one program built for this test process.
+type built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
 var (
-	once   sync.Once
-	dir    string
-	binary string
-	err    error
+	mu       sync.Mutex
+	programs = map[string]*built{}
+	private  []string // directories of private builds, removed by Cleanup
 )
 
 // Path returns the path of an acp-guard binary built from this checkout,
@@ -25,50 +35,91 @@ var (
 // building (e.g. to test an installed or differently built binary).
 func Path(tb testing.TB) string {
 	tb.Helper()
-	once.Do(func() {
-		if p := os.Getenv("ACP_GUARD_TEST_BIN"); p != "" {
-			binary, err = filepath.Abs(p)
-			return
+	if p := os.Getenv("ACP_GUARD_TEST_BIN"); p != "" {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			tb.Fatalf("ACP_GUARD_TEST_BIN: %v", err)
 		}
-		build()
-	})
-	if err != nil {
-		tb.Fatalf("building acp-guard: %v", err)
+		return abs
 	}
-	return binary
+	return Program(tb, "./cmd/acp-guard")
 }
 
-// Cleanup removes the directory Path built into. Call it from TestMain
-// after m.Run.
+// Program returns the path of the main package pkg (a path relative to the
+// module root, such as "./bench/cmd/bytecopy") built from this checkout,
+// building it on the first call of the test process. The build is shared
+// with every other test process through a directory keyed by the
+// program's content (see shared.go): of the packages that `go test ./...`
+// runs at once, one builds and the others wait for it and reuse its
+// binary.
+func Program(tb testing.TB, pkg string) string {
+	tb.Helper()
+	mu.Lock()
+	b := programs[pkg]
+	if b == nil {
+		b = &built{}
+		programs[pkg] = b
+	}
+	mu.Unlock()
+	b.once.Do(func() { b.path, b.err = build(pkg) })
+	if b.err != nil {
+		tb.Fatalf("building %s: %v", pkg, b.err)
+	}
+	return b.path
+}
+
+// Cleanup removes the directories of private builds (see build). Call it
+// from TestMain after m.Run; shared builds stay for the next test process.
 func Cleanup() {
-	if dir != "" {
-		_ = os.RemoveAll(dir)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, d := range private {
+		_ = os.RemoveAll(d)
 	}
+	private = nil
 }
 
-func build() {
-	root, rerr := moduleRoot()
-	if rerr != nil {
-		err = rerr
-		return
-	}
-	dir, err = os.MkdirTemp("", "acp-guard-testbin-")
+// build builds pkg into the shared directory, or, when that cannot be
+// used, into a private temporary directory of this process.
+func build(pkg string) (string, error) {
+	root, err := moduleRoot()
 	if err != nil {
-		return
+		return "", err
 	}
-	binary = filepath.Join(dir, "acp-guard")
-	args := []string{"build", "-o", binary}
-	if os.Getenv("ACP_GUARD_TEST_RACE") == "1" {
+	race := os.Getenv("ACP_GUARD_TEST_RACE") == "1"
+	if dir := sharedDir(); dir != "" {
+		p, serr := buildShared(root, dir, pkg, race)
+		if serr == nil {
+			return p, nil
+		}
+		fmt.Fprintf(os.Stderr, "testbin: shared build of %s in %s failed, building privately: %v\n", pkg, dir, serr)
+	}
+	d, err := os.MkdirTemp("", "acp-guard-testbin-")
+	if err != nil {
+		return "", err
+	}
+	mu.Lock()
+	private = append(private, d)
+	mu.Unlock()
+	out := filepath.Join(d, filepath.Base(pkg))
+	return out, goBuild(root, pkg, out, race)
+}
+
+// goBuild runs `go build -o out pkg` in the module root.
+func goBuild(root, pkg, out string, race bool) error {
+	args := []string{"build", "-o", out}
+	if race {
 		args = append(args, "-race")
 	}
-	args = append(args, "./cmd/acp-guard")
+	args = append(args, pkg)
 	// go test puts its own GOROOT/bin first on PATH, so this is the go
 	// command that is running the tests.
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
-	if out, berr := cmd.CombinedOutput(); berr != nil {
-		err = fmt.Errorf("go %v in %s: %w\n%s", args, root, berr, out)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %v in %s: %w\n%s", args, root, err, out)
 	}
+	return nil
 }
 
 // moduleRoot is the directory holding go.mod, two levels above this file.
@@ -84,11 +135,21 @@ func moduleRoot() (string, error) {
 	return root, nil
 }
 
-// Main is a TestMain for packages that use Path: it runs the tests, then
-// removes the built binary.
+// Main is a TestMain for packages that use Path: it makes the process
+// hermetic, runs the tests, then removes private builds.
+//
+// With -short (make test-short) and no -skip of the caller's, it skips the
+// end-to-end tests of the built program, which the project names TestE2E*
+// (they take seconds each by design: grace periods, slow readers,
+// cooldowns, real processes): -short is the quick loop of unit,
+// virtual-clock and in-process tests; make test runs everything.
 //
 //	func TestMain(m *testing.M) { testbin.Main(m) }
 func Main(m *testing.M) {
+	flag.Parse()
+	if skip := flag.Lookup("test.skip"); testing.Short() && skip != nil && skip.Value.String() == "" {
+		_ = skip.Value.Set(ShortSkip)
+	}
 	home, err := Hermetic()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testbin:", err)
@@ -112,7 +173,7 @@ func Hermetic() (string, error) {
 		return "", err
 	}
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ACP_GUARD_") && k != "ACP_GUARD_TEST_BIN" && k != "ACP_GUARD_TEST_RACE" &&
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ACP_GUARD_") && k != "ACP_GUARD_TEST_BIN" && k != "ACP_GUARD_TEST_RACE" && k != "ACP_GUARD_TEST_CACHE" &&
 			!strings.HasPrefix(k, "ACP_GUARD_INTEROP") && k != "ACP_GUARD_CACHE" && k != "ACP_GUARD_MEASURE_CIRCUITS" {
 			os.Unsetenv(k)
 		}

@@ -59,11 +59,12 @@ type Server struct {
 	done chan struct{}  // closed when Serve returns
 	busy sync.WaitGroup // handlers in flight; Close waits for them
 
-	mu     sync.Mutex
-	script Script
-	pos    map[string]int // index of the head step per key, for reporting
-	used   map[string]int // requests answered by the head step per key
-	stats  Stats
+	mu      sync.Mutex
+	counted chan struct{} // closed and replaced whenever a request is counted
+	script  Script
+	pos     map[string]int // index of the head step per key, for reporting
+	used    map[string]int // requests answered by the head step per key
+	stats   Stats
 }
 
 // Start listens on 127.0.0.1:0 and serves script. Request log lines go to
@@ -153,10 +154,37 @@ func (s *Server) Stats() Stats {
 func (s *Server) Count(key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.countLocked(key)
+}
+
+func (s *Server) countLocked(key string) int {
 	if strings.Contains(key, "@") {
 		return s.stats.Models[key]
 	}
 	return s.stats.Routes[key]
+}
+
+// WaitCount waits until a route (or "route@model") has received at least
+// n requests and returns the count, or the context's error with the count
+// so far.
+func (s *Server) WaitCount(ctx context.Context, key string, n int) (int, error) {
+	for {
+		s.mu.Lock()
+		got := s.countLocked(key)
+		if s.counted == nil {
+			s.counted = make(chan struct{})
+		}
+		ch := s.counted
+		s.mu.Unlock()
+		if got >= n {
+			return got, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return got, ctx.Err()
+		}
+	}
 }
 
 // ResetStats clears the counters.
@@ -199,6 +227,10 @@ func (s *Server) next(r *Request) Step {
 	s.stats.Routes[r.Route]++
 	if r.Model != "" {
 		s.stats.Models[r.Route+"@"+r.Model]++
+	}
+	if s.counted != nil {
+		close(s.counted)
+		s.counted = nil
 	}
 	return step
 }

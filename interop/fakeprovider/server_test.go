@@ -487,3 +487,25 @@ func TestChatCompletionsStream(t *testing.T) {
 		}
 	}
 }
+
+func TestWaitCount(t *testing.T) {
+	s := start(t, Script{"*": {{Times: -1, Status: 500, Body: json.RawMessage(`{}`)}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if n, err := s.WaitCount(ctx, RouteMessages, 1); err == nil || n != 0 {
+		t.Fatalf("before any request: got %d, %v; want 0 and the context's error", n, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.WaitCount(context.Background(), RouteMessages, 2)
+		done <- err
+	}()
+	post(t, s.URL+"/v1/messages", `{"model":"m"}`).Body.Close()
+	post(t, s.URL+"/v1/messages", `{"model":"m"}`).Body.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.WaitCount(context.Background(), RouteMessages+"@m", 2); err != nil || n != 2 {
+		t.Errorf("by model: got %d, %v; want 2", n, err)
+	}
+}

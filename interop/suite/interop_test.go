@@ -3,14 +3,11 @@
 package suite
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,9 +23,21 @@ import (
 // The real-agent interop suite. See docs/INTEROP.md for what each scenario
 // proves. Environment:
 //
-//	ACP_GUARD_CACHE        install folder of interop/install.sh (default $HOME/.cache/acp-guard-interop)
-//	ACP_GUARD_INTEROP_OUT  keep transcripts (acp-guard --record) and provider stats here
+//	ACP_GUARD_CACHE           install folder of interop/install.sh (default $HOME/.cache/acp-guard-interop)
+//	ACP_GUARD_INTEROP_OUT     keep transcripts (acp-guard --record) here, one folder per agent and scenario
 //	ACP_GUARD_INTEROP_AGENTS  comma-separated subset of codex,claude,gemini
+//
+// Every scenario is independent: its own fake provider, scratch folder,
+// acp-guard processes and state directory (attempt log and circuits, which
+// are on by default and shared by every process using one state
+// directory). So no failure, open circuit or late request of one scenario
+// reaches another, a failure names the one scenario it belongs to, and the
+// scenarios of all agents run in parallel (go test -parallel).
+
+// scenarioBudget bounds one scenario, from its start to its last check,
+// on a busy machine: a scenario takes 3–25 s on an idle one. When it runs
+// out, every wait of the scenario ends and the failure says so.
+const scenarioBudget = 3 * time.Minute
 
 // fallbackText is what the fake provider answers for any model but the
 // failing one in the fallback scenario.
@@ -42,26 +51,37 @@ type agentCase struct {
 	model    string // the model the agent asks for by default
 	fallback string // the model id acp-guard switches to (session/set_model or config option value)
 	// textFail is the capture scenario used for "text streamed then a
-	// failure"; textFailSurfaces says whether the agent reports it at all.
+	// failure"; textFailSurfaces says whether the agent reports it at all
+	// (claude does not: bugSwallowsStreamFailure), textFailCode what it is
+	// classified as.
 	textFail         string
 	textFailSurfaces bool
+	textFailCode     string
 	// staleAfterError: after a failed prompt, the agent answers the next
 	// prompt of the same session at once with an empty end_turn (a stale
 	// result) and delivers the real answer one turn late
-	// (docs/real-agent-errors.md, "claude: stale turn after an error").
-	// Every same-session re-prompt — acp-guard's retry and fallback
-	// included — then yields an empty end_turn; the suite asserts that
-	// shape so a fixed agent makes the case fail and be updated.
+	// (bugStaleTurnAfterError). Every same-session re-prompt — acp-guard's
+	// retry and fallback included — then yields an empty end_turn; the
+	// suite asserts that shape so a fixed agent makes the case fail and be
+	// updated.
 	staleAfterError bool
+	// losesPromptAfterSwitch: now and then the prompt acp-guard re-sends
+	// right after switching the model is never answered
+	// (bugPromptLostAfterSwitch, intermittent).
+	losesPromptAfterSwitch bool
 }
 
 var agentCases = []agentCase{
 	{name: "codex", retries: 1, attempts: 4, model: "gpt-5.4", fallback: "gpt-5.4-mini",
-		textFail: "text_then_error", textFailSurfaces: true},
+		// A response.failed event after text: codex reports "stream
+		// disconnected before completion: An error occurred while
+		// processing your request." — the provider's own failure.
+		textFail: "text_then_error", textFailSurfaces: true, textFailCode: "provider_unavailable", losesPromptAfterSwitch: true},
 	{name: "claude", retries: 1, attempts: 2, model: "claude-sonnet-4-6", fallback: "haiku",
 		textFail: "drop_after_text", textFailSurfaces: false, staleAfterError: true},
 	{name: "gemini", retries: 1, attempts: 2, model: "gemini-2.5-flash", fallback: "gemini-2.5-pro",
-		textFail: "drop_after_text", textFailSurfaces: true},
+		// The stream is cut after text: "500 terminated".
+		textFail: "drop_after_text", textFailSurfaces: true, textFailCode: "agent_transport_lost"},
 }
 
 // suitePolicy: transient failures are retried once after 2 s (long enough
@@ -73,6 +93,54 @@ const suitePolicy = `{"version":1,
  "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},
          "wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
  "fallback_models":[%q]}`
+
+// scenario is one independent case of the suite.
+type scenario struct {
+	name    string
+	applies func(agentCase) bool // nil: every agent
+	run     func(w *world)
+}
+
+func TestInterop(t *testing.T) { runScenarios(t, interopScenarios) }
+
+// runScenarios runs every scenario that applies for every selected agent,
+// each as the subtest AGENT/SCENARIO in a world of its own, all in
+// parallel up to go test's -parallel.
+func runScenarios(t *testing.T, scenarios []scenario) {
+	cache := cacheDir(t)
+	bin := testbin.Path(t)
+	for _, ac := range selectedAgents(t) {
+		t.Run(ac.name, func(t *testing.T) {
+			t.Parallel()
+			for _, sc := range scenarios {
+				if sc.applies != nil && !sc.applies(ac) {
+					continue
+				}
+				t.Run(sc.name, func(t *testing.T) {
+					t.Parallel()
+					sc.run(newWorld(t, ac, cache, bin, sc.name))
+				})
+			}
+		})
+	}
+}
+
+// selectedAgents is agentCases narrowed by ACP_GUARD_INTEROP_AGENTS.
+func selectedAgents(t *testing.T) []agentCase {
+	only := os.Getenv("ACP_GUARD_INTEROP_AGENTS")
+	if only == "" {
+		return agentCases
+	}
+	var out []agentCase
+	for _, name := range strings.Split(only, ",") {
+		i := slices.IndexFunc(agentCases, func(a agentCase) bool { return a.name == strings.TrimSpace(name) })
+		if i < 0 {
+			t.Fatalf("ACP_GUARD_INTEROP_AGENTS: unknown agent %q (known: codex, claude, gemini)", name)
+		}
+		out = append(out, agentCases[i])
+	}
+	return out
+}
 
 func cacheDir(t *testing.T) string {
 	c := os.Getenv("ACP_GUARD_CACHE")
@@ -86,24 +154,9 @@ func cacheDir(t *testing.T) string {
 	return c
 }
 
-func TestInterop(t *testing.T) {
-	cache := cacheDir(t)
-	bin := testbin.Path(t)
-	only := os.Getenv("ACP_GUARD_INTEROP_AGENTS")
-	for _, ac := range agentCases {
-		if only != "" && !slices.Contains(strings.Split(only, ","), ac.name) {
-			continue
-		}
-		t.Run(ac.name, func(t *testing.T) {
-			t.Parallel()
-			w := newWorld(t, ac, cache, bin)
-			w.run()
-		})
-	}
-}
-
-// world is one agent's part of the suite: a fake provider, a scratch
-// folder, and the processes started against them one after another.
+// world is one scenario of one agent: a fake provider, a scratch folder,
+// a time budget, and the processes started against them one after
+// another.
 type world struct {
 	t       *testing.T
 	ac      agentCase
@@ -116,12 +169,13 @@ type world struct {
 	fplog   *syncio.Buffer
 	policy  string
 	started int
-	ctx     context.Context
+	began   time.Time
+	ctx     context.Context // ends when the scenario's budget runs out
 }
 
 var worldSeq atomic.Int64
 
-func newWorld(t *testing.T, ac agentCase, cache, bin string) *world {
+func newWorld(t *testing.T, ac agentCase, cache, bin, scenario string) *world {
 	agent, ok := capture.Agents()[ac.name]
 	if !ok {
 		t.Fatalf("unknown agent %s", ac.name)
@@ -130,15 +184,15 @@ func newWorld(t *testing.T, ac agentCase, cache, bin string) *world {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base, err := os.MkdirTemp(tmp, "interop-"+ac.name+"-")
+	base, err := os.MkdirTemp(tmp, "interop-"+ac.name+"-"+scenario+"-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	w := &world{t: t, ac: ac, agent: agent, cache: cache, bin: bin, base: base, fplog: &syncio.Buffer{}}
+	w := &world{t: t, ac: ac, agent: agent, cache: cache, bin: bin, base: base, fplog: &syncio.Buffer{}, began: time.Now()}
 	w.out = base
 	if o := os.Getenv("ACP_GUARD_INTEROP_OUT"); o != "" {
-		w.out = filepath.Join(o, ac.name)
+		w.out = filepath.Join(o, ac.name, scenario)
 		if err := os.MkdirAll(w.out, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -153,15 +207,31 @@ func newWorld(t *testing.T, ac agentCase, cache, bin string) *world {
 	if err := os.WriteFile(w.policy, []byte(fmt.Sprintf(suitePolicy, ac.fallback)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scenarioBudget)
 	t.Cleanup(cancel)
 	w.ctx = ctx
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("fake provider log:\n%s", w.fplog.String())
 		}
+		t.Logf("scenario took %v", time.Since(w.began).Round(100*time.Millisecond))
 	})
 	return w
+}
+
+// fatalf fails the scenario now, saying so when its budget ran out.
+func (w *world) fatalf(format string, args ...any) {
+	w.t.Helper()
+	w.t.Fatal(w.explain(fmt.Sprintf(format, args...)))
+}
+
+// explain adds to a failure message that the scenario's budget ran out,
+// when it did (every wait then ends at once).
+func (w *world) explain(msg string) string {
+	if w.ctx.Err() != nil {
+		msg += fmt.Sprintf(" [the scenario's budget of %v ran out after %v]", scenarioBudget, time.Since(w.began).Round(time.Second))
+	}
+	return msg
 }
 
 // proc is one started client: either the agent alone or acp-guard with the
@@ -201,7 +271,8 @@ func (w *world) launch(label string) (dir string, argv, env []string, auth strin
 }
 
 // start starts the agent, through acp-guard with guardArgs unless direct,
-// and runs initialize (and authenticate when the agent needs it).
+// and runs initialize (and authenticate when the agent needs it). The
+// acp-guard process has a state directory of its own.
 func (w *world) start(label string, direct bool, guardArgs ...string) *proc {
 	t := w.t
 	dir, argv, env, auth := w.launch(label)
@@ -228,25 +299,46 @@ func (w *world) start(label string, direct bool, guardArgs ...string) *proc {
 		c.Kill()
 		killMarked(p.mark)
 		if t.Failed() {
+			t.Logf("%s: last frames the client received:\n%s", label, lastFrames(c, 12, 400))
 			t.Logf("%s stderr (last 4 KiB):\n%s", label, tail(p.stderr.String(), 4096))
 		}
 	})
-	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
-	defer cancel()
-	if p.init, err = c.Initialize(ctx); err != nil {
-		t.Fatalf("%s: initialize: %v", label, err)
+	if p.init, err = c.Initialize(w.ctx); err != nil {
+		w.fatalf("%s: initialize: %v", label, err)
 	}
 	if auth != "" {
-		if err := c.Authenticate(ctx, auth); err != nil {
-			t.Fatalf("%s: authenticate: %v", label, err)
+		if err := c.Authenticate(w.ctx, auth); err != nil {
+			w.fatalf("%s: authenticate: %v", label, err)
 		}
 	}
 	return p
 }
 
+// plain starts acp-guard without a policy (it only annotates).
+func (w *world) plain() *proc { return w.start("plain", false) }
+
+// guarded starts acp-guard with the suite policy.
+func (w *world) guarded() *proc { return w.start("policy", false, "--policy", w.policy) }
+
+// lastFrames formats the last n frames c received, each cut to max bytes.
+func lastFrames(c *Client, n, max int) string {
+	fs := c.Frames(0)
+	if len(fs) > n {
+		fs = fs[len(fs)-n:]
+	}
+	var b strings.Builder
+	for _, f := range fs {
+		b.WriteString("  " + tail(string(f.Raw), max) + "\n")
+	}
+	if b.Len() == 0 {
+		return "  (none)\n"
+	}
+	return b.String()
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
-		return s[len(s)-n:]
+		return "…" + s[len(s)-n:]
 	}
 	return s
 }
@@ -254,22 +346,20 @@ func tail(s string, n int) string {
 // turn opens a new session, runs one prompt with the script in place and
 // returns the turn and how many chat requests the provider saw.
 func (p *proc) turn(name string, script fp.Script) (Turn, int) {
-	t := p.w.t
-	p.w.setScript(script)
-	ctx, cancel := context.WithTimeout(p.w.ctx, 2*time.Minute)
-	defer cancel()
-	sid, _, err := p.NewSession(ctx, p.cwd)
+	w := p.w
+	w.setScript(script)
+	sid, _, err := p.NewSession(w.ctx, p.cwd)
 	if err != nil {
-		t.Fatalf("%s/%s: session/new: %v", p.label, name, err)
+		w.fatalf("%s/%s: session/new: %v", p.label, name, err)
 	}
-	turn, err := p.Prompt(ctx, sid, "Say hello")
+	turn, err := p.Prompt(w.ctx, sid, "Say hello")
 	if err != nil {
-		t.Fatalf("%s/%s: %v", p.label, name, err)
+		w.fatalf("%s/%s: %v", p.label, name, err)
 	}
-	n := p.w.chatRequests()
-	t.Logf("%s/%s: provider requests %d; response %s; kinds %v", p.label, name, n, turn.Response.Raw, turn.Kinds())
+	n := w.chatRequests()
+	w.t.Logf("%s/%s: provider requests %d; response %s; kinds %v", p.label, name, n, turn.Response.Raw, turn.Kinds())
 	if turn.Responses != 1 {
-		t.Errorf("%s/%s: responses to the prompt: got %d, want 1", p.label, name, turn.Responses)
+		w.t.Errorf("%s/%s: responses to the prompt: got %d, want 1", p.label, name, turn.Responses)
 	}
 	return turn, n
 }
@@ -286,6 +376,23 @@ func (w *world) setScript(s fp.Script) {
 
 // chatRequests counts the requests on the agent's chat route.
 func (w *world) chatRequests() int { return w.fp.Count(capture.MainKey(w.agent.API)) }
+
+// waitRequests waits (at most a minute) until the provider has seen n chat
+// requests — work an agent does after answering the client — and checks
+// that it saw exactly n.
+func (w *world) waitRequests(n int) {
+	w.t.Helper()
+	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
+	defer cancel()
+	got, err := w.fp.WaitCount(ctx, capture.MainKey(w.agent.API), n)
+	if err != nil {
+		w.t.Error(w.explain(fmt.Sprintf("provider requests: got %d within a minute, want %d", got, n)))
+		return
+	}
+	if got = w.chatRequests(); got != n {
+		w.t.Errorf("provider requests: got %d, want %d", got, n)
+	}
+}
 
 // script returns a capture scenario's steps for this agent's API, the
 // first step answering times requests (-1: all) and then success.
@@ -307,171 +414,17 @@ func (w *world) script(scenario string, times int) fp.Script {
 // exits and leaves no process behind.
 func (p *proc) stop(wantExit bool) {
 	t := p.w.t
+	t.Helper()
 	ctx, cancel := context.WithTimeout(p.w.ctx, 20*time.Second)
 	defer cancel()
 	exited := p.Stop(ctx)
 	if wantExit && !exited {
-		t.Errorf("%s: did not exit within 20 s of stdin closing", p.label)
+		t.Error(p.w.explain(fmt.Sprintf("%s: did not exit within 20 s of stdin closing", p.label)))
 	}
 	if left := waitUnmarked(p.mark, 10*time.Second); len(left) > 0 {
 		t.Errorf("%s: processes left after exit: %v", p.label, left)
 	}
 	killMarked(p.mark)
-}
-
-func (w *world) run() {
-	t := w.t
-	ac := w.ac
-	api := w.agent.API
-	main := capture.MainKey(api)
-
-	// 1. Baseline: the agent alone.
-	direct := w.start("direct", true)
-	base, _ := direct.turn("success", nil)
-	direct.Kill()
-	killMarked(direct.mark)
-
-	// 2. acp-guard without a policy.
-	plain := w.start("plain", false)
-	if !bytes.Equal(plain.init.Raw, direct.init.Raw) {
-		t.Errorf("initialize response differs through acp-guard:\n got %s\nwant %s", plain.init.Raw, direct.init.Raw)
-	}
-	got, n := plain.turn("success", nil)
-	if !bytes.Equal(got.Response.Raw, base.Response.Raw) {
-		t.Errorf("success: prompt response through acp-guard: got %s, want %s", got.Response.Raw, base.Response.Raw)
-	}
-	if g, b := Shape(got.Kinds()), Shape(base.Kinds()); !slices.Equal(g, b) {
-		t.Errorf("success: update kinds through acp-guard: got %v, want %v", g, b)
-	}
-	if got.Text() != base.Text() || got.Text() == "" {
-		t.Errorf("success: text through acp-guard: got %q, want %q", got.Text(), base.Text())
-	}
-	if n != 1 {
-		t.Errorf("success: provider requests: got %d, want 1", n)
-	}
-
-	// Transient failure without a policy: one annotated error.
-	got, n = plain.turn("transient-no-policy", w.script("unavailable_503", -1))
-	expectError(t, "transient-no-policy", got, "provider_unavailable", "transient")
-	if n != ac.attempts {
-		t.Errorf("transient-no-policy: provider requests (the agent's own attempts): got %d, want %d", n, ac.attempts)
-	}
-	expectNotices(t, "transient-no-policy", got, 0)
-
-	// Reset hints (no policy): what each agent passes through.
-	w.resetHints(plain)
-	plain.stop(true)
-
-	// 3. acp-guard with the suite policy.
-	pol := w.start("policy", false, "--policy", w.policy)
-
-	// Transient failure outlasting the agent's retries, then recovery.
-	got, n = pol.turn("transient-recovers", w.script("unavailable_503", ac.attempts))
-	if ac.staleAfterError {
-		expectStale(t, "transient-recovers", got)
-	} else if got.StopReason() != "end_turn" || got.Text() == "" {
-		t.Errorf("transient-recovers: got %s text %q, want end_turn with text", got.Response.Raw, got.Text())
-	}
-	if ac.staleAfterError {
-		// The retry's provider request happens after the stale answer.
-		w.waitRequests(ac.attempts + 1)
-	} else if n != ac.attempts+1 {
-		t.Errorf("transient-recovers: provider requests: got %d, want %d (agent) + 1 (acp-guard)", n, ac.attempts)
-	}
-	if ns := expectNotices(t, "transient-recovers", got, 1); len(ns) == 1 {
-		if ns[0].Action != "retry" || ns[0].Class != "transient" || ns[0].Code != "provider_unavailable" || ns[0].Attempt != 1 || ns[0].DelayMs != 2000 {
-			t.Errorf("transient-recovers: notice: got %+v, want retry 1/1 in 2000 ms, provider_unavailable/transient", ns[0])
-		}
-	}
-
-	// Text streamed, then a failure: never retried.
-	got, n = pol.turn("text-then-fail", w.script(ac.textFail, -1))
-	expectNotices(t, "text-then-fail", got, 0)
-	if ac.textFailSurfaces {
-		pe := expectError(t, "text-then-fail", got, "agent_transport_lost", "transient")
-		if pe != nil && (pe.ReplaySafe || !pe.Evidence.AssistantOutput) {
-			t.Errorf("text-then-fail: replaySafe %v, assistantOutput %v; want false, true", pe.ReplaySafe, pe.Evidence.AssistantOutput)
-		}
-	} else if got.StopReason() != "end_turn" || got.Err() != nil {
-		// The agent swallows the failure (docs/real-agent-errors.md); if it
-		// starts reporting it, this case must move to the surfaced branch.
-		t.Errorf("text-then-fail: got %s, want the agent's silent end_turn", got.Response.Raw)
-	}
-	if got.Text() == "" {
-		t.Errorf("text-then-fail: the client saw no text")
-	}
-	_ = n
-
-	// Auth failure and context overflow: not retried.
-	for _, c := range []struct{ scenario, code, class string }{
-		{"unauthorized_401", "auth_required", "hard"},
-		{"context_overflow", "context_overflow", "request"},
-	} {
-		got, _ = pol.turn(c.scenario, w.script(c.scenario, -1))
-		if pe := expectError(t, c.scenario, got, c.code, c.class); pe != nil && pe.Recovery.Action != "stop" {
-			t.Errorf("%s: recovery: got %+v, want stop", c.scenario, pe.Recovery)
-		}
-		expectNotices(t, c.scenario, got, 0)
-	}
-
-	// Quota with a short reset hint: wait, then succeed (gemini only: the
-	// others drop or lengthen the hint, see resetHints).
-	if ac.name == "gemini" {
-		got, n = pol.turn("reset-wait", w.script("rate_limit_retry_after", ac.attempts))
-		if got.StopReason() != "end_turn" || got.Text() == "" {
-			t.Errorf("reset-wait: got %s, want end_turn with text", got.Response.Raw)
-		}
-		if n != ac.attempts+1 {
-			t.Errorf("reset-wait: provider requests: got %d, want %d + 1", n, ac.attempts)
-		}
-		if ns := expectNotices(t, "reset-wait", got, 1); len(ns) == 1 && (ns[0].Action != "wait_for_reset" || ns[0].DelayMs != 3000 || ns[0].Code != "rate_limited") {
-			t.Errorf("reset-wait: notice: got %+v, want wait_for_reset 3000 ms rate_limited", ns[0])
-		}
-	}
-
-	// session/cancel during acp-guard's wait: one cancelled answer, no retry.
-	w.cancelDuringWait(pol)
-
-	// Model fallback: the first model keeps failing.
-	fail := w.script("unavailable_503", -1)[main]
-	got, _ = pol.turn("fallback", fp.Script{
-		main + "@" + ac.model: fail,
-		main:                  {{Times: -1, Text: fallbackText}},
-	})
-	if ac.staleAfterError {
-		// acp-guard's retry on the first model gets the stale empty
-		// end_turn, so the fallback is never reached.
-		expectStale(t, "fallback", got)
-		expectNotices(t, "fallback", got, 1)
-		return
-	}
-	if got.StopReason() != "end_turn" || got.Text() != fallbackText {
-		t.Errorf("fallback: got %s text %q, want end_turn with %q", got.Response.Raw, got.Text(), fallbackText)
-	}
-	st := w.fp.Stats()
-	var failed, other int
-	for _, r := range st.Requests {
-		if r.Route != main {
-			continue
-		}
-		if r.Model == ac.model {
-			failed++
-		} else if r.Status == 200 {
-			other++
-		}
-	}
-	t.Logf("fallback: requests %+v", st.Requests)
-	if failed != 2*ac.attempts || other == 0 {
-		t.Errorf("fallback: requests to %s: got %d, want %d (agent × (1 + acp-guard retry)); successful requests to another model: %d, want > 0",
-			ac.model, failed, 2*ac.attempts, other)
-	}
-	expectNotices(t, "fallback", got, 1)
-
-	// Client disconnect mid-turn: acp-guard stops the agent and exits.
-	w.disconnectMidTurn(pol)
-
-	// 4. acpx, a third-party client.
-	w.acpx()
 }
 
 type providerErr = acpguard.ProviderError
@@ -494,33 +447,6 @@ func expectError(t *testing.T, name string, got Turn, code, class string) *provi
 	return pe
 }
 
-// expectStale checks what the client gets when acp-guard's retry meets the
-// staleAfterError bug: the agent answers the re-sent prompt at once with an
-// empty end_turn, which acp-guard does not pass off as a recovery — the
-// client gets the ProviderError of the failure instead (reason
-// empty_retry_result).
-func expectStale(t *testing.T, name string, got Turn) {
-	t.Helper()
-	pe := got.ProviderError()
-	if pe == nil || pe.Recovery.Reason != "empty_retry_result" {
-		t.Errorf("%s: got %s text %q, want acp-guard's ProviderError with recovery reason empty_retry_result (has the agent been fixed? update agentCases and docs)", name, got.Response.Raw, got.Text())
-	} else {
-		t.Logf("%s: KNOWN AGENT BUG: the agent answered the re-sent prompt with a stale empty end_turn; acp-guard reported the failure instead", name)
-	}
-}
-
-// waitRequests waits up to 10 s for the provider to have seen n chat
-// requests (work an agent does after answering the client).
-func (w *world) waitRequests(n int) {
-	deadline := time.Now().Add(10 * time.Second)
-	for w.chatRequests() < n && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if got := w.chatRequests(); got != n {
-		w.t.Errorf("provider requests: got %d, want %d", got, n)
-	}
-}
-
 func expectNotices(t *testing.T, name string, got Turn, want int) []Notice {
 	t.Helper()
 	ns := got.Notices()
@@ -530,296 +456,47 @@ func expectNotices(t *testing.T, name string, got Turn, want int) []Notice {
 	return ns
 }
 
-// resetHints checks the quota / rate-limit reset hints each agent passes
-// through, without a policy.
-func (w *world) resetHints(p *proc) {
-	t := w.t
-	switch w.ac.name {
-	case "gemini":
-		// "Suggested retry after 3s." → retryAfterMs 3000.
-		got, _ := p.turn("reset-hint", w.script("rate_limit_retry_after", -1))
-		pe := expectError(t, "reset-hint", got, "rate_limited", "transient")
-		if pe != nil && (pe.RetryAfterMs == nil || *pe.RetryAfterMs != 3000) {
-			t.Errorf("reset-hint: retryAfterMs: got %v, want 3000", pe.RetryAfterMs)
-		}
-	case "claude":
-		// The usage-limit text carries the reset date; it survives in the
-		// message and becomes resetAt.
-		reset := time.Now().UTC().Add(48 * time.Hour).Truncate(time.Minute)
-		body := fmt.Sprintf(`{"type":"error","error":{"type":"rate_limit_error","message":"You have reached your specified workspace API usage limits. You will regain access on %s at %s UTC."},"request_id":"req_fake_quota"}`,
-			reset.Format("2006-01-02"), reset.Format("15:04"))
-		got, n := p.turn("reset-hint", fp.Script{capture.MainKey(w.agent.API): {fp.Fail(-1, 429, body)}})
-		pe := expectError(t, "reset-hint", got, "quota_limited", "hard")
-		if want := reset.Format(time.RFC3339); pe != nil && (pe.ResetAt == nil || !sameInstant(*pe.ResetAt, want)) {
-			t.Errorf("reset-hint: resetAt: got %v, want %s", pe.ResetAt, want)
-		}
-		t.Logf("reset-hint: %d requests", n)
-	case "codex":
-		// codex drops the 429 body and headers: no hint can survive.
-		got, n := p.turn("reset-hint", w.script("rate_limit_retry_after", -1))
-		pe := expectError(t, "reset-hint", got, "rate_limited", "transient")
-		if pe != nil && (pe.RetryAfterMs != nil || pe.ResetAt != nil) {
-			t.Errorf("reset-hint: codex passed a hint through after all: retryAfterMs %v resetAt %v (update docs/INTEROP.md)", pe.RetryAfterMs, pe.ResetAt)
-		}
-		if n != 1 {
-			t.Errorf("reset-hint: provider requests: got %d, want 1 (codex does not retry 429 here)", n)
-		}
-	}
+// knownBug is a real agent's bug the suite expects to see. The scenario
+// that meets it asserts its shape and logs it by id; when the bug stops
+// happening the scenario fails, so that a fixed agent is noticed and the
+// expectation (agentCases, docs/INTEROP.md) updated. It is never a skip.
+type knownBug struct {
+	id   string
+	what string
 }
 
-func sameInstant(a, b string) bool {
-	ta, err1 := time.Parse(time.RFC3339, a)
-	tb, err2 := time.Parse(time.RFC3339, b)
-	return err1 == nil && err2 == nil && ta.Equal(tb)
-}
+var (
+	bugStaleTurnAfterError = knownBug{"claude-agent-acp/stale-turn-after-error",
+		"after a failed prompt the next prompt of the session is answered at once with an empty end_turn; the real answer comes one turn late"}
+	bugSwallowsStreamFailure = knownBug{"claude-agent-acp/swallows-stream-failure",
+		"a stream that fails after text ends the turn with end_turn and the partial text, not an error"}
+	bugDrops429Body = knownBug{"codex-acp/drops-429-body",
+		"a 429's body and headers never reach ACP: no reset hint survives, and codex does not retry 429 itself"}
+	// Intermittent (about one run in five): it cannot be required to
+	// happen, only recognised by its signature when it does.
+	bugPromptLostAfterSwitch = knownBug{"codex-acp/prompt-lost-after-model-switch",
+		"now and then the prompt sent right after session/set_config_option(model) is never answered; codex logs \"Received event for unknown submission ID\""}
+)
 
-// cancelDuringWait fails the provider for good, cancels as soon as the
-// retry notice arrives, and checks one cancelled answer and no retry.
-func (w *world) cancelDuringWait(p *proc) {
-	t := w.t
-	w.setScript(w.script("unavailable_503", -1))
-	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
-	defer cancel()
-	sid, _, err := p.NewSession(ctx, p.cwd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pend, err := p.StartPrompt(sid, "Say hello")
-	if err != nil {
-		t.Fatal(err)
-	}
-	notice, _, err := p.WaitFor(ctx, pend.Mark, IsRetryNotice)
-	if err != nil {
-		t.Fatalf("cancel-during-wait: no retry notice: %v", err)
-	}
-	if err := p.Cancel(sid); err != nil {
-		t.Fatal(err)
-	}
-	got, err := p.Finish(ctx, pend)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.StopReason() != "cancelled" || got.Responses != 1 {
-		t.Errorf("cancel-during-wait: got %s (%d responses), want one cancelled answer", got.Response.Raw, got.Responses)
-	}
-	// Let the notice's deadline pass: the retry must not happen.
-	n, _ := noticeOf(notice)
-	time.Sleep(time.Duration(n.DelayMs)*time.Millisecond + time.Second)
-	if c := w.chatRequests(); c != w.ac.attempts {
-		t.Errorf("cancel-during-wait: provider requests: got %d, want %d (no acp-guard retry)", c, w.ac.attempts)
-	}
-	t.Logf("cancel-during-wait: %s", got.Response.Raw)
-	// The session still works.
-	w.setScript(nil)
-	after, err := p.Prompt(ctx, sid, "Say hello")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.StopReason() != "end_turn" || (after.Text() == "") != w.ac.staleAfterError {
-		t.Errorf("cancel-during-wait: next prompt: got %s text %q, want end_turn (empty: %v)", after.Response.Raw, after.Text(), w.ac.staleAfterError)
-	}
-}
-
-// disconnectMidTurn stalls the provider, closes the client's stdin while
-// the turn runs, and checks that acp-guard exits and the agent is gone.
-func (w *world) disconnectMidTurn(p *proc) {
-	t := w.t
-	w.setScript(fp.Script{capture.MainKey(w.agent.API): {{Times: -1, Delay: fp.Duration(10 * time.Minute)}}})
-	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
-	defer cancel()
-	sid, _, err := p.NewSession(ctx, p.cwd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.StartPrompt(sid, "Say hello"); err != nil {
-		t.Fatal(err)
-	}
-	for w.chatRequests() == 0 {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("disconnect: the provider never saw the turn")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	p.stop(true)
-	t.Logf("disconnect: acp-guard exited")
-}
-
-// acpx runs acpx exec through acp-guard: success, annotated error,
-// retried success.
-func (w *world) acpx() {
-	t := w.t
-	bin := filepath.Join(w.cache, "node_modules", ".bin", "acpx")
-	if _, err := os.Stat(bin); err != nil {
-		t.Errorf("acpx not installed: %v", err)
+// expectBug checks that the known bug still shows (present), logs it, and
+// fails with detail when it does not.
+func (w *world) expectBug(b knownBug, present bool, detail string) {
+	w.t.Helper()
+	if !present {
+		w.t.Errorf("KNOWN AGENT BUG %s no longer happens (%s): %s — has the agent been fixed? Update agentCases and docs/INTEROP.md", b.id, b.what, detail)
 		return
 	}
-	cases := []struct {
-		name      string
-		policy    bool
-		script    fp.Script
-		wantStop  string
-		wantCode  string
-		wantNote  int
-		wantCount int
-	}{
-		{name: "acpx-success", script: nil, wantStop: "end_turn", wantCount: 1},
-		{name: "acpx-annotated", script: w.script("unavailable_503", -1), wantCode: "provider_unavailable", wantCount: w.ac.attempts},
-		{name: "acpx-retried", policy: true, script: w.script("unavailable_503", w.ac.attempts), wantStop: "end_turn", wantNote: 1, wantCount: w.ac.attempts + 1},
-	}
-	for _, c := range cases {
-		dir, argv, env, _ := w.launch(c.name)
-		guard := []string{w.bin, "--grace", "1s", "--state-dir", filepath.Join(dir, "state"),
-			"--record", filepath.Join(w.out, c.name+".jsonl"), "--record-overwrite"}
-		if c.policy {
-			guard = append(guard, "--policy", w.policy)
-		}
-		agentCmd := strings.Join(append(append(guard, "--"), argv...), " ")
-		w.setScript(c.script)
-		ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
-		out, code, err := runAcpx(ctx, bin, filepath.Join(dir, "work"), env, agentCmd)
-		cancel()
-		if err != nil {
-			t.Errorf("%s: %v", c.name, err)
-			continue
-		}
-		resp, notes, text := acpxOutcome(out)
-		t.Logf("%s: exit %d, requests %d, response %s, text %q", c.name, code, w.chatRequests(), resp.Raw, text)
-		turn := Turn{Response: resp}
-		if c.wantStop == "end_turn" && (text == "") != (c.policy && w.ac.staleAfterError) {
-			t.Errorf("%s: text %q (the stale empty answer expected: %v)", c.name, text, c.policy && w.ac.staleAfterError)
-		}
-		if c.policy && w.ac.staleAfterError {
-			w.waitRequests(c.wantCount)
-			continue
-		}
-		if got := turn.StopReason(); got != c.wantStop {
-			t.Errorf("%s: stopReason: got %q, want %q (exit %d; output tail %s)", c.name, got, c.wantStop, code, tail(string(out), 2048))
-		}
-		if c.wantCode != "" {
-			expectError(t, c.name, turn, c.wantCode, "transient")
-			if code == 0 {
-				t.Errorf("%s: acpx exit code: got 0, want non-zero for a failed turn", c.name)
-			}
-		} else if code != 0 {
-			t.Errorf("%s: acpx exit code: got %d, want 0", c.name, code)
-		}
-		if notes != c.wantNote {
-			t.Errorf("%s: retry notices: got %d, want %d", c.name, notes, c.wantNote)
-		}
-		if n := w.chatRequests(); n != c.wantCount {
-			t.Errorf("%s: provider requests: got %d, want %d", c.name, n, c.wantCount)
-		}
-	}
+	w.t.Logf("KNOWN AGENT BUG %s still happens: %s", b.id, b.what)
 }
 
-// runAcpx runs `acpx --format json --approve-reads --agent CMD exec PROMPT`.
-func runAcpx(ctx context.Context, bin, cwd string, env []string, agentCmd string) ([]byte, int, error) {
-	argv := []string{bin, "--format", "json", "--timeout", "90", "--cwd", cwd,
-		"--agent", agentCmd, "exec", "Say hello"}
-	stderr := &syncio.Buffer{}
-	c, err := Start(Options{Argv: argv, Env: env, Dir: cwd, Stderr: stderr})
-	if err != nil {
-		return nil, 0, err
-	}
-	c.CloseStdin()
-	code, err := c.Wait(ctx)
-	if err != nil {
-		c.Kill()
-		return nil, 0, fmt.Errorf("acpx did not finish: %v; stderr %s", err, tail(stderr.String(), 2048))
-	}
-	var out bytes.Buffer
-	for _, f := range c.Frames(0) {
-		out.Write(f.Line())
-		out.WriteByte('\n')
-	}
-	if code != 0 {
-		out.WriteString("stderr: " + tail(stderr.String(), 1024))
-	}
-	return out.Bytes(), code, nil
-}
-
-// acpxOutcome finds the session/prompt response and counts retry notices
-// in acpx's JSON output (it prints the ACP frames it exchanges).
-func acpxOutcome(out []byte) (Frame, int, string) {
-	var resp Frame
-	promptID := ""
-	notes := 0
-	text := ""
-	for _, line := range bytes.Split(out, []byte("\n")) {
-		var f struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-			Result json.RawMessage `json:"result"`
-			Error  *RPCError       `json:"error"`
-		}
-		if json.Unmarshal(line, &f) != nil {
-			continue
-		}
-		fr := Frame{Raw: line, ID: f.ID, Method: f.Method, Params: f.Params, Result: f.Result, Error: f.Error}
-		switch {
-		case f.Method == "session/prompt" && len(f.ID) > 0:
-			promptID = string(f.ID)
-		case IsRetryNotice(fr):
-			notes++
-		case f.Method == "session/update":
-			text += Turn{Updates: []Frame{fr}}.Text()
-		case fr.IsResponse() && promptID != "" && string(f.ID) == promptID:
-			resp = fr
-		}
-	}
-	return resp, notes, text
-}
-
-// Processes carrying an environment marker.
-
-func marked(mark string) []int {
-	if mark == "" {
-		return nil
-	}
-	ents, _ := os.ReadDir("/proc")
-	needle := []byte("ACP_GUARD_INTEROP_MARK=" + mark + "\x00")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(append(b, 0), needle) {
-			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && zombie(st) {
-				continue
-			}
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func zombie(stat []byte) bool {
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
-func waitUnmarked(mark string, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		left := marked(mark)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func killMarked(mark string) {
-	for _, pid := range marked(mark) {
-		if p, err := os.FindProcess(pid); err == nil {
-			_ = p.Kill()
-		}
-	}
+// expectStale checks what the client gets when acp-guard's retry meets the
+// stale-turn bug: the agent answers the re-sent prompt at once with an
+// empty end_turn, which acp-guard does not pass off as a recovery — the
+// client gets the ProviderError of the failure instead (reason
+// empty_retry_result).
+func (w *world) expectStale(name string, got Turn) {
+	w.t.Helper()
+	pe := got.ProviderError()
+	w.expectBug(bugStaleTurnAfterError, pe != nil && pe.Recovery.Reason == "empty_retry_result",
+		fmt.Sprintf("%s: got %s text %q, want acp-guard's ProviderError with recovery reason empty_retry_result", name, got.Response.Raw, got.Text()))
 }

@@ -130,8 +130,9 @@ type Notice struct {
 	Deadline   string `json:"deadline"`
 	Code       string `json:"code"`
 	Class      string `json:"class"`
-	Action     string `json:"action"`
+	Action     string `json:"action"` // retry, wait_for_reset, compact, switch
 	Rule       string `json:"rule"`
+	Model      string `json:"model"` // the model switched to (action switch)
 }
 
 func noticeOf(f Frame) (Notice, bool) {
@@ -159,6 +160,20 @@ type Turn struct {
 	Response  Frame
 	Responses int     // responses with the prompt's id (exactly 1 when correct)
 	Updates   []Frame // session/update notifications of the session up to the response
+}
+
+// Model returns the result's _meta.acpGuard.model: the model that
+// answered after acp-guard switched models ("" when it did not).
+func (t Turn) Model() string {
+	var r struct {
+		Meta struct {
+			AcpGuard struct {
+				Model string `json:"model"`
+			} `json:"acpGuard"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(t.Response.Result, &r)
+	return r.Meta.AcpGuard.Model
 }
 
 // StopReason returns the result's stopReason ("" for an error).

@@ -4,16 +4,15 @@ package suite
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/interop/capture"
+	fp "github.com/acp-guard/acp-guard/interop/fakeprovider"
 )
 
 // TestStaleTurnAfterError pins the agent quirk behind staleAfterError
@@ -25,50 +24,57 @@ import (
 // transcript is written to DIR/<agent>/stale_turn_after_error.jsonl with
 // machine-specific strings replaced as in interop/capture.
 func TestStaleTurnAfterError(t *testing.T) {
-	cache := cacheDir(t)
-	bin := testbin.Path(t)
-	for _, ac := range agentCases {
-		if !ac.staleAfterError {
-			continue
-		}
-		t.Run(ac.name, func(t *testing.T) {
-			w := newWorld(t, ac, cache, bin)
-			p := w.start("stale", false)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			sid, _, err := p.NewSession(ctx, p.cwd)
-			if err != nil {
-				t.Fatal(err)
-			}
-			w.setScript(w.script("unavailable_503", -1))
-			first, err := p.Prompt(ctx, sid, "Say hello")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if first.Err() == nil {
-				t.Fatalf("first prompt: got %s, want an error", first.Response.Raw)
-			}
-			w.setScript(nil)
-			second, err := p.Prompt(ctx, sid, "Say hello")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := w.chatRequests(); second.StopReason() != "end_turn" || second.Text() != "" || n != 0 {
-				t.Errorf("second prompt: got %s text %q after %d provider requests; want an empty end_turn before any request", second.Response.Raw, second.Text(), n)
-			}
-			w.waitRequests(1)
-			third, err := p.Prompt(ctx, sid, "Say hello again")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := w.chatRequests(); third.StopReason() != "end_turn" || third.Text() == "" || n != 1 {
-				t.Errorf("third prompt: got %s text %q, provider requests %d; want the second prompt's answer and no new request", third.Response.Raw, third.Text(), n)
-			}
-			p.stop(true)
-			if out := os.Getenv("ACP_GUARD_INTEROP_CAPTURE"); out != "" {
-				saveCapture(t, w, p, filepath.Join(out, ac.name, "stale_turn_after_error.jsonl"))
-			}
-		})
+	runScenarios(t, []scenario{{name: "stale-turn", run: (*world).staleTurn,
+		applies: func(ac agentCase) bool { return ac.staleAfterError }}})
+}
+
+// firstAnswer is the provider's answer to the first request after the
+// failure: the second prompt's.
+const firstAnswer = "Answer to the first request after the failure."
+
+func (w *world) staleTurn() {
+	t, ctx := w.t, w.ctx
+	p := w.start("stale", false)
+	sid, _, err := p.NewSession(ctx, p.cwd)
+	if err != nil {
+		w.fatalf("session/new: %v", err)
+	}
+	w.setScript(w.script("unavailable_503", -1))
+	first, err := p.Prompt(ctx, sid, "Say hello")
+	if err != nil {
+		w.fatalf("first prompt: %v", err)
+	}
+	if first.Err() == nil {
+		t.Fatalf("first prompt: got %s, want an error", first.Response.Raw)
+	}
+	// Each request gets its own answer, so the third prompt's text says
+	// which request it came from.
+	main := capture.MainKey(w.agent.API)
+	w.setScript(fp.Script{main: {{Times: 1, Text: firstAnswer}, {Times: -1, Text: "Answer to a later request."}}})
+	second, err := p.Prompt(ctx, sid, "Say hello")
+	if err != nil {
+		w.fatalf("second prompt: %v", err)
+	}
+	n := w.chatRequests()
+	w.expectBug(bugStaleTurnAfterError, second.StopReason() == "end_turn" && second.Text() == "" && n == 0,
+		fmt.Sprintf("second prompt: got %s text %q after %d provider requests; want an empty end_turn before any request", second.Response.Raw, second.Text(), n))
+	w.waitRequests(1)
+	third, err := p.Prompt(ctx, sid, "Say hello again")
+	if err != nil {
+		w.fatalf("third prompt: %v", err)
+	}
+	// The third prompt gets the answer to the second prompt's request
+	// first. Whether its own request's answer follows in the same turn
+	// (the agent queues prompts) depends on timing: both shapes were seen
+	// on a busy machine, so only the first part is the bug's signature.
+	if third.StopReason() != "end_turn" || !strings.HasPrefix(third.Text(), firstAnswer) {
+		t.Errorf("third prompt: got %s text %q; want it to begin with %q, the answer to the second prompt's request", third.Response.Raw, third.Text(), firstAnswer)
+	} else {
+		t.Logf("third prompt: %q (its own answer in the same turn: %v)", third.Text(), third.Text() != firstAnswer)
+	}
+	p.stop(true)
+	if out := os.Getenv("ACP_GUARD_INTEROP_CAPTURE"); out != "" {
+		saveCapture(t, w, p, filepath.Join(out, w.ac.name, "stale_turn_after_error.jsonl"))
 	}
 }
 
