@@ -7,8 +7,8 @@ import (
 )
 
 // worker runs the guard's I/O off the relay's lock: the attempt log's
-// appends (journal.go), the circuit store's calls (circuits.go) and the
-// held-prompt board's writes and watch (board.go) each have one. In the
+// appends (journal.go), the circuit store's calls (circuit.go) and the
+// held-prompt board's writes and watch (held.go) each have one. In the
 // live proxy (a Ctl with a Poster) each job is queued to one goroutine
 // that runs the queue front to back — so one prompt's circuit Fail always
 // reaches the store before its later Acquire, and records are appended
