@@ -126,17 +126,10 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	}
 	storeKind := ""
 	if set.circuits != "" {
-		var closeStore func() error
-		gc.Circuits, closeStore, storeKind = openCircuits(set.circuits, cfg.StateDir, cfg.version(), pl.log)
-		if closeStore != nil {
-			pl.closers = append(pl.closers, closeStore)
-		}
-		if gc.Circuits != nil {
-			var closeHeld func() error
-			gc.Held, closeHeld = openHeld(set.circuits, cfg.StateDir, cfg.version(), pl.log)
-			if closeHeld != nil {
-				pl.closers = append(pl.closers, closeHeld)
-			}
+		st := openStores(set.circuits, cfg.StateDir, cfg.version(), pl.log)
+		gc.Circuits, gc.Held, storeKind = st.circuits, st.held, st.kind
+		if st.close != nil {
+			pl.closers = append(pl.closers, st.close)
 		}
 	}
 	if cfg.Record != "" {

@@ -1,144 +1,86 @@
 package acpguard
 
 import (
-	"context"
+	"errors"
 	"log/slog"
-	"strings"
-	"sync"
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
 // storeMemory keeps circuits in this process only (Config.Circuits).
-const storeMemory = "memory"
+const storeMemory = string(kvstore.KindMemory)
 
-// openCircuits returns the circuit layer for spec ("" already replaced by
-// the session's default) and its store's closer, and the store kind the
-// transcript records ("off" when the session runs without circuits). A
-// store that cannot be opened is logged and the session runs without
-// circuits: a turn never depends on the store.
-func openCircuits(spec, stateDir, version string, log *slog.Logger) (*circuit.Circuits, func() error, string) {
-	var st circuit.Store
-	switch spec = strings.TrimSpace(spec); {
-	case spec == "off":
-		return nil, nil, "off"
-	case spec == storeMemory:
-		st = newMemStore()
-	default:
-		if spec == "file" && stateDir == "" {
-			d, err := policy.DefaultStateDir()
-			if err != nil {
-				log.Warn("circuits off: no state directory", "err", err)
-				return nil, nil, "off"
-			}
-			stateDir = d
-		}
-		s, err := circuit.OpenStore(spec, stateDir, circuit.NATSOptions{Name: "acp-guard " + version})
-		if err != nil {
-			log.Warn("circuits off: store unavailable", "err", err)
-			return nil, nil, "off"
-		}
-		st = s
-		if spec != "file" {
-			spec = "nats"
-		}
-	}
-	return circuit.New(circuit.Config{Store: st, Logger: log}), st.Close, spec
+// sharedStores are a session's stores for spec: the circuit layer, the
+// held-prompt board beside it (nil with circuits off or in memory: held
+// prompts are not published, and only the client can act on them), the
+// store kind the transcript records ("off" when the session runs without
+// circuits), and one closer for both and the NATS connection they share.
+type sharedStores struct {
+	circuits *circuit.Circuits
+	held     *held.Board
+	kind     string
+	close    func() error
 }
 
-// openHeld returns the held-prompt board beside the circuits of spec ("" already
-// replaced by the session's default) and its closer: the file store in the
-// state directory, or the NATS bucket acp_guard_held on the circuits'
-// server. With circuits off or in memory there is none (nil): held prompts
-// are not published, and only the client can act on them. A store that
-// cannot be opened is logged; the session runs without it.
-func openHeld(spec, stateDir, version string, log *slog.Logger) (*held.Board, func() error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "off" || spec == storeMemory {
-		return nil, nil
-	}
-	if spec == "file" && stateDir == "" {
+// openStores opens the stores spec names ("" already replaced by the
+// session's default; kvstore.ParseSpec): the file documents in the state
+// directory, the JetStream buckets acp_guard_circuits and acp_guard_held
+// over one NATS connection, or the circuits of this process alone. A store
+// that cannot be opened is logged and the session runs without it: a turn
+// never depends on a store.
+func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
+	kind, spec, err := kvstore.ParseSpec(spec)
+	switch {
+	case err != nil:
+		log.Warn("circuits off: store unavailable", "err", err)
+		return sharedStores{kind: "off"}
+	case kind == kvstore.KindOff:
+		return sharedStores{kind: "off"}
+	case kind == kvstore.KindMemory:
+		st := circuit.NewMemoryStore()
+		return sharedStores{circuits: circuit.New(circuit.Config{Store: st, Logger: log}), kind: storeMemory, close: st.Close}
+	case kind == kvstore.KindFile && stateDir == "":
 		d, err := policy.DefaultStateDir()
 		if err != nil {
-			return nil, nil // openCircuits logged it
+			log.Warn("circuits off: no state directory", "err", err)
+			return sharedStores{kind: "off"}
 		}
 		stateDir = d
 	}
-	st, err := held.OpenStore(spec, stateDir, held.NATSOptions{Name: "acp-guard " + version})
-	if err != nil || st == nil {
+	name := "acp-guard " + version
+	copts, hopts := circuit.NATSOptions{Name: name}, held.NATSOptions{Name: name}
+	closeConn := func() error { return nil }
+	if kind == kvstore.KindNATS {
+		nc, err := kvstore.DialNATS(spec, name)
 		if err != nil {
-			log.Warn("held prompts not published: store unavailable", "err", err)
+			log.Warn("circuits off: store unavailable", "err", err)
+			return sharedStores{kind: "off"}
 		}
-		return nil, nil
+		copts.Conn, hopts.Conn = nc, nc
+		closeConn = func() error { nc.Close(); return nil }
 	}
-	b := held.NewBoard(st, log)
-	return b, b.Close
-}
-
-// memStore is an in-memory circuit.Store: the circuits of one process,
-// gone with it (replayed and served sessions, which must not touch the
-// circuits live sessions share).
-type memStore struct {
-	mu   sync.Mutex
-	seq  uint64
-	recs map[string]memEntry
-}
-
-type memEntry struct {
-	rev uint64
-	rec circuit.Record
-}
-
-func newMemStore() *memStore { return &memStore{recs: map[string]memEntry{}} }
-
-func (m *memStore) Get(_ context.Context, id string) (*circuit.Record, uint64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.recs[id]
-	if !ok {
-		return nil, 0, nil
+	cs, err := circuit.OpenStore(spec, stateDir, copts)
+	if err != nil {
+		closeConn()
+		log.Warn("circuits off: store unavailable", "err", err)
+		return sharedStores{kind: "off"}
 	}
-	r := e.rec
-	if e.rec.Lease != nil {
-		l := *e.rec.Lease
-		r.Lease = &l
+	s := sharedStores{circuits: circuit.New(circuit.Config{Store: cs, Logger: log}), kind: string(kind)}
+	hs, err := held.OpenStore(spec, stateDir, hopts)
+	if err != nil {
+		log.Warn("held prompts not published: store unavailable", "err", err)
+	} else if hs != nil {
+		s.held = held.NewBoard(hs, log)
 	}
-	return &r, e.rev, nil
-}
-
-func (m *memStore) CompareAndSwap(_ context.Context, id string, rec circuit.Record, rev uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.recs[id].rev != rev {
-		return circuit.ErrConflict
+	s.close = func() error {
+		var errs []error
+		if s.held != nil {
+			errs = append(errs, s.held.Close())
+		}
+		return errors.Join(append(errs, cs.Close(), closeConn())...)
 	}
-	m.seq++
-	rec.Version = circuit.RecordVersion
-	if rec.Lease != nil {
-		l := *rec.Lease
-		rec.Lease = &l
-	}
-	m.recs[id] = memEntry{rev: m.seq, rec: rec}
-	return nil
+	return s
 }
-
-func (m *memStore) List(context.Context) ([]circuit.Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]circuit.Record, 0, len(m.recs))
-	for _, e := range m.recs {
-		out = append(out, e.rec)
-	}
-	return out, nil
-}
-
-func (m *memStore) Delete(_ context.Context, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.recs, id)
-	return nil
-}
-
-func (m *memStore) Close() error { return nil }

@@ -6,13 +6,13 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -211,12 +211,8 @@ func (c *Config) validate() error {
 	if c.Grace < 0 {
 		return fmt.Errorf("--grace: %s is negative", c.Grace)
 	}
-	switch spec := strings.TrimSpace(c.Circuits); {
-	case spec == "", spec == "off", spec == "file", spec == storeMemory,
-		strings.HasPrefix(spec, "nats://"), strings.HasPrefix(spec, "tls://"):
-	default:
-		_, err := circuit.OpenStore(spec, "", circuit.NATSOptions{}) // names the value, password redacted
-		return fmt.Errorf("--%w", err)
+	if _, _, err := kvstore.ParseSpec(c.Circuits); err != nil {
+		return fmt.Errorf("--%w", err) // names the value, password hidden
 	}
 	if c.CircuitNamespace != "" {
 		if _, err := (circuit.Key{Namespace: c.CircuitNamespace, Provider: "x", Scope: "x"}).Normalize(); err != nil {

@@ -21,14 +21,17 @@ import (
 // relay sees, stderr, the stop, where the guard learned each attempt
 // record's result, the exit. All of them come from the relay's event loop
 // but for the exit of an agent that could not start; one mutex orders
-// them anyway: each event is stamped and written under it, so t_ms never
-// goes back.
+// them anyway. Each is written with the time of the event it belongs to
+// (transport.StampTap: the stamp the guard decided with), so a replay
+// schedules a retry from the same instant the live run did; outside the
+// event loop (no stamp yet) it reads the clock. t_ms never goes back.
 type recorderTap struct {
-	mu    sync.Mutex
-	rec   *replay.Recorder
-	start time.Time
-	last  int64 // the last t_ms written (under mu)
-	name  *recordName
+	mu     sync.Mutex
+	rec    *replay.Recorder
+	start  time.Time
+	at     time.Time // the stamp of the event being handled (zero: none yet)
+	lastMs int64     // the t_ms last written: the floor of the next
+	name   *recordName
 	// clientClosed is set once the client's input ended (watchEOF), so
 	// the recorded exit says whether it followed the client's departure.
 	clientClosed atomic.Bool
@@ -55,30 +58,36 @@ func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorde
 	return &recorderTap{rec: rec, start: start, name: name}, nil
 }
 
-// ms is the t_ms of a line written now (stderr, the attempt log, the
-// exit); msAt that of a frame of the event stamped at: the time the
-// guard's decisions and timers read, so that a replay sees a retry as
-// long after the failure as the live session waited, however long the
-// guard took over the failure (a first classification compiles its
-// patterns). Both are called under mu and never go below the last t_ms
-// written: a replay reads the events in order.
-func (t *recorderTap) ms() int64 { return t.next(time.Since(t.start).Milliseconds()) }
-
-func (t *recorderTap) msAt(at time.Time) int64 { return t.next(at.Sub(t.start).Milliseconds()) }
-
-func (t *recorderTap) next(ms int64) int64 {
-	t.last = max(t.last, ms)
-	return t.last
+// Stamp is transport.StampTap's: the event loop's time for the event
+// about to be handled.
+func (t *recorderTap) Stamp(at time.Time) {
+	t.mu.Lock()
+	t.at = at
+	t.mu.Unlock()
 }
 
-func (t *recorderTap) Frame(at time.Time, dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
+// ms is the current event's time since the start (under mu).
+func (t *recorderTap) ms() int64 {
+	now := t.at
+	if now.IsZero() {
+		now = time.Now()
+	}
+	ms := now.Sub(t.start).Milliseconds()
+	if ms < t.lastMs {
+		ms = t.lastMs
+	}
+	t.lastMs = ms
+	return ms
+}
+
+func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
 	v := ""
 	if via == transport.ViaGuard {
 		v = replay.ViaGuard
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.rec.Frame(t.msAt(at), dir.String(), line, v, suppressed)
+	t.rec.Frame(t.ms(), dir.String(), line, v, suppressed)
 	if t.name.wantsSession() {
 		t.name.observe(line)
 	}

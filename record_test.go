@@ -1,7 +1,10 @@
 package acpguard
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,31 +23,49 @@ func BenchmarkRecorderTapFrame(b *testing.B) {
 	b.SetBytes(int64(len(benchFrame)))
 	b.ReportAllocs()
 	for b.Loop() {
-		t.Frame(time.Now(), transport.A2C, benchFrame, transport.ViaPeer, false)
+		t.Frame(transport.A2C, benchFrame, transport.ViaPeer, false)
 	}
 }
 
-// A frame is recorded at the time of its event (what the guard's timers
-// read), not when the tap is told, which comes after the guard's work on
-// it; and no t_ms goes below the one before it, whatever the stamps.
-func TestRecorderTapStampsTheEvent(t *testing.T) {
-	var out strings.Builder
-	rec := replay.NewRecorder(&out, replay.RecorderOptions{})
-	start := time.Now().Add(-time.Hour) // the tap is told an hour late
-	tap := &recorderTap{rec: rec, start: start, name: &recordName{}}
-	frame := []byte(`{"jsonrpc":"2.0","method":"x","params":{}}` + "\n")
-	tap.Frame(start.Add(5*time.Millisecond), transport.A2C, frame, transport.ViaPeer, false)
-	tap.Frame(start.Add(1005*time.Millisecond), transport.C2A, frame, transport.ViaGuard, false)
-	tap.Frame(start.Add(900*time.Millisecond), transport.A2C, frame, transport.ViaPeer, false) // an earlier stamp
-	tap.Stderr("now")                                                                          // written an hour in
-	tap.Frame(start.Add(2000*time.Millisecond), transport.A2C, frame, transport.ViaPeer, false)
-	rec.Flush()
-	var got []string
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
-		ms, _, _ := strings.Cut(strings.TrimPrefix(l, `{"t_ms":`), ",")
-		got = append(got, ms)
+// TestRecorderTapWritesTheEventStamp: what the tap writes carries the
+// time of the event it belongs to (the stamp the guard decided with), not
+// the clock when the tap happens to run; before the loop's first stamp it
+// reads the clock; t_ms never goes back.
+func TestRecorderTapWritesTheEventStamp(t *testing.T) {
+	var buf bytes.Buffer
+	start := time.Now()
+	tap := &recorderTap{rec: replay.NewRecorder(&buf, replay.RecorderOptions{}), start: start, name: &recordName{}}
+	var _ transport.StampTap = tap
+
+	tap.Frame(transport.C2A, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n"), transport.ViaPeer, false)
+	// Stamps far from the wall clock: a tap that read its own clock would
+	// write about 0 for each.
+	tap.Stamp(start.Add(5 * time.Second))
+	tap.Frame(transport.A2C, []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"), transport.ViaPeer, false)
+	tap.Stderr("agent: failed")
+	tap.attemptLogged(1, nil)
+	tap.Stamp(start.Add(3 * time.Second)) // never goes back
+	tap.Stopping()
+	tap.Stamp(start.Add(7250 * time.Millisecond))
+	tap.Exit(transport.ExitStatus{Code: 0})
+
+	var got []int64
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var ev struct {
+			TMs int64 `json:"t_ms"`
+		}
+		if err := json.Unmarshal(l, &ev); err != nil {
+			t.Fatalf("%v: %s", err, l)
+		}
+		got = append(got, ev.TMs)
 	}
-	if want := []string{"5", "1005", "1005"}; len(got) != 5 || strings.Join(got[:3], " ") != strings.Join(want, " ") || got[3] != got[4] || len(got[3]) < 7 {
-		t.Errorf("t_ms %v: want 5, 1005, 1005 (never back), then an hour in twice", got)
+	if len(got) != 6 {
+		t.Fatalf("got %d events %v, want 6", len(got), got)
+	}
+	if got[0] > 1000 {
+		t.Errorf("before any stamp: t_ms %d, want the clock's (about 0)", got[0])
+	}
+	if want := []int64{5000, 5000, 5000, 5000, 7250}; !slices.Equal(got[1:], want) {
+		t.Errorf("t_ms %v, want %v after the first", got[1:], want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -149,7 +150,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 	var misses []string
 	for _, en := range entries {
 		if en.Code == "none" {
-			continue // TestPublicCorpusNegatives
+			continue // TestCorpusNegatives
 		}
 		for _, sh := range corpusShapes {
 			ev, ok := sh.render(en)
@@ -181,15 +182,21 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 	}
 }
 
-// TestPublicCorpusNegatives: text that only looks like a provider failure
+// TestCorpusNegatives: text that only looks like a provider failure
 // (tool errors, build output, other services' limits, prose) does not
 // classify as an error line. Hard negatives — text indistinguishable from a
 // provider failure except by where it came from — are counted, not
 // required: the projection keeps tool output from the engine.
-func TestPublicCorpusNegatives(t *testing.T) {
+func TestCorpusNegatives(t *testing.T) {
+	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl"} {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testNegatives(t, f) })
+	}
+}
+
+func testNegatives(t *testing.T, file string) {
 	e := Default()
 	var soft, hard tally
-	for _, en := range readCorpus(t, corpusFile) {
+	for _, en := range readCorpus(t, file) {
 		if en.Code != "none" {
 			continue
 		}
@@ -205,7 +212,7 @@ func TestPublicCorpusNegatives(t *testing.T) {
 		}
 	}
 	t.Logf("negatives unclassified: %s; hard negatives (not required): %s", soft, hard)
-	if soft.rate() < corpusMinNegatives {
+	if soft.n >= 10 && soft.rate() < corpusMinNegatives {
 		t.Errorf("negatives: %s unclassified, want at least %.0f%%", soft, 100*corpusMinNegatives)
 	}
 }
@@ -213,7 +220,10 @@ func TestPublicCorpusNegatives(t *testing.T) {
 // corpusMinNegatives is the share of (soft) negatives that must stay
 // unclassified. Text that quotes a failure verbatim ("Request failed with
 // status code 404" from a fetch tool) is the projection's to keep away:
-// the engine reads what it is given as an error report.
+// the engine reads what it is given as an error report. It is required of a
+// file with at least ten soft negatives; the holdouts hold one or two each
+// (the first holdout's MCP "Connection closed" is a known miss: a tool's
+// transport, worded as a provider's).
 const corpusMinNegatives = 0.9
 
 func count(m map[string]*tally, k string, right bool) {
@@ -241,4 +251,11 @@ func table(m map[string]*tally) string {
 // the phrase table; its misses taught it too.
 func TestHoldout2Corpus(t *testing.T) {
 	testCorpus(t, "../testdata/corpus/holdout2.jsonl", corpusMinHoldout)
+}
+
+// TestHoldout3Corpus: a third blind set aimed at the mainstream coding
+// agents (testdata/corpus/HOLDOUT3.md), measured at first contact before
+// any rule learned from it.
+func TestHoldout3Corpus(t *testing.T) {
+	testCorpus(t, "../testdata/corpus/holdout3.jsonl", corpusMinHoldout)
 }

@@ -3,6 +3,8 @@ package circuit
 import (
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
 // The store operations' cost, so that the guard's integration knows what a
@@ -19,8 +21,8 @@ func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 		run(b, New(Config{Store: st}))
 	})
 	b.Run("nats", func(b *testing.B) {
-		ns := startNATS(b, -1, b.TempDir())
-		st, err := OpenNATS(ns.url(), NATSOptions{})
+		ns := natstest.Start(b)
+		st, err := OpenNATS(ns.URL(), NATSOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

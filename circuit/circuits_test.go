@@ -274,14 +274,17 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 func TestForeignRecordVersionIsNeitherReadNorOverwritten(t *testing.T) {
 	st := newMemStore()
 	k, _ := testKey.Normalize()
-	st.recs[k.ID()] = memEntry{rev: 7, rec: Record{Version: 2, Key: k}}
+	foreign := []byte(`{"v":2,"key":{"namespace":"default","provider":"cursor-acp","scope":"provider"}}`)
+	if err := st.kv.CompareAndSwap(ctx, k.ID(), foreign, 0); err != nil {
+		t.Fatal(err)
+	}
 	c := newTest(t, st)
 	d, err := c.Acquire(ctx, testKey, "a", t0)
 	if !errors.Is(err, ErrFormat) || !errors.Is(err, ErrStore) || d.Action != Go {
 		t.Fatalf("Acquire = %+v, %v; want go with ErrFormat", d, err)
 	}
-	if st.recs[k.ID()].rev != 7 {
-		t.Fatal("foreign record overwritten")
+	if b, rev, _ := st.kv.Get(ctx, k.ID()); rev != 1 || string(b) != string(foreign) {
+		t.Fatalf("foreign record overwritten: rev %d, %s", rev, b)
 	}
 }
 
@@ -384,16 +387,23 @@ func TestLeaseFromAFarFutureClockBindsNobody(t *testing.T) {
 	c := newTest(t, st)
 	mustFail(t, c, backoff(time.Second), "a", t0.Add(-time.Second))
 	k, _ := testKey.Normalize()
-	e := st.recs[k.ID()]
-	e.rec.Lease = &Lease{Holder: "skewed", Until: t0.Add(time.Hour), GrantedAt: t0.Add(time.Hour - 30*time.Second)}
-	st.recs[k.ID()] = e
+	setLease := func(l Lease) { // as another machine's write
+		t.Helper()
+		r, rev, err := st.Get(ctx, k.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Lease = &l
+		if err := st.CompareAndSwap(ctx, k.ID(), *r, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLease(Lease{Holder: "skewed", Until: t0.Add(time.Hour), GrantedAt: t0.Add(time.Hour - 30*time.Second)})
 	if d := mustAcquire(t, c, "b", t0.Add(time.Second), Probe); d.Lease.Holder != "b" {
 		t.Fatalf("lease %+v", d.Lease)
 	}
 	// A lease within two TTLs (a clock a little ahead) still binds.
-	e = st.recs[k.ID()]
-	e.rec.Lease = &Lease{Holder: "ahead", Until: t0.Add(50 * time.Second)}
-	st.recs[k.ID()] = e
+	setLease(Lease{Holder: "ahead", Until: t0.Add(50 * time.Second)})
 	mustAcquire(t, c, "b", t0.Add(time.Second), Park)
 }
 
@@ -422,7 +432,7 @@ func TestHostileTimesCannotParkPastTheirBounds(t *testing.T) {
 		{"closedAt in the future", Record{Version: 1, Key: k, ClosedAt: far, Epoch: 2}, 3 * time.Second},
 		{"openUntil a century away", Record{Version: 1, Key: k, OpenUntil: far, Epoch: 1}, time.Hour},
 	} {
-		st.recs[k.ID()] = memEntry{rev: 1, rec: tt.rec}
+		st.force(t, k.ID(), tt.rec)
 		d, err := c.Acquire(ctx, testKey, "b", t0)
 		if err != nil || d.Action != Park || d.Until.Sub(t0) > tt.limit {
 			t.Errorf("%s: %+v, %v; want parked at most %v", tt.name, d, err, tt.limit)
@@ -435,7 +445,7 @@ func TestAForeignRecordDoesNotTakeTheStoreDown(t *testing.T) {
 	c := newTest(t, st)
 	foreign := Key{Provider: "foreign", Scope: "provider"}
 	fk, _ := foreign.Normalize()
-	st.recs[fk.ID()] = memEntry{rev: 1, rec: Record{Version: 9}}
+	st.force(t, fk.ID(), Record{Version: 9})
 	if _, err := c.Acquire(ctx, foreign, "a", t0); !errors.Is(err, ErrFormat) {
 		t.Fatalf("foreign record: %v", err)
 	}

@@ -181,9 +181,9 @@
 // and circuit_open, and the lease column of every row out of probing).
 // Store operations can take a store call's timeout (a file lock, a NATS
 // round trip), so the guard runs each one off its event loop — on one
-// worker goroutine owned by the guard (guard/circuitops.go) that runs the
-// operations in order and posts each result back as an event fenced by
-// the prompt's epoch — and never waits for it on the relay path. Every
+// worker goroutine owned by the guard (guard/worker.go) that runs the
+// operations in order and posts each result back as an event armed under
+// the prompt's fence (guard/fence.go) — and never waits for it on the relay path. Every
 // operation is given the now of the event that asked for it. A result
 // arriving for a stale generation is dropped (a lease it acquired is
 // released).

@@ -256,3 +256,52 @@ func TestFileStoreRaceHelper(t *testing.T) {
 		}
 	}
 }
+
+// TestFileStoreKeepsItsFormat: testdata/circuits-v1-before.json was
+// written by the file store as it was before the stores shared
+// internal/kvstore. This store reads it, and the same next
+// write — p4 updated at its revision two days later, which prunes the
+// closed p1 — gives, byte for byte, the document that store wrote
+// (circuits-v1-after.json).
+func TestFileStoreKeepsItsFormat(t *testing.T) {
+	before, err := os.ReadFile(filepath.Join("testdata", "circuits-v1-before.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(filepath.Join("testdata", "circuits-v1-after.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileName), before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openFile(t, dir)
+	recs, err := s.List(ctx)
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Key.Provider)
+	}
+	if err != nil || strings.Join(got, ",") != "p1,p2,p4" {
+		t.Fatalf("List = %v, %v; want p1,p2,p4", got, err)
+	}
+	if l := recs[1].Lease; l == nil || l.Holder != "h/2/g/s/7" || recs[1].CooldownMs != 4000 || recs[1].LastProbe != "h/1/g/s/1" {
+		t.Fatalf("p2 = %+v", recs[1])
+	}
+	k, err := Key{Provider: "p4", Model: "m <beta> & co", Scope: "provider"}.Normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, rev, err := s.Get(ctx, k.ID())
+	if err != nil || r == nil || rev != 4 || r.Key.Model != "m <beta> & co" || r.Failures != 1 {
+		t.Fatalf("Get(p4) = %+v, %d, %v", r, rev, err)
+	}
+	r.Failures = 2
+	r.UpdatedAt = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(49*time.Hour + time.Minute)
+	if err := s.CompareAndSwap(ctx, k.ID(), *r, rev); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(s.Path()); string(b) != string(after) {
+		t.Fatalf("document after the write:\n%s\nwant (as the earlier store wrote it):\n%s", b, after)
+	}
+}

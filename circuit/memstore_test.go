@@ -2,81 +2,58 @@ package circuit
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
+	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
-// memStore is an in-memory Store for the state-logic tests. fail, when set,
-// makes every call fail with it; calls counts store calls.
+// memStore is the memory store for the state-logic tests, counting its
+// calls: fail, when set, makes every call fail with it; calls counts store
+// calls, puts the swaps that wrote.
 type memStore struct {
+	Store
+	kv *kvstore.Memory
+
 	mu    sync.Mutex
-	seq   uint64
-	recs  map[string]memEntry
 	fail  error
 	calls int
 	puts  int
 }
 
-type memEntry struct {
-	rev uint64
-	rec Record
+func newMemStore() *memStore {
+	kv := kvstore.NewMemory()
+	return &memStore{Store: newKVStore(kv), kv: kv}
 }
 
-func newMemStore() *memStore { return &memStore{recs: map[string]memEntry{}} }
-
-func (m *memStore) Get(ctx context.Context, id string) (*Record, uint64, error) {
+// called counts one call and returns the failure to answer with.
+func (m *memStore) called() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
-	if m.fail != nil {
-		return nil, 0, m.fail
+	return m.fail
+}
+
+func (m *memStore) Get(ctx context.Context, id string) (*Record, uint64, error) {
+	if err := m.called(); err != nil {
+		return nil, 0, err
 	}
-	e, ok := m.recs[id]
-	if !ok {
-		return nil, 0, nil
-	}
-	r := e.rec
-	if e.rec.Lease != nil {
-		l := *e.rec.Lease
-		r.Lease = &l
-	}
-	return &r, e.rev, checkVersion(r)
+	return m.Store.Get(ctx, id)
 }
 
 func (m *memStore) CompareAndSwap(ctx context.Context, id string, rec Record, rev uint64) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls++
-	if m.fail != nil {
-		return m.fail
+	if err := m.called(); err != nil {
+		return err
 	}
-	if m.recs[id].rev != rev {
-		return ErrConflict
+	err := m.Store.CompareAndSwap(ctx, id, rec, rev)
+	if err == nil {
+		m.mu.Lock()
+		m.puts++
+		m.mu.Unlock()
 	}
-	m.seq++
-	m.puts++
-	rec.Version = RecordVersion
-	m.recs[id] = memEntry{rev: m.seq, rec: rec}
-	return nil
+	return err
 }
-
-func (m *memStore) List(ctx context.Context) ([]Record, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []Record
-	for _, e := range m.recs {
-		out = append(out, e.rec)
-	}
-	return out, nil
-}
-
-func (m *memStore) Delete(ctx context.Context, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.recs, id)
-	return nil
-}
-
-func (m *memStore) Close() error { return nil }
 
 func (m *memStore) setFail(err error) {
 	m.mu.Lock()
@@ -88,4 +65,18 @@ func (m *memStore) counts() (calls, puts int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.calls, m.puts
+}
+
+// force stores rec under id as it is (its version too), over whatever is
+// there: another writer's record.
+func (m *memStore) force(t *testing.T, id string, rec Record) {
+	t.Helper()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rev, _ := m.kv.Get(context.Background(), id)
+	if err := m.kv.CompareAndSwap(context.Background(), id, b, rev); err != nil {
+		t.Fatal(err)
+	}
 }

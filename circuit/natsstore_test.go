@@ -4,46 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/acp-guard/acp-guard/internal/natstest"
 )
-
-// natsServer is a real nats-server with JetStream, run inside the test on
-// 127.0.0.1, storing in dir.
-type natsServer struct {
-	srv  *server.Server
-	port int
-	dir  string
-}
-
-func startNATS(t testing.TB, port int, dir string) *natsServer {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true,
-		StoreDir: dir, NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) { // hang guard only
-		t.Fatal("nats-server not ready")
-	}
-	ns := &natsServer{srv: srv, port: srv.Addr().(*net.TCPAddr).Port, dir: dir}
-	t.Cleanup(ns.stop)
-	return ns
-}
-
-func (ns *natsServer) url() string { return fmt.Sprintf("nats://127.0.0.1:%d", ns.port) }
-
-func (ns *natsServer) stop() {
-	ns.srv.Shutdown()
-	ns.srv.WaitForShutdown()
-}
 
 func openNATS(t testing.TB, url string, extra ...nats.Option) *NATSStore {
 	t.Helper()
@@ -56,8 +25,8 @@ func openNATS(t testing.TB, url string, extra ...nats.Option) *NATSStore {
 }
 
 func TestNATSStoreCompareAndSwap(t *testing.T) {
-	ns := startNATS(t, -1, t.TempDir())
-	s := openNATS(t, ns.url())
+	ns := natstest.Start(t)
+	s := openNATS(t, ns.URL())
 	id := "ns.default.0123"
 	rec := Record{Key: Key{Namespace: "default", Provider: "p", Scope: "provider"}, Failures: 1}
 	if err := s.CompareAndSwap(ctx, id, rec, 0); err != nil {
@@ -90,7 +59,7 @@ func TestNATSStoreCompareAndSwap(t *testing.T) {
 		t.Fatalf("create over a deleted key: %v", err)
 	}
 	// The bucket keeps one revision per key and expires untouched keys.
-	js, _ := jetstream.New(s.nc)
+	js, _ := jetstream.New(s.Conn())
 	kv, _ := js.KeyValue(ctx, DefaultBucket)
 	// A value someone else wrote that is not a version-1 record: refused,
 	// skipped by List, and a turn on that key proceeds.
@@ -118,8 +87,8 @@ func TestNATSStoreCompareAndSwap(t *testing.T) {
 // see one circuit; at the cooldown's end their sessions race and exactly
 // one probes; its progress releases the others.
 func TestNATSStoreTwoMachinesShareOneCircuit(t *testing.T) {
-	ns := startNATS(t, -1, t.TempDir())
-	machines := []*Circuits{newTest(t, openNATS(t, ns.url())), newTest(t, openNATS(t, ns.url()))}
+	ns := natstest.Start(t)
+	machines := []*Circuits{newTest(t, openNATS(t, ns.URL())), newTest(t, openNATS(t, ns.URL()))}
 	cool := t0.Add(10 * time.Second)
 	mustFail(t, machines[0], transient(cool), "m0/s0", t0)
 	d := mustAcquire(t, machines[1], "m1/s0", t0.Add(time.Second), Park)
@@ -160,8 +129,8 @@ func TestNATSStoreTwoMachinesShareOneCircuit(t *testing.T) {
 }
 
 func TestNATSStoreLeaseTakeoverAfterTTL(t *testing.T) {
-	ns := startNATS(t, -1, t.TempDir())
-	a, b := newTest(t, openNATS(t, ns.url())), newTest(t, openNATS(t, ns.url()))
+	ns := natstest.Start(t)
+	a, b := newTest(t, openNATS(t, ns.URL())), newTest(t, openNATS(t, ns.URL()))
 	mustFail(t, a, backoff(time.Second), "a", t0.Add(-time.Second))
 	p := mustAcquire(t, a, "a", t0, Probe)
 	if _, err := a.Refresh(ctx, testKey, "a", t0.Add(20*time.Second)); err != nil {
@@ -182,7 +151,7 @@ func TestNATSStoreLeaseTakeoverAfterTTL(t *testing.T) {
 // there were no circuit (Go, ErrStore, no waiting); once a restarted server
 // is back, the circuit it kept applies again.
 func TestNATSStoreServerGoesAway(t *testing.T) {
-	ns := startNATS(t, -1, t.TempDir())
+	ns := natstest.Start(t)
 	reconnected, disconnected := make(chan struct{}, 1), make(chan struct{}, 1)
 	note := func(ch chan struct{}) {
 		select {
@@ -190,12 +159,12 @@ func TestNATSStoreServerGoesAway(t *testing.T) {
 		default:
 		}
 	}
-	st := openNATS(t, ns.url(), nats.ReconnectWait(20*time.Millisecond),
+	st := openNATS(t, ns.URL(), nats.ReconnectWait(20*time.Millisecond),
 		nats.ReconnectHandler(func(*nats.Conn) { note(reconnected) }),
 		nats.DisconnectErrHandler(func(*nats.Conn, error) { note(disconnected) }))
 	c := New(Config{Store: st, StoreRetry: 30 * time.Second, OpTimeout: 2 * time.Minute}) // hang guard
 	mustFail(t, c, transient(t0.Add(time.Hour)), "a", t0)
-	ns.stop()
+	ns.Stop()
 	<-disconnected // the client noticed (the test's own timeout is the hang guard)
 	d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second))
 	if !errors.Is(err, ErrStore) || d.Action != Go {
@@ -208,7 +177,7 @@ func TestNATSStoreServerGoesAway(t *testing.T) {
 		t.Fatalf("Fail with the server gone: %v", err)
 	}
 
-	startNATS(t, ns.port, ns.dir) // same port, same store directory
+	natstest.StartAt(t, ns.Port, ns.Dir) // same port, same store directory
 	select {
 	case <-reconnected:
 	case <-time.After(60 * time.Second): // hang guard only
@@ -223,9 +192,9 @@ func TestNATSStoreServerGoesAway(t *testing.T) {
 // directory has no bucket; the store creates it again on the next
 // operation, and sharing resumes.
 func TestNATSStoreServerLosesItsStore(t *testing.T) {
-	ns := startNATS(t, -1, t.TempDir())
+	ns := natstest.Start(t)
 	reconnected := make(chan struct{}, 1)
-	st := openNATS(t, ns.url(), nats.ReconnectWait(20*time.Millisecond),
+	st := openNATS(t, ns.URL(), nats.ReconnectWait(20*time.Millisecond),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			select {
 			case reconnected <- struct{}{}:
@@ -234,8 +203,8 @@ func TestNATSStoreServerLosesItsStore(t *testing.T) {
 		}))
 	c := New(Config{Store: st, OpTimeout: 2 * time.Minute}) // hang guard
 	mustFail(t, c, backoff(time.Hour), "a", t0)
-	ns.stop()
-	startNATS(t, ns.port, t.TempDir()) // same port, empty store
+	ns.Stop()
+	natstest.StartAt(t, ns.Port, t.TempDir()) // same port, empty store
 	select {
 	case <-reconnected:
 	case <-time.After(60 * time.Second): // hang guard only
@@ -260,13 +229,7 @@ func TestNATSStoreServerLosesItsStore(t *testing.T) {
 // TestNATSStoreUnreachableAtStart: a configured server that is not there
 // is not an error at start, and turns proceed.
 func TestNATSStoreUnreachableAtStart(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "nats://" + l.Addr().String()
-	l.Close()
-	c := newTest(t, openNATS(t, url))
+	c := newTest(t, openNATS(t, natstest.DeadURL(t)))
 	d, err := c.Acquire(ctx, testKey, "a", t0)
 	if !errors.Is(err, ErrStore) || d.Action != Go {
 		t.Fatalf("Acquire = %+v, %v; want go and ErrStore", d, err)

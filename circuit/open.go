@@ -1,34 +1,21 @@
 package circuit
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/acp-guard/acp-guard/internal/kvstore"
 
 // OpenStore opens the store a --circuits value (or ACP_GUARD_CIRCUITS)
-// names: "" or "file" → the FileStore in stateDir; "off" → nil (circuits
-// off); "nats://…" or "tls://…" (comma-separated server URLs allowed) →
-// a NATSStore with nopts. Anything else is an error naming the value.
+// names (kvstore.ParseSpec): "" or "file" → the FileStore in stateDir;
+// "nats://…" or "tls://…" (comma-separated server URLs allowed) → a
+// NATSStore with nopts; "memory" → NewMemoryStore; "off" → nil (circuits
+// off). Anything else is an error naming the value, password hidden.
 func OpenStore(spec, stateDir string, nopts NATSOptions) (Store, error) {
-	switch {
-	case spec == "" || spec == "file":
+	kind, spec, err := kvstore.ParseSpec(spec)
+	switch kind {
+	case kvstore.KindFile:
 		return OpenFileStore(stateDir)
-	case spec == "off":
-		return nil, nil
-	case strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://"):
+	case kvstore.KindNATS:
 		return OpenNATS(spec, nopts)
+	case kvstore.KindMemory:
+		return NewMemoryStore(), nil
 	}
-	return nil, fmt.Errorf("circuits %q: want off, file, or a nats:// URL", redactURL(spec))
-}
-
-// redactURL hides a password in a URL-like value before it is echoed.
-func redactURL(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return s
-	}
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		return scheme + "://[redacted]@" + rest[at+1:]
-	}
-	return s
+	return nil, err // off: nil, nil
 }

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
 func TestOpenStore(t *testing.T) {
@@ -18,8 +20,11 @@ func TestOpenStore(t *testing.T) {
 	if st, err := OpenStore("off", dir, NATSOptions{}); st != nil || err != nil {
 		t.Fatalf("OpenStore(off) = %v, %v", st, err)
 	}
-	ns := startNATS(t, -1, t.TempDir())
-	st, err := OpenStore(ns.url(), dir, NATSOptions{})
+	if st, err := OpenStore(" memory ", dir, NATSOptions{}); err != nil || st == nil {
+		t.Fatalf("OpenStore(memory) = %v, %v", st, err)
+	}
+	ns := natstest.Start(t)
+	st, err := OpenStore(ns.URL(), dir, NATSOptions{})
 	if _, ok := st.(*NATSStore); !ok || err != nil {
 		t.Fatalf("OpenStore(nats) = %T, %v", st, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
 // The stampede simulation: N sessions (as many guards would run them)
@@ -192,8 +194,8 @@ func TestStampedeOneProbePerCooldown(t *testing.T) {
 			return []Store{openFile(t, dir), openFile(t, dir), openFile(t, dir), openFile(t, dir)}
 		}},
 		{"nats-2-machines", func(t *testing.T) []Store {
-			ns := startNATS(t, -1, t.TempDir())
-			return []Store{openNATS(t, ns.url()), openNATS(t, ns.url())}
+			ns := natstest.Start(t)
+			return []Store{openNATS(t, ns.URL()), openNATS(t, ns.URL())}
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,8 +92,13 @@ var (
 		}
 	})
 	// A message that starts with a status: "429 {…}", "503 - upstream…",
-	// "Error: 429 …" is handled above.
-	statusLeadRe = lazyRegexp(`\A\s*\[?([45]\d\d)\b\s*[-:{(\[\]]`)
+	// and the "<status> <message>" the JavaScript SDKs (openai-node,
+	// anthropic-sdk-typescript and their forks) make of an API error:
+	// "429 Provider returned error", "401 Your token has been invalidated",
+	// `404 "We couldn't find …"` — a capital or a quote after the number (a
+	// lower-case word is prose: "500 lines changed"). "Error: 429 …" is
+	// handled above.
+	statusLeadRe = lazyRegexp(`\A\s*\[?([45]\d\d)\b(?:\s*[-:{(\[\]]| [A-Z"'])`)
 	// Names that stand for a status, as words of their own.
 	statusNameRe = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
 	// gRPC status as clients print it: "code = ResourceExhausted", "code: Unavailable".

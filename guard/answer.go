@@ -15,13 +15,13 @@ import (
 // answer (re-addressed to the client's id by the caller) or, for a nil
 // line, lets the frame being handled go through as it is (the client's own
 // response) — or the relay's exit answer, for ExitData.
-func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
-	delete(g.prompts, p.client)
+func (rc *recovery) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte) transport.Verdict {
+	rc.m.forget(p)
 	p.stall.disarm()
-	g.noteOutcome(p, rep)
-	g.noteAnswered(p)
+	rc.ag.noteOutcome(p, rep)
+	rc.ag.noteAnswered(p)
 	rep.At = c.Now()
-	g.report(p, rep)
+	rc.ev.report(p, rep)
 	if line == nil {
 		return transport.Forward
 	}
@@ -33,21 +33,21 @@ func (g *Guard) respond(c transport.Ctl, p *prompt, rep TurnReport, line []byte)
 // client's own attempt (active --pass--> answered, or retrying --pass-->
 // answered for a retry that was cancelled or answered for an old
 // generation).
-func (g *Guard) pass(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool, rep TurnReport) transport.Verdict {
-	g.transit(c, p, step{on: onPass}, nil)
-	return g.answerWith(c, p, m, r, own, rep)
+func (rc *recovery) pass(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool, rep TurnReport) transport.Verdict {
+	rc.m.transit(c, p, step{on: onPass}, nil)
+	return rc.answerWith(c, p, m, r, own, rep)
 }
 
 // answerWith answers the client with the agent's frame m: forwarded as it
 // is for the client's own attempt, or re-addressed to the client's id (and
 // marked with the model that answered) for a retry.
-func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool, rep TurnReport) transport.Verdict {
+func (rc *recovery) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool, rep TurnReport) transport.Verdict {
 	meta := p.note.meta(resultMeta(p))
 	if p.note.silent != nil {
 		rep.Silent = p.note.silent.Kind
 	}
 	if own && meta == nil {
-		return g.respond(c, p, rep, nil)
+		return rc.respond(c, p, rep, nil)
 	}
 	var eds []edit
 	if meta != nil && m.Result != nil {
@@ -55,12 +55,12 @@ func (g *Guard) answerWith(c transport.Ctl, p *prompt, m *transport.Msg, r *repl
 			eds = append(eds, e)
 		}
 	}
-	return g.respond(c, p, rep, applyEdits(m.Line, g.readdress(m, p, eds)...))
+	return rc.respond(c, p, rep, applyEdits(m.Line, readdress(m, p, eds)...))
 }
 
 // readdress adds to eds the edit that gives a response frame the client's
 // id, when it has another (a retry's answer).
-func (g *Guard) readdress(m *transport.Msg, p *prompt, eds []edit) []edit {
+func readdress(m *transport.Msg, p *prompt, eds []edit) []edit {
 	if m.ID == nil || string(m.ID) == string(p.client.ID) {
 		return eds
 	}
@@ -69,26 +69,26 @@ func (g *Guard) readdress(m *transport.Msg, p *prompt, eds []edit) []edit {
 
 // stopWith moves p to action_required on event on and answers the failure
 // being recovered with recovery.reason reason.
-func (g *Guard) stopWith(c transport.Ctl, p *prompt, on event, reason string, own bool) transport.Verdict {
+func (rc *recovery) stopWith(c transport.Ctl, p *prompt, on event, reason string, own bool) transport.Verdict {
 	d := policy.Decision{Action: policy.ActionStop, Reason: reason}
 	if p.last != nil {
 		d.Class = string(p.last.verdict.Class)
 	}
-	if !g.transit(c, p, step{on: on, d: d}, nil) || p.last == nil {
+	if !rc.m.transit(c, p, step{on: on, d: d}, nil) || p.last == nil {
 		return transport.Forward
 	}
-	return g.answerFailure(c, p, p.last, d, own)
+	return rc.answerFailure(c, p, p.last, d, own)
 }
 
 // answerFailure sends the final ProviderError for p: the agent's error
 // annotated, or the rewrite of a control-chunk projection.
-func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.Decision, own bool) transport.Verdict {
-	pe := g.providerError(c, p, f, recoveryAction(d.Reason), d.Reason)
+func (rc *recovery) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.Decision, own bool) transport.Verdict {
+	pe := rc.providerError(c, p, f, recoveryAction(d.Reason), d.Reason)
 	rep := TurnReport{ProviderError: &pe, Decision: &p.decisions[len(p.decisions)-1]}
 	if f.msg == nil {
 		rep.Outcome = OutcomeRewritten
 		rep.Error = &RPCError{Code: -32603, Message: f.rewrite}
-		return g.respond(c, p, rep, transport.ErrorResponse(p.client.ID, -32603, f.rewrite, map[string]any{"providerError": pe}))
+		return rc.respond(c, p, rep, transport.ErrorResponse(p.client.ID, -32603, f.rewrite, map[string]any{"providerError": pe}))
 	}
 	rep.Outcome = OutcomeAnnotated
 	rep.Error = f.rpc.rpc()
@@ -96,21 +96,21 @@ func (g *Guard) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.D
 	if e, ok := annotateEdit(f.msg.Line, f.rpc, pe); ok {
 		eds = append(eds, e)
 	}
-	return g.respond(c, p, rep, applyEdits(f.msg.Line, g.readdress(f.msg, p, eds)...))
+	return rc.respond(c, p, rep, applyEdits(f.msg.Line, readdress(f.msg, p, eds)...))
 }
 
 // answerCancelled answers p with stopReason "cancelled".
-func (g *Guard) answerCancelled(c transport.Ctl, p *prompt) {
+func (rc *recovery) answerCancelled(c transport.Ctl, p *prompt) {
 	d := policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}
-	g.respond(c, p, TurnReport{Outcome: OutcomePassed, StopReason: string(acp.StopReasonCancelled), Decision: &d},
+	rc.respond(c, p, TurnReport{Outcome: OutcomePassed, StopReason: string(acp.StopReasonCancelled), Decision: &d},
 		[]byte(`{"jsonrpc":"2.0","id":`+string(p.client.ID)+`,"result":{"stopReason":"cancelled"}}`+"\n"))
 }
 
 // providerError is the one ProviderError builder: the verdict and the
 // turn's evidence (with what the gate saw while the turn was held), the
 // projection's source, the model, and what recovery did.
-func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, reason string) ProviderError {
-	pe := newProviderError(f.verdict, f.turn, g.adapter, f.source, c.Now())
+func (rc *recovery) providerError(c transport.Ctl, p *prompt, f *failure, action, reason string) ProviderError {
+	pe := newProviderError(f.verdict, f.turn, rc.ag.adapter, f.source, c.Now())
 	if f.signature != nil {
 		pe.Source = f.signature.Source
 		pe.ProviderID = f.signature.Adapter
@@ -118,8 +118,8 @@ func (g *Guard) providerError(c transport.Ctl, p *prompt, f *failure, action, re
 			pe.SafeExcerpt = classify.Sanitize(f.excerpt)
 		}
 	}
-	pe.Model = g.modelOf(p)
-	if p.stall.fired {
+	pe.Model = rc.ag.modelOf(p)
+	if p.stall.stalled() {
 		pe.Evidence.StalledMs, pe.Evidence.LastFrame = p.stall.idle.Milliseconds(), p.stall.last
 	}
 	if p.late.any() {

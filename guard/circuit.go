@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -27,8 +29,8 @@ import (
 // parking budget (what its own retry schedule would still have waited),
 // and circuit_open stops it only when the circuit is open and the
 // cooldown ends beyond that budget. New prompts are never blocked. Store
-// calls run on circuitOps' worker; their results come back fenced by the
-// prompt's epoch. A store failure means "as if no circuit" (the circuit
+// calls run on the circuit store's worker (worker.go); a result that acts on
+// a prompt comes back armed under its fence (fence.go). A store failure means "as if no circuit" (the circuit
 // package logs the outage once; the guard logs each failed call at debug).
 
 // ReasonCircuitOpen: the circuit's cooldown ends beyond what the prompt
@@ -55,6 +57,25 @@ const budgetSlack = time.Second
 // maxAttempts bounds the fallback summary of one prompt.
 const maxAttempts = 64
 
+// circuitClient is the guard's side of the shared circuits: it reports
+// failures, asks before a held prompt dispatches, parks and probes, and
+// settles the probe lease as the table says (machine.transit calls
+// settleLease). Store calls run on its worker; a result that acts on a
+// prompt is armed under the prompt's fence (fence.go).
+type circuitClient struct {
+	cc      *circuit.Circuits // nil: off
+	ns      string            // Config.CircuitNamespace
+	name    string            // Config.CircuitHolder, else NewCircuitHolder's on first use
+	w       worker            // the circuit store's calls
+	m       *machine
+	rc      *recovery
+	ag      *agent
+	ev      *emitter
+	doc     policy.Document
+	tracker *observers.Tracker
+	log     *slog.Logger
+}
+
 // promptCircuit is a prompt's part in the circuits and its attempts. Where
 // the prompt stands (parked, probing) is its state; this is the data.
 type promptCircuit struct {
@@ -74,7 +95,7 @@ type Attempt struct {
 	CooldownUntil *string `json:"cooldownUntil"`
 }
 
-func (g *Guard) circuitsOn() bool { return g.cfg.Circuits != nil && g.cfg.Circuits.Enabled() }
+func (cl *circuitClient) on() bool { return cl.cc != nil && cl.cc.Enabled() }
 
 // holderBase is host/pid, the part of a lease holder id that names this
 // process across machines.
@@ -90,16 +111,25 @@ var holderBase = func() string {
 // share a lease holder id.
 var guards atomic.Uint64
 
-// holder names p's turn uniquely across processes and machines:
-// host/pid/guard/session/request.
 // NewCircuitHolder names a new guard of this process to the circuits:
 // host/pid and the guard's number in the process, unique across processes
 // and machines sharing a store. Config.CircuitHolder takes it (the
 // recording keeps it, so a replay names its sessions the same).
 func NewCircuitHolder() string { return fmt.Sprintf("%s/%d", holderBase, guards.Add(1)) }
 
-func (g *Guard) holder(p *prompt) string {
-	base := g.processID()
+// processID names this guard across processes and machines
+// (host/pid/guard), the prefix of its lease holders and board entries.
+func (cl *circuitClient) processID() string {
+	if cl.name == "" {
+		cl.name = NewCircuitHolder()
+	}
+	return cl.name
+}
+
+// holder names p's turn uniquely across processes and machines:
+// host/pid/guard/session/request.
+func (cl *circuitClient) holder(p *prompt) string {
+	base := cl.processID()
 	s := fmt.Sprintf("%s/%s/%s", base, p.session, p.client.ID)
 	if len(s) > 200 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		sum := sha256.Sum256([]byte(s)) // long or unprintable session or request ids: still unique
@@ -111,23 +141,12 @@ func (g *Guard) holder(p *prompt) string {
 // circuitKey is the key of the circuit of model (when known) and a
 // verdict's scope, normalized (an invalid key is refused by every circuit
 // operation, which then answers as without circuits).
-func (g *Guard) circuitKey(model, scope string) circuit.Key {
-	k := circuit.Key{Namespace: g.cfg.CircuitNamespace, Provider: g.adapter, Model: model, Scope: scope}
+func (cl *circuitClient) key(model, scope string) circuit.Key {
+	k := circuit.Key{Namespace: cl.ns, Provider: cl.ag.adapter, Model: model, Scope: scope}
 	if n, err := k.Normalize(); err == nil {
 		return n
 	}
 	return k
-}
-
-// modelOf is the model p's current attempt runs on, "" when unknown.
-func (g *Guard) modelOf(p *prompt) string {
-	if p.model != "" {
-		return p.model
-	}
-	if s := g.sessions[p.session]; s != nil {
-		return s.currentModel
-	}
-	return ""
 }
 
 // circuitFailure is f as its circuit needs it: the validated provider
@@ -135,7 +154,7 @@ func (g *Guard) modelOf(p *prompt) string {
 // which sets the circuit's first step when f opens it. until is the
 // cooldown the fallback summary reports (the hint, else now + that
 // delay). ok is false for classes that do not touch circuits.
-func (g *Guard) circuitFailure(p *prompt, f *failure, d policy.Decision, now time.Time) (cf circuit.Failure, until time.Time, ok bool) {
+func (cl *circuitClient) failure(p *prompt, f *failure, d policy.Decision, now time.Time) (cf circuit.Failure, until time.Time, ok bool) {
 	class := f.verdict.Class
 	if class != classify.ClassTransient && class != classify.ClassHard {
 		return circuit.Failure{}, time.Time{}, false
@@ -149,7 +168,7 @@ func (g *Guard) circuitFailure(p *prompt, f *failure, d policy.Decision, now tim
 	}
 	delay := d.Delay
 	if d.Action != policy.ActionRetry && d.Action != policy.ActionWait {
-		cp, key := g.policyFor(f.verdict)
+		cp, key := policyFor(cl.doc, f.verdict)
 		delay = policy.RetryDelay(cp.Retry.InitialIntervalSeconds, p.route.Retries[key])
 	}
 	delay = max(delay, circuit.MinCooldown)
@@ -165,13 +184,13 @@ func opensCircuits(f *failure) bool {
 	return f != nil && (f.verdict.Class == classify.ClassTransient || f.verdict.Class == classify.ClassHard)
 }
 
-// circuitFailed records a failed attempt in p's summary and reports a
+// failed records a failed attempt in p's summary and reports a
 // transient or hard one to its circuit (Fail with p's holder: a failed
 // probe hands its lease on). Called before the failure's transition.
-func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+func (cl *circuitClient) failed(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
 	now := c.Now()
-	cf, until, opens := g.circuitFailure(p, f, d, now)
-	a := Attempt{Model: g.modelOf(p), Code: f.verdict.Code, Class: string(f.verdict.Class)}
+	cf, until, opens := cl.failure(p, f, d, now)
+	a := Attempt{Model: cl.ag.modelOf(p), Code: f.verdict.Code, Class: string(f.verdict.Class)}
 	if f.turn != nil && !f.turn.Started.IsZero() {
 		a.DurationMs = max(now.Sub(f.turn.Started).Milliseconds(), 0)
 	}
@@ -182,17 +201,17 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 	if len(p.circ.attempts) < maxAttempts {
 		p.circ.attempts = append(p.circ.attempts, a)
 	}
-	if !g.circuitsOn() || !opens {
+	if !cl.on() || !opens {
 		return
 	}
-	key, h, cc := g.circuitKey(a.Model, f.verdict.Scope), g.holder(p), g.cfg.Circuits
-	g.circOps.do(c, func() func() {
+	key, h, cc := cl.key(a.Model, f.verdict.Scope), cl.holder(p), cl.cc
+	cl.w.do(c, func() func() {
 		snap, err := cc.Fail(context.Background(), key, cf, h, now)
 		if err != nil {
-			g.log.Debug("circuit fail", "key", key.String(), "err", err)
+			cl.log.Debug("circuit fail", "key", key.String(), "err", err)
 			return nil
 		}
-		return g.circuitReported(c, p, "fail", snap)
+		return cl.reported(c, p, "fail", snap)
 	})
 }
 
@@ -200,19 +219,23 @@ func (g *Guard) circuitFailed(c transport.Ctl, p *prompt, f *failure, d policy.D
 // or the agent accepted a model switch): at once without a circuit, else
 // after asking the circuit of its latest failure on the model it now
 // runs.
-func (g *Guard) dispatchDue(c transport.Ctl, p *prompt) {
-	if !g.circuitsOn() || !opensCircuits(p.last) {
-		g.transit(c, p, step{on: goEvent(p)}, func() { g.dispatchRetry(c, p) })
+func (cl *circuitClient) dispatchDue(c transport.Ctl, p *prompt) {
+	if !cl.on() || !opensCircuits(p.last) {
+		cl.m.transit(c, p, step{on: goEvent(p)}, func() { cl.rc.dispatchRetry(c, p) })
 		return
 	}
-	key := g.circuitKey(g.modelOf(p), p.last.verdict.Scope)
-	h, epoch, now, cc := g.holder(p), p.epoch, c.Now(), g.cfg.Circuits
-	g.circOps.do(c, func() func() {
+	key := cl.key(cl.ag.modelOf(p), p.last.verdict.Scope)
+	h, f, now, cc := cl.holder(p), cl.m.fence(p), c.Now(), cl.cc
+	cl.w.do(c, func() func() {
 		d, err := cc.Acquire(context.Background(), key, h, now)
 		if err != nil {
-			g.log.Debug("circuit acquire", "key", key.String(), "err", err)
+			cl.log.Debug("circuit acquire", "key", key.String(), "err", err)
 		}
-		return func() { g.acquired(c, p, epoch, key, d) }
+		return f.orElse(func() { cl.acquired(c, p, key, d) }, func() {
+			if d.Action == circuit.Probe {
+				cl.release(c, key, h) // nobody runs this probe
+			}
+		})
 	})
 }
 
@@ -224,30 +247,29 @@ func goEvent(p *prompt) event {
 	return onDue
 }
 
-// acquired follows the circuit's answer for a prompt about to dispatch.
-func (g *Guard) acquired(c transport.Ctl, p *prompt, epoch uint64, key circuit.Key, d circuit.Decision) {
-	if p.epoch != epoch || g.closed || !c.Pending(p.client) || !g.tracker.Current(p.turn) {
+// acquired follows the circuit's answer for a prompt about to dispatch
+// (under its fence: the prompt is still where it asked from).
+func (cl *circuitClient) acquired(c transport.Ctl, p *prompt, key circuit.Key, d circuit.Decision) {
+	if !c.Pending(p.client) || !cl.tracker.Current(p.turn) {
 		if d.Action == circuit.Probe {
-			g.release(c, key, g.holder(p)) // nobody runs this probe
+			cl.release(c, key, cl.holder(p)) // nobody runs this probe
 		}
-		if p.epoch == epoch && !g.closed {
-			g.due(c, p, epoch) // the prompt ended meanwhile: due answers it
-		}
+		cl.rc.dispatchable(c, p, p.turn) // false: the prompt ended meanwhile, and this answers it
 		return
 	}
 	p.circ.key = key
 	switch d.Action {
 	case circuit.Park:
-		g.park(c, p, d)
+		cl.park(c, p, d)
 	case circuit.Probe:
-		g.circuitDecided(c, p, CircuitProbe, key, d.Until, d.Circuit)
-		g.transit(c, p, step{on: onProbe}, func() {
-			g.dispatchRetry(c, p)
-			g.armRefresh(c, p)
+		cl.decided(c, p, CircuitProbe, key, d.Until, d.Circuit)
+		cl.m.transit(c, p, step{on: onProbe}, func() {
+			cl.rc.dispatchRetry(c, p)
+			cl.armRefresh(c, p)
 		})
 	default:
-		g.circuitDecided(c, p, CircuitGo, key, d.Until, d.Circuit)
-		g.transit(c, p, step{on: goEvent(p)}, func() { g.dispatchRetry(c, p) })
+		cl.decided(c, p, CircuitGo, key, d.Until, d.Circuit)
+		cl.m.transit(c, p, step{on: goEvent(p)}, func() { cl.rc.dispatchRetry(c, p) })
 	}
 }
 
@@ -256,36 +278,33 @@ func (g *Guard) acquired(c transport.Ctl, p *prompt, epoch uint64, key circuit.K
 // behind another session's probe, or in the release jitter after a
 // success, costs nothing. p stops with circuit_open only when the circuit
 // is cooling down and its cooldown ends beyond the budget.
-func (g *Guard) park(c transport.Ctl, p *prompt, d circuit.Decision) {
+func (cl *circuitClient) park(c transport.Ctl, p *prompt, d circuit.Decision) {
 	now := c.Now()
 	if p.state != stParked {
-		p.circ.budget = g.parkBudget(p)
+		p.circ.budget = cl.parkBudget(p)
 	}
 	snap := d.Circuit
 	p.circ.circuit = &snap
 	if d.Wait == circuit.WaitCooldown && snap.CooldownUntil != nil {
 		wait := max(snap.CooldownUntil.Sub(now), 0)
 		if wait > p.circ.budget+budgetSlack {
-			g.circuitDecided(c, p, CircuitOpen, p.circ.key, *snap.CooldownUntil, snap)
-			g.stopWith(c, p, onCircuitOpen, ReasonCircuitOpen, false)
+			cl.decided(c, p, CircuitOpen, p.circ.key, *snap.CooldownUntil, snap)
+			cl.rc.stopWith(c, p, onCircuitOpen, ReasonCircuitOpen, false)
 			return
 		}
 		p.circ.budget = max(p.circ.budget-min(wait, max(d.Until.Sub(now), 0)), 0)
 	}
 	delay := max(d.Until.Sub(now), minPark)
-	g.circuitDecided(c, p, CircuitPark, p.circ.key, now.Add(delay), snap)
+	cl.decided(c, p, CircuitPark, p.circ.key, now.Add(delay), snap)
 	p.hold.next = now.Add(delay)
-	g.transit(c, p, step{on: onPark}, func() {
-		epoch := p.epoch
-		p.stop = c.After(delay, func() { g.due(c, p, epoch) })
-	})
+	cl.m.transit(c, p, step{on: onPark}, func() { cl.rc.armDue(c, p, delay) })
 }
 
 // parkBudget is how long cooldowns may hold p from its first park on: the
 // delays its own retry schedule has left (it keeps every retry while
 // parked), and for a model it just switched to at least probeWindow.
-func (g *Guard) parkBudget(p *prompt) time.Duration {
-	b := g.remainingSchedule(p)
+func (cl *circuitClient) parkBudget(p *prompt) time.Duration {
+	b := cl.remainingSchedule(p)
 	if p.state == stSwitching {
 		b = max(b, probeWindow)
 	}
@@ -296,11 +315,11 @@ func (g *Guard) parkBudget(p *prompt) time.Duration {
 // waited: the delays of the retries its class has left, the due retry's
 // counted whole (its full-jitter draw may have been shorter than the
 // circuit's least cooldown).
-func (g *Guard) remainingSchedule(p *prompt) time.Duration {
+func (cl *circuitClient) remainingSchedule(p *prompt) time.Duration {
 	if p.last == nil {
 		return 0
 	}
-	cp, key := g.policyFor(p.last.verdict)
+	cp, key := policyFor(cl.doc, p.last.verdict)
 	var sum time.Duration
 	if cp.Retry.Enabled {
 		first := p.route.Retries[key]
@@ -314,92 +333,89 @@ func (g *Guard) remainingSchedule(p *prompt) time.Duration {
 	return min(sum, policy.MaxDelay)
 }
 
-// armRefresh keeps a running probe's lease alive; leaving probing stops
-// the timer (every transition does).
-func (g *Guard) armRefresh(c transport.Ctl, p *prompt) {
-	epoch, key, h, cc := p.epoch, p.circ.key, g.holder(p), g.cfg.Circuits
-	p.stop = c.After(cc.RefreshEvery(), func() {
-		if p.epoch != epoch || g.closed {
-			return
-		}
+// armRefresh keeps a running probe's lease alive, under the probing
+// state's fence; leaving probing stops the timer (every transition does).
+func (cl *circuitClient) armRefresh(c transport.Ctl, p *prompt) {
+	key, h, cc := p.circ.key, cl.holder(p), cl.cc
+	p.stop = c.After(cc.RefreshEvery(), cl.m.fence(p).then(func() {
 		now := c.Now()
-		g.circOps.do(c, func() func() {
+		cl.w.do(c, func() func() {
 			if _, err := cc.Refresh(context.Background(), key, h, now); err != nil {
-				g.log.Debug("circuit refresh", "key", key.String(), "err", err)
+				cl.log.Debug("circuit refresh", "key", key.String(), "err", err)
 			}
 			return nil
 		})
-		g.armRefresh(c, p)
-	})
+		cl.armRefresh(c, p)
+	}))
 }
 
 // probeProgress moves every probe whose turn shows provider progress (an
 // assistant or thought chunk, a tool call) on to retrying, which closes
 // its circuit. Called after a session/update while probes run.
-func (g *Guard) probeProgress(c transport.Ctl) {
-	for _, p := range g.prompts {
+func (cl *circuitClient) progress(c transport.Ctl) {
+	for _, p := range cl.m.prompts {
 		if p.state != stProbing {
 			continue
 		}
 		e := p.turn.Evidence
 		if e.AssistantOutput || e.Thoughts || e.ToolActivity || e.ToolUpdates > 0 {
-			g.transit(c, p, step{on: onProgress}, nil)
+			cl.m.transit(c, p, step{on: onProgress}, nil)
 		}
 	}
 }
 
 // settleLease does what a transition out of probing does with the probe
 // lease (the table's lease column): Progress closes the circuit; a failure
-// reported to the circuit by circuitFailed handed the lease on already
+// reported to the circuit by failed handed the lease on already
 // (Fail with this holder on this key), anything else releases it.
-func (g *Guard) settleLease(c transport.Ctl, p *prompt, l leaseEffect, s step) {
-	if !g.circuitsOn() {
+func (cl *circuitClient) settleLease(c transport.Ctl, p *prompt, l leaseEffect, s step) {
+	if !cl.on() {
 		return // only a test puts a prompt in probing without circuits
 	}
-	key, h := p.circ.key, g.holder(p)
+	key, h := p.circ.key, cl.holder(p)
 	switch l {
 	case leaseClose:
-		now, cc := c.Now(), g.cfg.Circuits
-		g.circOps.do(c, func() func() {
+		now, cc := c.Now(), cl.cc
+		cl.w.do(c, func() func() {
 			snap, err := cc.Progress(context.Background(), key, now)
 			if err != nil {
-				g.log.Debug("circuit progress", "key", key.String(), "err", err)
+				cl.log.Debug("circuit progress", "key", key.String(), "err", err)
 				return nil
 			}
-			return g.circuitReported(c, p, "progress", snap)
+			return cl.reported(c, p, "progress", snap)
 		})
 	case leaseReported:
-		if opensCircuits(s.f) && g.circuitKey(g.modelOf(p), s.f.verdict.Scope) == key {
+		if opensCircuits(s.f) && cl.key(cl.ag.modelOf(p), s.f.verdict.Scope) == key {
 			return
 		}
-		g.release(c, key, h)
+		cl.release(c, key, h)
 	case leaseReleased:
-		g.release(c, key, h)
+		cl.release(c, key, h)
 	}
 }
 
-func (g *Guard) release(c transport.Ctl, key circuit.Key, h string) {
-	now, cc := c.Now(), g.cfg.Circuits
-	g.circOps.do(c, func() func() {
+func (cl *circuitClient) release(c transport.Ctl, key circuit.Key, h string) {
+	now, cc := c.Now(), cl.cc
+	cl.w.do(c, func() func() {
 		if err := cc.Release(context.Background(), key, h, now); err != nil {
-			g.log.Debug("circuit release", "key", key.String(), "err", err)
+			cl.log.Debug("circuit release", "key", key.String(), "err", err)
 		}
 		return nil
 	})
 }
 
 // circuitDecided emits CircuitDecision.
-func (g *Guard) circuitDecided(c transport.Ctl, p *prompt, decision string, key circuit.Key, until time.Time, snap circuit.Snapshot) {
-	if g.on() {
-		g.emit(CircuitDecision{EventBase: g.base(c, p), Decision: decision, Key: key.String(), Model: g.modelOf(p), Until: until, Circuit: snap})
+func (cl *circuitClient) decided(c transport.Ctl, p *prompt, decision string, key circuit.Key, until time.Time, snap circuit.Snapshot) {
+	if cl.ev.on() {
+		cl.ev.emit(CircuitDecision{EventBase: cl.ev.base(c, p), Decision: decision, Key: key.String(), Model: cl.ag.modelOf(p), Until: until, Circuit: snap})
 	}
 }
 
 // circuitReported is what runs on the event loop once a report to a
 // circuit (Fail, Progress) returned: CircuitChanged, when someone listens.
-func (g *Guard) circuitReported(c transport.Ctl, p *prompt, op string, snap circuit.Snapshot) func() {
-	if !g.on() {
+func (cl *circuitClient) reported(c transport.Ctl, p *prompt, op string, snap circuit.Snapshot) func() {
+	if !cl.ev.on() {
 		return nil
 	}
-	return func() { g.emit(CircuitChanged{EventBase: g.base(c, p), Op: op, Circuit: snap}) }
+	return func() { cl.ev.emit(CircuitChanged{EventBase: cl.ev.base(c, p), Op: op, Circuit: snap}) }
 }

@@ -1,71 +1,13 @@
 package guard
 
 import (
-	"context"
 	"time"
 
 	"github.com/acp-guard/acp-guard/circuit"
-	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Cooldown-aware fallback and the fallback summary.
-
-// switchTo starts the model switch a skip scheduled. With circuits, the
-// fallback models left are read from the store first (off the event
-// loop): one whose circuit is cooling down is skipped, unless a transient
-// failure opened it and its cooldown ends within probeWindow (a cooldown
-// probe). When every model left is cooling down, the prompt stops with
-// circuit_open.
-func (g *Guard) switchTo(c transport.Ctl, p *prompt, next string) {
-	if !g.circuitsOn() || p.last == nil {
-		g.switchModel(c, p, next)
-		return
-	}
-	cands := g.candidates(p)
-	if len(cands) == 0 || cands[0] != next {
-		cands = append([]string{next}, cands...)
-	}
-	keys := make([]circuit.Key, len(cands))
-	for i, m := range cands {
-		keys[i] = g.circuitKey(m, p.last.verdict.Scope)
-	}
-	epoch, now, cc := p.epoch, c.Now(), g.cfg.Circuits
-	g.circOps.do(c, func() func() {
-		recs := make([]*circuit.Record, len(keys))
-		for i, k := range keys {
-			rec, _, err := cc.Get(context.Background(), k, now)
-			if err != nil {
-				g.log.Debug("circuit get", "key", k.String(), "err", err)
-			}
-			recs[i] = rec
-		}
-		return func() { g.pickFallback(c, p, epoch, cands, keys, recs) }
-	})
-}
-
-// pickFallback switches to the first candidate that is not cooling down.
-func (g *Guard) pickFallback(c transport.Ctl, p *prompt, epoch uint64, cands []string, keys []circuit.Key, recs []*circuit.Record) {
-	if p.epoch != epoch || p.state != stSwitching || g.closed || !c.Pending(p.client) {
-		return
-	}
-	now := c.Now()
-	for i, m := range cands {
-		if !coolingDown(recs[i], now) {
-			g.switchModel(c, p, m)
-			return
-		}
-		p.tried = append(p.tried, m)
-		snap := recs[i].SnapshotAt(keys[i], now)
-		if g.on() {
-			g.emit(CircuitDecision{EventBase: g.base(c, p), Decision: CircuitSkipModel, Key: keys[i].String(), Model: m,
-				Until: recs[i].OpenUntil, Circuit: snap})
-		}
-		if p.circ.circuit == nil {
-			p.circ.circuit = &snap
-		}
-	}
-	g.stopWith(c, p, onNoCandidate, ReasonCircuitOpen, false)
-}
+// Cooldown-aware fallback (switch.go picks the model) and the fallback
+// summary.
 
 // coolingDown reports whether a fallback model's circuit keeps it from
 // being tried now.

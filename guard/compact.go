@@ -55,11 +55,23 @@ var compactionCommands = []string{"compact", "compress"}
 // compactNoticeText is what a person reads before the compaction.
 const compactNoticeText = "context window exceeded — compacting the conversation, then retrying (1/1)"
 
+// compactor does the work of the compacting state: it decides a context
+// overflow when the policy allows compaction, sends the compaction
+// command, follows its turn, and learns each session's command.
+type compactor struct {
+	on      bool // policy request.compact_then_retry
+	m       *machine
+	rc      *recovery
+	ag      *agent
+	ev      *emitter
+	tracker *observers.Tracker
+}
+
 // compaction is the tag of acp-guard's own compaction session/prompt and
 // what the guard knows about its turn.
 type compaction struct {
 	p       *prompt
-	epoch   uint64          // p's epoch when the compaction was sent
+	f       fence           // the compacting state it was sent in
 	turn    *observers.Turn // the compaction turn
 	updates int             // session/updates the compaction turn sent
 }
@@ -97,8 +109,8 @@ func resultMeta(p *prompt) *resultNote {
 
 // compactDecision decides a context overflow when the policy allows
 // compaction (ok false: the policy's decision stands).
-func (g *Guard) compactDecision(p *prompt, f *failure, safe bool) (policy.Decision, bool) {
-	if !g.cfg.Policy.Request.CompactThenRetry || f.verdict.Code != classify.CodeContextOverflow {
+func (cp *compactor) decision(p *prompt, f *failure, safe bool) (policy.Decision, bool) {
+	if !cp.on || f.verdict.Code != classify.CodeContextOverflow {
 		return policy.Decision{}, false
 	}
 	d := policy.Decision{Action: policy.ActionStop, Class: string(f.verdict.Class)}
@@ -107,7 +119,7 @@ func (g *Guard) compactDecision(p *prompt, f *failure, safe bool) (policy.Decisi
 		d.Reason = ReasonOverflowAfterCompaction
 	case !safe:
 		d.Reason = policy.ReasonUnsafe
-	case g.session(p.session).compactCmd == "":
+	case cp.ag.session(p.session).compactCmd == "":
 		d.Reason = ReasonNoCompactionCommand
 	default:
 		d.Action, d.Attempt, d.MaxRetries, d.Reason = policy.ActionCompact, 1, 1, reasonCompact
@@ -119,33 +131,34 @@ func (g *Guard) compactDecision(p *prompt, f *failure, safe bool) (policy.Decisi
 // compact is the work of the compact transition, once its record is
 // durable: the notice, then the compaction command as acp-guard's own
 // session/prompt (the proxy's id namespace).
-func (g *Guard) compact(c transport.Ctl, p *prompt, f *failure) {
-	if !g.dispatchable(c, p, p.turn) {
+func (cp *compactor) compact(c transport.Ctl, p *prompt, f *failure) {
+	if !cp.rc.dispatchable(c, p, p.turn) {
 		return
 	}
-	g.say(c, p, compactNoticeText, map[string]any{
+	cp.ev.say(c, p, compactNoticeText, map[string]any{
 		"attempt": 1, "maxRetries": 1, "delayMs": 0, "deadline": c.Now().UTC().Format("2006-01-02T15:04:05Z07:00"),
 		"code": f.verdict.Code, "class": string(f.verdict.Class), "action": reasonCompact, "rule": f.verdict.Rule,
 		"onExhausted": string(policy.OutcomeStop),
 	}, NoticeSent{Action: reasonCompact, Deadline: c.Now(), Attempt: 1, MaxRetries: 1, Code: f.verdict.Code, Class: string(f.verdict.Class)})
-	cmd := g.session(p.session).compactCmd
+	cmd := cp.ag.session(p.session).compactCmd
 	// The prompt's trace context goes on to the agent with the compaction.
 	params, _ := json.Marshal(acp.PromptRequest{SessionId: acp.SessionId(p.session), Prompt: []acp.ContentBlock{acp.TextBlock("/" + cmd)},
 		Meta: traceMeta(p.params)})
-	k := &compaction{p: p, epoch: p.epoch, turn: g.tracker.Start(p.session, c.Now())}
+	k := &compaction{p: p, f: cp.m.fence(p), turn: cp.tracker.Start(p.session, c.Now())}
 	p.compaction = k
-	g.attemptSent(c, p, AttemptCompaction, acp.AgentMethodSessionPrompt, g.modelOf(p))
+	cp.ev.attemptSent(c, p, AttemptCompaction, acp.AgentMethodSessionPrompt, cp.ag.modelOf(p))
 	c.Call(acp.AgentMethodSessionPrompt, p.session, params, k)
 }
 
 // compacted settles the compaction turn: a clean end_turn with updates and
 // no tool activity re-sends the client's prompt at once; anything else
-// stops with the reason.
-func (g *Guard) compacted(c transport.Ctl, k *compaction, r *reply) {
+// stops with the reason. The answer acts on the prompt only under the
+// fence the compaction was sent with.
+func (cp *compactor) compacted(c transport.Ctl, k *compaction, r *reply) {
 	stopReason := r.stopReason
-	g.tracker.Return(k.turn, stopReason)
+	cp.tracker.Return(k.turn, stopReason)
 	p := k.p
-	if p.state != stCompacting || p.epoch != k.epoch || g.closed || !g.dispatchable(c, p, k.turn) {
+	if !k.f.live() || !cp.rc.dispatchable(c, p, k.turn) {
 		return
 	}
 	e := k.turn.Evidence
@@ -163,10 +176,10 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, r *reply) {
 		reason = ReasonCompactionEmpty
 	}
 	if reason != "" {
-		g.stopWith(c, p, onCompactFail, reason, false)
+		cp.rc.stopWith(c, p, onCompactFail, reason, false)
 		return
 	}
-	g.transit(c, p, step{on: onCompacted}, func() { g.dispatchRetry(c, p) })
+	cp.m.transit(c, p, step{on: onCompacted}, func() { cp.rc.dispatchRetry(c, p) })
 }
 
 // compactionUpdate runs for every session/update the relay forwards when
@@ -174,17 +187,17 @@ func (g *Guard) compacted(c transport.Ctl, k *compaction, r *reply) {
 // and marks the updates of a compaction turn. known is true when the
 // observers parsed the update as a chunk, tool or plan update: only the
 // other updates are searched for an available_commands_update.
-func (g *Guard) compactionUpdate(c transport.Ctl, m *transport.Msg, known bool) transport.Verdict {
+func (cp *compactor) update(c transport.Ctl, m *transport.Msg, known bool) transport.Verdict {
 	if !known && bytes.Contains(m.Params, []byte(`"available_commands_update"`)) {
-		g.learnCommands(m.Params)
+		cp.learnCommands(m.Params)
 	}
-	if g.waiting == 0 {
+	if cp.m.waiting == 0 {
 		return transport.Forward
 	}
 	sid, _ := jsonscan.String(jsonscan.Get(m.Params, "sessionId"))
-	for _, p := range g.held(sid, false) {
+	for _, p := range cp.m.held(sid, false) {
 		k := p.compaction
-		if p.state != stCompacting || k == nil || k.epoch != p.epoch || !g.tracker.Current(k.turn) {
+		if p.state != stCompacting || k == nil || k.f.moved() || !cp.tracker.Current(k.turn) {
 			continue
 		}
 		k.updates++
@@ -203,7 +216,7 @@ func (g *Guard) compactionUpdate(c transport.Ctl, m *transport.Msg, known bool) 
 
 // learnCommands keeps the compaction command of the session's latest
 // available_commands_update ("" when it offers none).
-func (g *Guard) learnCommands(params []byte) {
+func (cp *compactor) learnCommands(params []byte) {
 	var n acp.SessionNotification
 	jsonscan.Note(params)
 	if json.Unmarshal(params, &n) != nil || n.Update.AvailableCommandsUpdate == nil {
@@ -217,7 +230,7 @@ func (g *Guard) learnCommands(params []byte) {
 			}
 		}
 	}
-	g.session(string(n.SessionId)).compactCmd = cmd
+	cp.ag.session(string(n.SessionId)).compactCmd = cmd
 }
 
 // withUpdateMeta returns a copy of line with "compaction":true under the

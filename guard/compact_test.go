@@ -49,8 +49,8 @@ func TestLearnCommands(t *testing.T) {
 		{`[{"name":"compress","description":""}]`, "compress"},
 		{`[{"name":"review","description":""}]`, ""},
 	} {
-		g.learnCommands([]byte(`{"sessionId":"s","update":{"sessionUpdate":"available_commands_update","availableCommands":` + tt.cmds + `}}`))
-		if got := g.session("s").compactCmd; got != tt.want {
+		g.comp.learnCommands([]byte(`{"sessionId":"s","update":{"sessionUpdate":"available_commands_update","availableCommands":` + tt.cmds + `}}`))
+		if got := g.ag.session("s").compactCmd; got != tt.want {
 			t.Errorf("%s: got %q, want %q", tt.cmds, got, tt.want)
 		}
 	}

@@ -8,29 +8,47 @@
 // the client exactly once. The live proxy and the offline replay drive the
 // same Guard; only the transport.Output differs.
 //
+// # Parts
+//
+// Guard is the relay's hooks and nothing else; each frame goes to the
+// part it belongs to (guard.go lists them): the machine (machine.go: the
+// prompts, their states, the one transition function), recovery
+// (recover.go, prompt.go, answer.go, late.go), checks (checks.go and the
+// files it names), the work of a state (circuitClient, switcher,
+// compactor, watchdog), the held-prompt board and the actions on held
+// prompts (held.go, operator.go), what the guard learned about the agent
+// (agent.go, rare.go), and the emitter (emit.go, notice.go).
+//
 // # Concurrency
 //
 // Hooks run serialized by the relay's one mutex, on whichever goroutine
-// read the event (a reader, a timer, the attempt-log writer reporting
-// back), and must not block: the guard does no I/O under that lock. The
-// first goroutine the guard owns is the attempt-log writer (journal.go),
-// started by the first record in the live proxy, which appends and syncs
-// records in order and reports each result back into the event loop
-// through transport.Relay.Poster; Guard.Close drains and ends it. The
-// circuit store's worker (circuitops.go) is the second, same pattern:
-// store calls (each bounded by a timeout that follows the store's measured
-// latency, circuit.Config.OpTimeout at least) run there in order and
-// their results are posted back, fenced by the prompt's epoch. Offline
-// (transport.Virtual) records are written in line, or, for a
-// DeferredAttemptLog (a replay), completed where the recording says the
-// live proxy learned their results (journal.go).
-// The held-prompt board's worker (held.go) is the third, same pattern
-// again: it publishes held prompts for operators and starts and stops
-// the watch on this guard's entries, whose goroutine (the store's) posts
-// the requests operators write back into the event loop; Guard.Close
-// runs what is queued and stops the watch.
-// The stall watchdog (stall.go) is a timer per prompt on the relay's
-// event loop, owned by the prompt and disarmed when it is answered.
+// read the event (a reader, a timer, a worker reporting back), and must
+// not block: the guard does no I/O under that lock. The guard's I/O runs
+// on workers (worker.go), one type used three times: the attempt-log
+// writer (journal.go), the circuit store's calls (circuit.go) and the
+// held-prompt board's writes and watch (held.go). Each is started by its
+// first job in the live proxy, runs its jobs in order (records are
+// appended in the order they were decided; a prompt's circuit Fail
+// reaches the store before its later Acquire; each store call is bounded
+// by a timeout that follows the store's measured latency,
+// circuit.Config.OpTimeout at least), and posts each result back into
+// the event loop through transport.Relay.Poster; Guard.Close runs what is
+// queued and ends them (and stops the board's watch, whose goroutine, the
+// store's, posts the requests operators write back into the event loop).
+// Offline (transport.Virtual) jobs run in line, and a DeferredAttemptLog
+// (a replay) completes each record where the recording says the live
+// proxy learned its result (journal.go).
+//
+// Everything armed for a prompt that runs later — a timer (a wait's
+// deadline, a parked prompt's next ask, the probe lease's refresh, the
+// stall watchdog and its grace period, the board's publish), a worker's
+// result (an attempt record written, a circuit's answer, the fallback
+// models' circuits), the agent's answer to a model switch or a
+// compaction — is armed under the prompt's fence and acts only while the
+// fence is live (fence.go): machine.transit arms the fences, so a
+// callback from a state the prompt has left is dropped by that one check,
+// never by a test of its own. The stall watchdog is a timer per prompt,
+// owned by the prompt and disarmed when it is answered.
 //
 // Successful results are checked for silent failures and abnormal stop
 // reasons (silent.go) before they pass: a flag adds
@@ -58,7 +76,7 @@
 // # Recovery state machine
 //
 // One client session/prompt moves through these states; prompt.state
-// holds them, and Guard.transit is the only code that changes it. A
+// holds them, and machine.transit is the only code that changes it. A
 // transition not listed here is refused. "record X" writes an attempt-log
 // record with outcome X; "then the work" means the work the transition
 // schedules (the wait's timer and notice, the model switch) starts only
@@ -82,9 +100,10 @@
 //	waiting_for_reset | retry_wait | parked | switching | compacting --superseded--> action_required  [record stopped]
 //	waiting_for_reset | retry_wait | parked | switching | compacting --state_unwritable--> action_required  [record stopped]
 //	waiting_for_reset | retry_wait | parked | switching | compacting --shutting_down--> action_required  [record stopped]
-//	active | retrying | waiting_for_reset | retry_wait | parked | switching | compacting --agent_exit--> action_required  [record stopped]
-//	active | retrying | waiting_for_reset | retry_wait | parked | switching | compacting --session_ended--> answered
-//	active | retrying --stall--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | parked | switching | compacting | stalled --agent_exit--> action_required  [record stopped]
+//	active | retrying | waiting_for_reset | retry_wait | parked | switching | compacting | stalled --session_ended--> answered
+//	active | retrying --stall--> stalled
+//	stalled --give_up--> action_required  [record stopped]
 //	waiting_for_reset | retry_wait | parked | switching --park--> parked
 //	waiting_for_reset | retry_wait | parked | switching --probe--> probing
 //	waiting_for_reset | retry_wait | parked | switching --circuit_open--> action_required  [record stopped]
@@ -100,7 +119,7 @@
 //	probing --compact--> compacting  [record scheduled, then the work; failure reported to the circuit]
 //	probing --stop--> action_required  [record stopped; failure reported to the circuit]
 //	probing --pass--> answered  [lease released]
-//	probing --stall--> action_required  [record stopped; lease released]
+//	probing --stall--> stalled  [lease released]
 //	probing --agent_exit--> action_required  [record stopped; lease released]
 //	probing --session_ended--> answered  [lease released]
 //
@@ -155,9 +174,12 @@
 // explicit request overrides the wait, not the gate. Each record names who
 // asked (policy.Record.By), and the client gets a notice first; stop_now's
 // ProviderError says recovery.reason "stop_now" and recovery.by.
-// stall is the opt-in watchdog's verdict on an agent that sent nothing
-// for the stall timeout and did not answer the session/cancel it sent
-// within the grace period (stall.go).
+// stall is the opt-in watchdog (stall.go) seeing nothing from the agent
+// for the stall timeout: it sends session/cancel, and the prompt is
+// stalled for the grace period (a stalled probe's lease is released: the
+// probe proves nothing any more); give_up is the grace period's end, or
+// the agent's answer after the cancel, which comes too late — either way
+// the client gets agent_stalled.
 // Entering action_required answers the client with the one ProviderError
 // (answer.go: respond is the one path that answers, providerError the one
 // builder); agent_exit's answer is written by the relay with ExitData.

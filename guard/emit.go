@@ -9,16 +9,25 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// Emitting events (events.go). Every emit is guarded by on(): with no
-// subscriber no event is built.
+// emitter is what the guard tells: the event stream (events.go) to
+// Config.Events, and notices to the client (notice.go). Every emit is
+// guarded by on(): with no subscriber no event is built.
+type emitter struct {
+	sink    func(Event) // Config.Events; nil: none
+	frames  bool        // Config.Frames: FrameObserved for every frame
+	trace   bool        // Config.TraceContext
+	notices string      // Config.Notices: the channel of notices
+	ag      *agent      // the adapter, and the sessions' models events name
+	tracker *observers.Tracker
+}
 
-func (g *Guard) on() bool { return g.cfg.Events != nil }
+func (e *emitter) on() bool { return e.sink != nil }
 
-func (g *Guard) emit(e Event) { g.cfg.Events(e) }
+func (e *emitter) emit(ev Event) { e.sink(ev) }
 
 // base is the EventBase of an event about p (nil: about no prompt).
-func (g *Guard) base(c transport.Ctl, p *prompt) EventBase {
-	b := EventBase{At: c.Now(), Agent: g.adapter}
+func (e *emitter) base(c transport.Ctl, p *prompt) EventBase {
+	b := EventBase{At: c.Now(), Agent: e.ag.adapter}
 	if p != nil {
 		b.SessionID, b.RequestID = p.session, p.client.ID
 	}
@@ -26,8 +35,8 @@ func (g *Guard) base(c transport.Ctl, p *prompt) EventBase {
 }
 
 // frame emits FrameObserved for m (Config.Frames).
-func (g *Guard) frame(c transport.Ctl, dir transport.Dir, m *transport.Msg, req *transport.Request, v transport.Verdict) {
-	e := FrameObserved{EventBase: g.base(c, nil), Dir: dir.String(), Kind: m.Kind.String(), Method: m.Method, ID: m.ID, Bytes: len(m.Line)}
+func (ev *emitter) frame(c transport.Ctl, dir transport.Dir, m *transport.Msg, req *transport.Request, v transport.Verdict) {
+	e := FrameObserved{EventBase: ev.base(c, nil), Dir: dir.String(), Kind: m.Kind.String(), Method: m.Method, ID: m.ID, Bytes: len(m.Line)}
 	switch v {
 	case transport.Drop:
 		e.Route = "drop"
@@ -49,9 +58,9 @@ func (g *Guard) frame(c transport.Ctl, dir transport.Dir, m *transport.Msg, req 
 		}
 	}
 	if m.Method == acp.ClientMethodSessionUpdate {
-		e.Update = updateName(g.tracker.LastKind)
+		e.Update = updateName(ev.tracker.LastKind)
 	}
-	g.emit(e)
+	ev.emit(e)
 }
 
 // updateName is a session/update kind as ACP spells it.
@@ -85,28 +94,28 @@ func promptOf(tag any) *prompt {
 }
 
 // turnStarted emits TurnStarted for a new client prompt.
-func (g *Guard) turnStarted(c transport.Ctl, p *prompt) {
-	if !g.on() {
+func (ev *emitter) turnStarted(c transport.Ctl, p *prompt) {
+	if !ev.on() {
 		return
 	}
-	e := TurnStarted{EventBase: g.base(c, p), Generation: p.first.Generation, Model: g.modelOf(p)}
-	if g.cfg.TraceContext {
+	e := TurnStarted{EventBase: ev.base(c, p), Generation: p.first.Generation, Model: ev.ag.modelOf(p)}
+	if ev.trace {
 		e.Trace = traceContext(p.params)
 	}
-	g.emit(e)
+	ev.emit(e)
 }
 
 // attemptSent emits AttemptSent for a request of acp-guard's own.
-func (g *Guard) attemptSent(c transport.Ctl, p *prompt, kind, method, model string) {
-	if g.on() {
-		g.emit(AttemptSent{EventBase: g.base(c, p), Kind: kind, Method: method, Attempt: p.attempt, Model: model})
+func (ev *emitter) attemptSent(c transport.Ctl, p *prompt, kind, method, model string) {
+	if ev.on() {
+		ev.emit(AttemptSent{EventBase: ev.base(c, p), Kind: kind, Method: method, Attempt: p.attempt, Model: model})
 	}
 }
 
 // attemptDone emits AttemptDone for the agent's answer r to req, a
 // request of acp-guard's own.
-func (g *Guard) attemptDone(c transport.Ctl, req *transport.Request, r *reply) {
-	if !g.on() {
+func (ev *emitter) attemptDone(c transport.Ctl, req *transport.Request, r *reply) {
+	if !ev.on() {
 		return
 	}
 	e := AttemptDone{Method: req.Method, OK: r.err == nil, StopReason: r.stopReason, Error: r.err.rpc()}
@@ -114,7 +123,7 @@ func (g *Guard) attemptDone(c transport.Ctl, req *transport.Request, r *reply) {
 	var p *prompt
 	switch t := req.Tag.(type) {
 	case *prompt:
-		p, e.Kind, e.Model = t, AttemptRetry, g.modelOf(t)
+		p, e.Kind, e.Model = t, AttemptRetry, ev.ag.modelOf(t)
 	case *modelSwitch:
 		p, e.Kind, e.Model = t.p, AttemptSwitch, t.model
 	case *compaction:
@@ -122,22 +131,22 @@ func (g *Guard) attemptDone(c transport.Ctl, req *transport.Request, r *reply) {
 	default:
 		return
 	}
-	e.EventBase, e.Attempt = g.base(c, p), p.attempt
-	g.emit(e)
+	e.EventBase, e.Attempt = ev.base(c, p), p.attempt
+	ev.emit(e)
 }
 
 // classified emits FailureClassified for a prompt's failure f and what
 // recovery decided about it (d).
-func (g *Guard) classified(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
-	if !g.on() {
+func (ev *emitter) classified(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+	if !ev.on() {
 		return
 	}
-	e := FailureClassified{EventBase: g.base(c, p), Phase: PhasePrompt, Attempt: p.attempt, Model: g.modelOf(p),
+	e := FailureClassified{EventBase: ev.base(c, p), Phase: PhasePrompt, Attempt: p.attempt, Model: ev.ag.modelOf(p),
 		Verdict: f.verdict, Source: string(f.source), Error: f.rpc.rpc(), Decision: d}
 	if f.turn != nil {
 		e.ReplaySafe, e.Evidence = f.turn.ReplaySafe(), evidenceFlags(f.turn.Evidence)
 	}
-	g.emit(e)
+	ev.emit(e)
 }
 
 // traceContext reads the W3C trace context of a session/prompt's params

@@ -18,19 +18,18 @@ import (
 //
 // Prompts are reported in the order the client sent them. Flush reports
 // each prompt at most once, like every other report.
-func (g *Guard) Flush(c transport.Ctl) {
-	pending := make([]*prompt, 0, len(g.prompts))
-	for _, p := range g.prompts {
-		pending = append(pending, p)
-	}
-	sortPrompts(pending)
-	for _, p := range pending {
-		g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
-		recovering := p.state != stActive || p.attempt > 0 || len(p.decisions) > 0
-		g.transit(c, p, step{on: onEnded}, nil)
+func (g *Guard) Flush(c transport.Ctl) { g.rc.flush(c) }
+
+// flush is Flush's work.
+func (rc *recovery) flush(c transport.Ctl) {
+	for _, p := range rc.m.pending() {
+		rc.checks.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
+		// A prompt stalled on the client's own attempt is not recovering.
+		recovering := (p.state != stActive && p.state != stStalled) || p.attempt > 0 || len(p.decisions) > 0
+		rc.m.transit(c, p, step{on: onEnded}, nil)
 		if !recovering {
 			p.suppressed += p.turn.Evidence.Suppressed
-			g.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
+			rc.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
 			continue
 		}
 		rep := TurnReport{Outcome: OutcomeRetried}
@@ -39,10 +38,10 @@ func (g *Guard) Flush(c transport.Ctl) {
 			if len(p.decisions) > 0 {
 				action = string(p.decisions[len(p.decisions)-1].Action)
 			}
-			pe := g.providerError(c, p, f, action, ReasonSessionEnded)
+			pe := rc.providerError(c, p, f, action, ReasonSessionEnded)
 			rep.ProviderError = &pe
 		}
-		g.respond(c, p, rep, nil)
+		rc.respond(c, p, rep, nil)
 	}
-	g.closeAllLate(c)
+	rc.ag.closeAllLate(c)
 }

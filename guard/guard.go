@@ -72,39 +72,37 @@ type Config struct {
 	JitterSeed uint64
 }
 
-// Guard implements transport.Hooks.
+// Guard implements transport.Hooks: it is the relay's hooks and nothing
+// else, handing each frame and event to the part it belongs to. The
+// parts (ARCHITECTURE.md, "The guard's parts"):
+//
+//   - machine (machine.go): the prompts in flight, their states and the
+//     one transition function; fences (fence.go) are armed by it;
+//   - recovery (recover.go, prompt.go, answer.go, late.go): settles each
+//     attempt, decides, schedules and answers;
+//   - checks (checks.go, textreport.go, silent.go, setup.go): turns what
+//     the agent answered into a failure, a flag or nothing;
+//   - circuitClient (circuit.go), switcher (switch.go), compactor
+//     (compact.go), watchdog (stall.go): the work of a state;
+//   - board (held.go) and actions (operator.go): held prompts for
+//     operators and the client's recovery request;
+//   - agent (agent.go, rare.go): what the guard learned about the agent;
+//   - emitter (emit.go, notice.go): the event stream and notices;
+//   - journal (journal.go) on a worker (worker.go): the attempt log.
 type Guard struct {
-	cfg      Config
-	log      *slog.Logger
-	adapter  string
-	tracker  *observers.Tracker
-	sessions map[string]*sessionInfo
-	prompts  map[*transport.Request]*prompt
-	waiting  int // prompts in a held state (waiting_for_reset, retry_wait, switching)
-	journal  journal
-	closed   bool
-	circOps  circuitOps // the circuit store's worker (circuitops.go)
-	probes   int        // prompts holding a probe lease
-	circID   string     // this Guard's name to the circuits when Config.CircuitHolder is unset (NewCircuitHolder)
-	jitter   policy.Jitter
-	quiet    *classify.Engine // cfg.Engine without its Observed callback (textreport.go)
-	// The held-prompt board (held.go): its worker (the circuitOps
-	// pattern), the loop's view, the running watch.
-	heldOps   circuitOps
-	heldBoard heldBoard
-	heldWatch heldWatch
-	warned    map[string]bool // fallback models already warned about (rare.go)
-}
-
-// sessionInfo is what the guard learned about a session from the agent.
-type sessionInfo struct {
-	models       []string // available model ids (session/set_model)
-	modelOption  string   // id of a model config option (session/set_config_option)
-	optionValues []string
-	currentModel string
-	lastFailed   bool          // the session's latest prompt was answered with a failure
-	compactCmd   string        // the compaction command the agent advertised last ("" : none; compact.go)
-	answered     *answeredTurn // the latest answered prompt, until the next one starts (lateoutput.go)
+	cfg     Config
+	log     *slog.Logger
+	tracker *observers.Tracker
+	m       *machine
+	ag      *agent
+	ev      *emitter
+	checks  *checks
+	rc      *recovery
+	circ    *circuitClient
+	board   *board
+	acts    *actions
+	comp    *compactor
+	jr      *journal
 }
 
 var _ transport.Hooks = (*Guard)(nil)
@@ -120,47 +118,51 @@ func New(cfg Config) *Guard {
 	if cfg.Signatures == nil {
 		cfg.Signatures = observers.DefaultSignatures
 	}
-	g := &Guard{
-		journal:  journal{log: cfg.Attempts, onLogged: cfg.OnAttemptLogged},
-		cfg:      cfg,
-		log:      cfg.Logger,
-		sessions: make(map[string]*sessionInfo),
-		prompts:  make(map[*transport.Request]*prompt),
-	}
-	if cfg.JitterSeed != 0 {
-		g.jitter = policy.NewJitter(cfg.JitterSeed)
-	}
+	log, doc := cfg.Logger, cfg.Policy
+	g := &Guard{cfg: cfg, log: log}
+	ag := &agent{identity: cfg.Identity, sessions: make(map[string]*sessionInfo), log: log,
+		fallbacks: append(append([]string(nil), doc.FallbackModels...), cfg.Fallback...)}
+	ag.adapter, _ = cfg.Identity.Resolve()
+	ev := &emitter{sink: cfg.Events, frames: cfg.Frames, trace: cfg.TraceContext, notices: cfg.Notices, ag: ag}
+	ag.ev = ev
+	jr := &journal{log: cfg.Attempts, onLogged: cfg.OnAttemptLogged}
+	k := &checks{engine: cfg.Engine, doc: doc, ag: ag, jr: jr, ev: ev, log: log}
 	if cfg.Engine != nil {
-		g.quiet = cfg.Engine.Quiet()
+		k.quiet = cfg.Engine.Quiet()
 	}
-	g.adapter, _ = cfg.Identity.Resolve()
-	g.tracker = observers.NewTracker(g.adapter, g.bindSignatures(cfg.Signatures))
+	tracker := observers.NewTracker(ag.adapter, k.bindSignatures(cfg.Signatures))
+	k.tracker, ev.tracker = tracker, tracker
+	m := &machine{prompts: make(map[*transport.Request]*prompt), doc: doc, jr: jr, log: log, ev: ev, ag: ag}
+	rc := &recovery{m: m, doc: doc, log: log, tracker: tracker, ag: ag, ev: ev, checks: k}
+	if cfg.JitterSeed != 0 {
+		rc.jitter = policy.NewJitter(cfg.JitterSeed)
+	}
+	circ := &circuitClient{cc: cfg.Circuits, ns: cfg.CircuitNamespace, name: cfg.CircuitHolder,
+		m: m, rc: rc, ag: ag, ev: ev, doc: doc, tracker: tracker, log: log}
+	sw := &switcher{m: m, rc: rc, circ: circ, ag: ag, ev: ev}
+	comp := &compactor{on: doc.Request.CompactThenRetry, m: m, rc: rc, ag: ag, ev: ev, tracker: tracker}
+	wd := &watchdog{timeout: cfg.StallTimeout, m: m, rc: rc, checks: k, ev: ev, tracker: tracker}
+	acts := &actions{m: m, rc: rc, sw: sw, ag: ag, ev: ev, tracker: tracker}
+	b := &board{store: cfg.Held, ns: cfg.CircuitNamespace, m: m, circ: circ, ag: ag, acts: acts, log: log}
+	m.circ, m.board, m.rec = circ, b, rc
+	rc.circ, rc.sw, rc.comp, rc.wd = circ, sw, comp, wd
+	g.tracker, g.m, g.ag, g.ev, g.checks, g.rc, g.circ, g.board, g.acts, g.comp, g.jr = tracker, m, ag, ev, k, rc, circ, b, acts, comp, jr
 	return g
 }
 
-// Close writes the attempt records still queued and ends the attempt-log
-// writer. Call it once the relay is done with the Guard, before closing the
-// attempt log.
+// Close ends the guard's workers once what they have queued ran: the
+// circuit store's, the board's (and its watch), then the attempt log's
+// (its records still queued are written). Call it once the relay is done
+// with the Guard, before closing the attempt log.
 func (g *Guard) Close() error {
-	g.circOps.close()
-	g.heldOps.close()
-	g.heldWatch.close()
-	g.journal.close()
+	g.circ.w.close()
+	g.board.close()
+	g.jr.close()
 	return nil
 }
 
 // Adapter returns the adapter currently in effect.
-func (g *Guard) Adapter() string { return g.adapter }
-
-func (g *Guard) setAgentInfo(c transport.Ctl, info acp.Implementation) {
-	g.cfg.Identity.AgentInfo = info.Name
-	adapter, src := g.cfg.Identity.Resolve()
-	g.adapter = adapter
-	g.tracker.Adapter = adapter
-	if g.on() {
-		g.emit(AgentIdentified{EventBase: EventBase{At: c.Now(), Agent: adapter}, Source: src, Name: info.Name, Version: info.Version})
-	}
-}
+func (g *Guard) Adapter() string { return g.ag.adapter }
 
 // KeepParams keeps session/prompt params so a retry can send them again.
 func (g *Guard) KeepParams(method string) bool {
@@ -170,23 +172,16 @@ func (g *Guard) KeepParams(method string) bool {
 // ClientMsg observes client frames: prompts start turns; cancels are
 // recorded and end pending waits.
 func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
-	if g.cfg.Frames && g.on() {
-		defer g.frame(c, transport.C2A, m, req, transport.Forward)
+	if g.ev.frames && g.ev.on() {
+		defer g.ev.frame(c, transport.C2A, m, req, transport.Forward)
 	}
 	switch m.Kind {
 	case transport.KindRequest:
 		if m.Method == MethodRecovery && req != nil {
-			return g.recoveryRequest(c, m, req)
+			return g.acts.request(c, m, req)
 		}
 		if m.Method == acp.AgentMethodSessionPrompt && req != nil {
-			g.supersede(c, req.SessionID)
-			g.closeLate(c, req.SessionID)
-			t := g.tracker.Start(req.SessionID, c.Now())
-			p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
-			req.Tag = p
-			g.prompts[req] = p
-			g.turnStarted(c, p)
-			g.watch(c, p)
+			g.rc.start(c, req)
 		}
 	case transport.KindNotification:
 		if m.Method == MethodRecovery {
@@ -198,7 +193,7 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 		if m.Method == acp.AgentMethodSessionCancel {
 			sid, _ := jsonscan.String(jsonscan.Get(m.Params, "sessionId"))
 			g.tracker.Cancel(sid)
-			g.cancelWaits(c, sid)
+			g.rc.cancelWaits(c, sid)
 		}
 	}
 	return transport.Forward
@@ -207,8 +202,8 @@ func (g *Guard) ClientMsg(c transport.Ctl, m *transport.Msg, req *transport.Requ
 // AgentMsg observes agent frames and settles prompt turns.
 func (g *Guard) AgentMsg(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
 	v := g.agentMsg(c, m, req)
-	if g.cfg.Frames && g.on() {
-		g.frame(c, transport.A2C, m, req, v)
+	if g.ev.frames && g.ev.on() {
+		g.ev.frame(c, transport.A2C, m, req, v)
 	}
 	return v
 }
@@ -217,27 +212,27 @@ func (g *Guard) agentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 	switch m.Kind {
 	case transport.KindInvalid:
 		g.tracker.Unparseable()
-		g.lateUnparseable(c)
+		g.rc.lateUnparseable(c)
 	case transport.KindNotification:
 		if m.Method == acp.ClientMethodSessionUpdate {
 			suppress, parsed := g.tracker.ObserveParams(m.Params)
-			if g.waiting > 0 {
-				g.lateUpdate(c)
+			if g.m.waiting > 0 {
+				g.rc.lateUpdate(c)
 			}
-			if g.probes > 0 {
-				g.probeProgress(c)
+			if g.m.probes > 0 {
+				g.circ.progress(c)
 			}
 			if suppress {
 				return transport.Drop
 			}
-			if g.cfg.Policy.Request.CompactThenRetry {
-				return g.compactionUpdate(c, m, parsed && g.tracker.LastKind != observers.UpdateOther)
+			if g.comp.on {
+				return g.comp.update(c, m, parsed && g.tracker.LastKind != observers.UpdateOther)
 			}
 		}
 	case transport.KindRequest:
 		if req != nil {
 			g.tracker.Effect(req.SessionID, m.Method)
-			g.lateRequest(c, req.SessionID)
+			g.rc.lateRequest(c, req.SessionID)
 		}
 	case transport.KindResponse:
 		return g.agentResponse(c, m, req)
@@ -251,13 +246,17 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 	if req == nil {
 		return transport.Forward
 	}
-	if v, ok := g.setupFailure(c, req, m); ok {
+	if v, ok := g.checks.setupFailure(c, req, m); ok {
 		return v
 	}
 	switch req.Method {
 	case acp.AgentMethodInitialize:
 		if info, ok := agentInfo(m.Result); ok {
-			g.setAgentInfo(c, info)
+			src := g.ag.identify(info)
+			g.tracker.Adapter = g.ag.adapter
+			if g.ev.on() {
+				g.ev.emit(AgentIdentified{EventBase: EventBase{At: c.Now(), Agent: g.ag.adapter}, Source: src, Name: info.Name, Version: info.Version})
+			}
 		}
 		if m.Error == nil && g.cfg.Policy.Recovers(g.cfg.Fallback) {
 			// The client learns it can act on held prompts (operator.go).
@@ -267,15 +266,15 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 			}
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
-		if sid := g.learnSession(req, m); sid != "" {
-			return g.fallbackCheck(c, req, m, sid)
+		if sid := g.ag.learnSession(req, m); sid != "" {
+			return g.ag.fallbackCheck(c, req, m, sid)
 		}
 	case acp.AgentMethodSessionSetConfigOption:
-		g.learnConfigResult(req, m)
+		g.ag.learnConfigResult(req, m)
 	case acp.AgentMethodSessionSetModel:
 		if m.Error == nil {
 			if model, ok := requestedModel(req.Params); ok {
-				g.session(req.SessionID).currentModel = model
+				g.ag.session(req.SessionID).currentModel = model
 			}
 		}
 	case acp.AgentMethodSessionPrompt:
@@ -288,7 +287,7 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 				return transport.Hold
 			}
 			r := parseReply(m)
-			return g.settle(c, p, m, &r, true)
+			return g.rc.settle(c, p, m, &r, true)
 		}
 	}
 	return transport.Forward
@@ -297,23 +296,17 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 // ProxyResponse handles answers to the guard's own requests.
 func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.Request) {
 	r := parseReply(m)
-	if g.cfg.Frames && g.on() {
-		g.frame(c, transport.A2C, m, req, transport.Drop)
+	if g.ev.frames && g.ev.on() {
+		g.ev.frame(c, transport.A2C, m, req, transport.Drop)
 	}
-	g.attemptDone(c, req, &r)
+	g.ev.attemptDone(c, req, &r)
 	switch tag := req.Tag.(type) {
 	case *prompt:
-		if reason, ok := r.refused(); ok && tag.last != nil && tag.state.retry() {
-			// The retry never reached the agent: the client gets the
-			// failure it was meant to recover from.
-			g.stopWith(c, tag, onStop, reason, false)
-			return
-		}
-		g.settle(c, tag, m, &r, false)
+		g.rc.retried(c, tag, m, &r)
 	case *modelSwitch:
-		g.switched(c, tag, &r)
+		g.rc.sw.switched(c, tag, &r)
 	case *compaction:
-		g.compacted(c, tag, &r)
+		g.comp.compacted(c, tag, &r)
 	}
 }
 
@@ -322,25 +315,19 @@ func (g *Guard) Stderr(c transport.Ctl, line string) { g.tracker.Stderr(line) }
 
 // ClientClosed stops every pending timer: nobody is left to answer.
 func (g *Guard) ClientClosed(c transport.Ctl) {
-	g.closed = true
-	for _, p := range g.prompts {
-		p.stopTimer()
-		p.hold.stopTimer()
-	}
+	g.m.closed = true
+	g.m.stopTimers()
 }
 
 // AgentExit marks open turns and stops timers; pending prompts are then
 // answered by the relay through ExitData.
 func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
-	if g.on() {
-		g.emit(AgentExited{EventBase: EventBase{At: c.Now(), Agent: g.adapter}, Status: st})
+	if g.ev.on() {
+		g.ev.emit(AgentExited{EventBase: EventBase{At: c.Now(), Agent: g.ag.adapter}, Status: st})
 	}
 	g.tracker.Exit()
-	g.closeAllLate(c)
-	for _, p := range g.prompts {
-		p.stopTimer()
-		p.hold.stopTimer()
-	}
+	g.ag.closeAllLate(c)
+	g.m.stopTimers()
 }
 
 // ExitData adds a verdict on the agent's death to a pending prompt's error:
@@ -349,59 +336,14 @@ func (g *Guard) AgentExit(c transport.Ctl, st transport.ExitStatus) {
 func (g *Guard) ExitData(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
 	p, ok := req.Tag.(*prompt)
 	if !ok {
-		return g.launchFailure(c, req, st, base)
+		return g.checks.launchFailure(c, req, st, base)
 	}
-	g.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
-	ev := classify.Evidence{
-		Source:     classify.SourceExit,
-		Adapter:    g.adapter,
-		Stderr:     p.turn.Stderr(),
-		Signal:     st.Signal,
-		Phase:      "prompt",
-		Generation: p.turn.Generation,
-		Now:        c.Now(),
-	}
-	code := st.Code
-	ev.ExitCode = &code
-	if st.StartErr != nil {
-		ev.Message = st.StartErr.Error()
-	}
-	if st.OutputClosed { // still running: no exit code, a lost transport
-		ev.ExitCode, ev.Message = nil, transport.OutputClosedMessage
-	}
-	f := &failure{verdict: g.classify(ev), source: classify.SourceExit, turn: p.turn}
-	held := p.state.waiting() && p.last != nil
-	if held {
-		// The agent died while the guard held the prompt for recovery: the
-		// failure the client is owed is the one recovery was for.
-		f = p.last
-	}
-	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
-	if !held {
-		g.classified(c, p, f, d)
-	}
-	if !g.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
-		return nil
-	}
-	pe := g.providerError(c, p, f, string(policy.ActionStop), ReasonAgentExited)
-	base["providerError"] = pe
-	g.respond(c, p, TurnReport{Outcome: OutcomeFailed, Error: &RPCError{Code: -32603, Message: "agent exited"}, ProviderError: &pe}, nil)
-	return base
+	return g.rc.exited(c, p, st, base)
 }
 
-func (g *Guard) classify(ev classify.Evidence) classify.Verdict {
-	if g.cfg.Engine == nil {
-		return classify.Verdict{Code: "unclassified", Class: classify.ClassUnclassified, Confidence: "low", Scope: "unknown",
-			SafeExcerpt: classify.Sanitize(ev.Message)}
-	}
-	return g.cfg.Engine.Classify(ev)
-}
-
-func (g *Guard) session(id string) *sessionInfo {
-	s := g.sessions[id]
-	if s == nil {
-		s = &sessionInfo{}
-		g.sessions[id] = s
-	}
-	return s
-}
+// Stopping answers every prompt the guard holds (a wait, a model switch,
+// a compaction) with its failure at once, reason shutting_down: acp-guard
+// got a stop signal, the relay refuses new requests of the proxy's own
+// from now on, and the client should not wait for a retry that will
+// never be sent.
+func (g *Guard) Stopping(c transport.Ctl) { g.rc.shutdown(c) }

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -20,8 +21,7 @@ import (
 // prompts on the board it watches its own entries: a request an operator
 // wrote there comes back into the event loop (operatorRequest) and takes
 // the same path as the client's MethodRecovery. Store calls run on the
-// guard's second worker (heldOps, the circuitOps pattern) and never hold
-// up a turn; a store that fails only means the prompt is not visible to
+// board's own worker (worker.go) and never hold up a turn; a store that fails only means the prompt is not visible to
 // operators.
 
 // promptHold is a prompt's part in the held-prompt board.
@@ -42,19 +42,29 @@ func (h *promptHold) stopTimer() {
 	}
 }
 
-// heldBoard is the guard's part in the board (event-loop state).
-type heldBoard struct {
+// board is the guard's part in the held-prompt board: the event loop's
+// view, the worker its store calls run on, and the running watch.
+type board struct {
+	store    *held.Board        // Config.Held; nil: not published
+	ns       string             // the circuits' namespace
 	prefix   string             // this guard's entries: held.ProcessPrefix
 	ids      map[string]*prompt // published entry id → its prompt
 	watching bool               // a watch is started (or starting) on the held worker
+	w        worker             // the board's store calls
+	watch    heldWatch
+	m        *machine
+	circ     *circuitClient // the holder names
+	ag       *agent
+	acts     *actions
+	log      *slog.Logger
 }
 
-func (g *Guard) heldOn() bool { return g.cfg.Held.Enabled() }
+func (b *board) on() bool { return b.store.Enabled() }
 
 // holdMoved follows a transition for the board: a hold begins (the
 // entry is published once it lasted held.PublishAfter), changes state
 // (rewritten at once) or ends (written once more, then left to expire).
-func (g *Guard) holdMoved(c transport.Ctl, p *prompt, e edge, s step) {
+func (b *board) holdMoved(c transport.Ctl, p *prompt, e edge, s step) {
 	switch {
 	case !e.from.actionable() && e.to.actionable():
 		p.hold.n++
@@ -66,20 +76,20 @@ func (g *Guard) holdMoved(c transport.Ctl, p *prompt, e edge, s step) {
 	if e.to.actionable() && (s.on == onWait || s.on == onRetry) {
 		p.hold.next = deadlineOf(c, s)
 	}
-	if !g.heldOn() {
+	if !b.on() {
 		return
 	}
 	switch {
 	case !e.from.actionable():
-		g.armPublish(c, p, held.PublishAfter)
+		b.armPublish(c, p, held.PublishAfter)
 	case e.to.actionable():
 		if p.hold.published && e.from != e.to {
-			g.publish(c, p)
+			b.publish(c, p)
 		}
 	default:
 		p.hold.stopTimer()
 		if p.hold.published {
-			g.publish(c, p)
+			b.publish(c, p)
 		}
 	}
 }
@@ -93,65 +103,61 @@ func deadlineOf(c transport.Ctl, s step) time.Time {
 }
 
 // armPublish (re)writes p's entry after d, and keeps refreshing it while
-// the hold lasts.
-func (g *Guard) armPublish(c transport.Ctl, p *prompt, d time.Duration) {
+// the hold lasts (under the hold's fence).
+func (b *board) armPublish(c transport.Ctl, p *prompt, d time.Duration) {
 	p.hold.stopTimer()
-	n := p.hold.n
-	p.hold.stop = c.After(d, func() {
+	p.hold.stop = c.After(d, b.m.holdFence(p, p.hold.n).then(func() {
 		p.hold.stop = nil
-		if p.hold.n != n || !p.state.actionable() || g.closed {
-			return
-		}
-		g.publish(c, p)
-	})
+		b.publish(c, p)
+	}))
 }
 
 // publish writes p's entry as the guard sees it now: held (then it is
 // refreshed every held.RefreshEvery) or ended (kept held.ResultTTL for the
 // result). The write runs on the held worker; a request found on the
 // entry comes back to operatorRequest.
-func (g *Guard) publish(c transport.Ctl, p *prompt) {
-	if g.heldBoard.ids == nil {
-		prefix, err := held.ProcessPrefix(g.heldNamespace(), g.processID())
+func (b *board) publish(c transport.Ctl, p *prompt) {
+	if b.ids == nil {
+		prefix, err := held.ProcessPrefix(b.namespace(), b.circ.processID())
 		if err != nil {
-			g.log.Debug("held prompts not published", "err", err)
+			b.log.Debug("held prompts not published", "err", err)
 			return
 		}
-		g.heldBoard.prefix, g.heldBoard.ids = prefix, map[string]*prompt{}
+		b.prefix, b.ids = prefix, map[string]*prompt{}
 	}
 	now := c.Now()
-	e := g.entry(c, p, now)
-	id := held.ID(g.heldBoard.prefix, p.session, string(p.client.ID))
+	e := b.entry(c, p, now)
+	id := held.ID(b.prefix, p.session, string(p.client.ID))
 	if p.state.actionable() {
 		p.hold.published = true
-		g.heldBoard.ids[id] = p
-		g.armPublish(c, p, held.RefreshEvery)
+		b.ids[id] = p
+		b.armPublish(c, p, held.RefreshEvery)
 	} else {
 		p.hold.published = false
-		delete(g.heldBoard.ids, id)
+		delete(b.ids, id)
 	}
-	board := g.cfg.Held
-	g.heldOps.do(c, func() func() {
+	store := b.store
+	b.w.do(c, func() func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*held.CallTimeout)
 		defer cancel()
-		req, err := board.Put(ctx, id, e, now)
+		req, err := store.Put(ctx, id, e, now)
 		if err != nil {
-			g.log.Debug("held prompt not published", "session", e.SessionID, "err", err)
+			b.log.Debug("held prompt not published", "session", e.SessionID, "err", err)
 		}
 		return func() {
-			g.keepWatching(c) // also when the write failed: the last entry may be gone
+			b.keepWatching(c) // also when the write failed: the last entry may be gone
 			if req != nil {
-				g.operatorRequest(c, id, *req)
+				b.operatorRequest(c, id, *req)
 			}
 		}
 	})
 }
 
 // entry is p's board entry at now.
-func (g *Guard) entry(c transport.Ctl, p *prompt, now time.Time) held.Entry {
+func (b *board) entry(c transport.Ctl, p *prompt, now time.Time) held.Entry {
 	e := held.Entry{
-		Namespace: g.heldNamespace(), Holder: g.holder(p), Host: hostName, PID: os.Getpid(),
-		SessionID: p.session, RequestID: string(p.client.ID), Agent: g.adapter, Model: g.modelOf(p),
+		Namespace: b.namespace(), Holder: b.circ.holder(p), Host: hostName, PID: os.Getpid(),
+		SessionID: p.session, RequestID: string(p.client.ID), Agent: b.ag.adapter, Model: b.ag.modelOf(p),
 		State: p.state.String(), Hold: p.hold.n, Since: p.hold.since.UTC(),
 		Attempt: p.attempt, MaxRetries: p.maxRetries, UpdatedAt: now.UTC(), Expires: now.Add(held.TTL).UTC(),
 	}
@@ -163,7 +169,7 @@ func (g *Guard) entry(c transport.Ctl, p *prompt, now time.Time) held.Entry {
 		e.Next = &t
 	}
 	if p.state.actionable() {
-		e.Offered = g.offered(c, p)
+		e.Offered = b.acts.offered(c, p)
 	} else {
 		e.Expires = now.Add(held.ResultTTL).UTC()
 	}
@@ -179,19 +185,19 @@ func (g *Guard) entry(c transport.Ctl, p *prompt, now time.Time) held.Entry {
 // action, if the request is for the prompt's current hold and new; then
 // the entry is written with the result (it is, by holdMoved, when the
 // action ended the hold).
-func (g *Guard) operatorRequest(c transport.Ctl, id string, r held.Request) {
-	p := g.heldBoard.ids[id]
-	if p == nil || r.Hold != p.hold.n || r.ID == p.hold.handled || g.prompts[p.client] != p {
+func (b *board) operatorRequest(c transport.Ctl, id string, r held.Request) {
+	p := b.ids[id]
+	if p == nil || r.Hold != p.hold.n || r.ID == p.hold.handled || b.m.prompts[p.client] != p {
 		return
 	}
 	p.hold.handled = r.ID
 	p.hold.result = &held.Result{ID: r.ID, Action: r.Action, At: c.Now().UTC()}
-	err := g.act(c, p, r.Action, ByOperator)
+	err := b.acts.act(c, p, r.Action, ByOperator)
 	if res := p.hold.result; res != nil { // not written when the hold ended: refused
 		if err != nil {
 			res.Error = err.Error()
 		}
-		g.publish(c, p)
+		b.publish(c, p)
 	}
 }
 
@@ -199,38 +205,37 @@ func (g *Guard) operatorRequest(c transport.Ctl, id string, r held.Request) {
 // some on the board, and stops it when it has none left. Called in the
 // event loop after each write; the watch itself is started and stopped on
 // the held worker (heldWatch).
-func (g *Guard) keepWatching(c transport.Ctl) {
-	hb := &g.heldBoard
-	want := len(hb.ids) > 0 && !g.closed
-	if want == hb.watching {
+func (b *board) keepWatching(c transport.Ctl) {
+	want := len(b.ids) > 0 && !b.m.closed
+	if want == b.watching {
 		return
 	}
-	hb.watching = want
+	b.watching = want
 	if !want {
-		g.heldOps.do(c, func() func() { g.heldWatch.end(); return nil })
+		b.w.do(c, func() func() { b.watch.end(); return nil })
 		return
 	}
-	board, prefix, post := g.cfg.Held, hb.prefix, posterOf(c)
+	store, prefix, post := b.store, b.prefix, posterOf(c)
 	if post == nil {
 		return // offline: nobody else writes requests
 	}
-	g.heldOps.do(c, func() func() {
-		stop, err := board.Watch(prefix, func(st held.Stored) {
+	b.w.do(c, func() func() {
+		stop, err := store.Watch(prefix, func(st held.Stored) {
 			if r := st.Entry.Request; r != nil {
-				post(func() { g.operatorRequest(c, st.ID, *r) })
+				post(func() { b.operatorRequest(c, st.ID, *r) })
 			}
 		})
 		if err != nil {
-			g.log.Debug("held prompts not watched; requests are read at the next refresh", "err", err)
-			return func() { hb.watching = false } // the next write tries again
+			b.log.Debug("held prompts not watched; requests are read at the next refresh", "err", err)
+			return func() { b.watching = false } // the next write tries again
 		}
-		g.heldWatch.set(stop)
+		b.watch.set(stop)
 		return nil
 	})
 }
 
 // heldWatch owns the running watch's stop. It is set and ended on the
-// held worker, and closed by Guard.Close: a watch started after Close is
+// held worker, and closed by Guard.Close (board.close): a watch started after Close is
 // stopped at once.
 type heldWatch struct {
 	mu     sync.Mutex
@@ -266,24 +271,18 @@ func (w *heldWatch) close() {
 	w.end()
 }
 
-// heldNamespace is the namespace of the board's entries: the circuits'.
-func (g *Guard) heldNamespace() string {
-	if g.cfg.CircuitNamespace == "" {
+// namespace is the namespace of the board's entries: the circuits'.
+func (b *board) namespace() string {
+	if b.ns == "" {
 		return circuit.DefaultNamespace
 	}
-	return g.cfg.CircuitNamespace
+	return b.ns
 }
 
-// processID names this guard across processes and machines
-// (host/pid/guard), the prefix of its lease holders.
-func (g *Guard) processID() string {
-	if g.cfg.CircuitHolder != "" {
-		return g.cfg.CircuitHolder
-	}
-	if g.circID == "" {
-		g.circID = NewCircuitHolder()
-	}
-	return g.circID
+// close ends the board's worker and its watch.
+func (b *board) close() {
+	b.w.close()
+	b.watch.close()
 }
 
 // hostName is this machine's name, bounded.

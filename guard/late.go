@@ -36,29 +36,29 @@ func (l lateFlags) any() bool { return l.requests || l.unparseable || l.updates 
 
 // lateUpdate checks, after a session/update was observed, whether it was
 // evidence against a held turn. Cheap when nothing is held.
-func (g *Guard) lateUpdate(c transport.Ctl) {
-	for _, p := range g.held("", true) {
+func (rc *recovery) lateUpdate(c transport.Ctl) {
+	for _, p := range rc.m.held("", true) {
 		if markOf(p.turn) != p.mark {
 			p.late.updates = true
-			g.stopWith(c, p, onLate, ReasonLateActivity, false)
+			rc.stopWith(c, p, onLate, ReasonLateActivity, false)
 		}
 	}
 }
 
 // lateRequest stops the held turns of the session an agent→client request
 // names (of every session when it names none).
-func (g *Guard) lateRequest(c transport.Ctl, sessionID string) {
-	for _, p := range g.held(sessionID, sessionID == "") {
+func (rc *recovery) lateRequest(c transport.Ctl, sessionID string) {
+	for _, p := range rc.m.held(sessionID, sessionID == "") {
 		p.late.requests = true
-		g.stopWith(c, p, onLate, ReasonLateActivity, false)
+		rc.stopWith(c, p, onLate, ReasonLateActivity, false)
 	}
 }
 
 // lateUnparseable stops every held turn: a line that is not JSON cannot be
 // attributed to a session.
-func (g *Guard) lateUnparseable(c transport.Ctl) {
-	for _, p := range g.held("", true) {
+func (rc *recovery) lateUnparseable(c transport.Ctl) {
+	for _, p := range rc.m.held("", true) {
 		p.late.unparseable = true
-		g.stopWith(c, p, onLate, ReasonLateActivity, false)
+		rc.stopWith(c, p, onLate, ReasonLateActivity, false)
 	}
 }

@@ -49,41 +49,41 @@ type answeredTurn struct {
 }
 
 // noteAnswered remembers p's last turn as its session's answered turn.
-func (g *Guard) noteAnswered(p *prompt) {
-	g.session(p.session).answered = &answeredTurn{
+func (a *agent) noteAnswered(p *prompt) {
+	a.session(p.session).answered = &answeredTurn{
 		turn: p.turn, requestID: append(json.RawMessage(nil), p.client.ID...), generation: p.first.Generation,
 	}
 }
 
 // closeLate ends the late-output window of a session's answered prompt and
 // reports what arrived in it.
-func (g *Guard) closeLate(c transport.Ctl, sessionID string) {
-	s := g.sessions[sessionID]
+func (a *agent) closeLate(c transport.Ctl, sessionID string) {
+	s := a.sessions[sessionID]
 	if s == nil || s.answered == nil {
 		return
 	}
-	a := s.answered
+	t := s.answered
 	s.answered = nil
-	n := a.turn.Evidence.LateOutput
+	n := t.turn.Evidence.LateOutput
 	if n == 0 {
 		return
 	}
-	if g.on() {
-		g.emit(LateOutput{EventBase: EventBase{At: c.Now(), Agent: g.adapter, SessionID: sessionID, RequestID: a.requestID},
-			Generation: a.generation, Chunks: n})
+	if a.ev.on() {
+		a.ev.emit(LateOutput{EventBase: EventBase{At: c.Now(), Agent: a.adapter, SessionID: sessionID, RequestID: t.requestID},
+			Generation: t.generation, Chunks: n})
 	}
 }
 
 // closeAllLate ends every session's late-output window, in session order.
-func (g *Guard) closeAllLate(c transport.Ctl) {
-	ids := make([]string, 0, len(g.sessions))
-	for id, s := range g.sessions {
+func (a *agent) closeAllLate(c transport.Ctl) {
+	ids := make([]string, 0, len(a.sessions))
+	for id, s := range a.sessions {
 		if s.answered != nil {
 			ids = append(ids, id)
 		}
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		g.closeLate(c, id)
+		a.closeLate(c, id)
 	}
 }

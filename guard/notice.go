@@ -14,7 +14,7 @@ import (
 )
 
 // notice tells the client, before a delayed retry or wait, what happens next.
-func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+func (rc *recovery) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
 	deadline := d.Deadline
 	if deadline.IsZero() {
 		deadline = c.Now().Add(d.Delay)
@@ -23,29 +23,29 @@ func (g *Guard) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision
 	if d.Action == policy.ActionWait {
 		action = "wait_for_reset"
 	}
-	g.say(c, p, noticeText(p, f, d), g.noticeMeta(c, p, f, d), NoticeSent{Action: action, Delay: d.Delay, Deadline: deadline,
+	rc.ev.say(c, p, noticeText(p, f, d), noticeMeta(c, rc.doc, p, f, d), NoticeSent{Action: action, Delay: d.Delay, Deadline: deadline,
 		Attempt: d.Attempt, MaxRetries: p.maxRetries, Code: f.verdict.Code, Class: string(f.verdict.Class)})
 }
 
 // say sends a notice: text for a person, retry (_meta.acpGuard.retry) for
 // machines, on the configured channel; ev is the notice as its event
 // reports it.
-func (g *Guard) say(c transport.Ctl, p *prompt, text string, retry map[string]any, ev NoticeSent) {
-	if g.notify(c, p.session, text, map[string]any{"retry": retry}) && g.on() {
-		ev.EventBase, ev.Text = g.base(c, p), text
-		g.emit(ev)
+func (e *emitter) say(c transport.Ctl, p *prompt, text string, retry map[string]any, ev NoticeSent) {
+	if e.notify(c, p.session, text, map[string]any{"retry": retry}) && e.on() {
+		ev.EventBase, ev.Text = e.base(c, p), text
+		e.emit(ev)
 	}
 }
 
 // notify sends a notice for session sid on the configured channel: text
 // for a person, meta as its update's _meta.acpGuard for machines. It
 // reports whether one was sent.
-func (g *Guard) notify(c transport.Ctl, sid, text string, meta map[string]any) bool {
-	if g.cfg.Notices == NoticesOff {
+func (e *emitter) notify(c transport.Ctl, sid, text string, meta map[string]any) bool {
+	if e.notices == NoticesOff {
 		return false
 	}
 	kind := "agent_thought_chunk"
-	if g.cfg.Notices == NoticesMessage {
+	if e.notices == NoticesMessage {
 		kind = "agent_message_chunk"
 	}
 	upd := map[string]any{
@@ -72,7 +72,7 @@ func noticeText(p *prompt, f *failure, d policy.Decision) string {
 }
 
 // noticeMeta is the notice's _meta.acpGuard.retry, for machines.
-func (g *Guard) noticeMeta(c transport.Ctl, p *prompt, f *failure, d policy.Decision) map[string]any {
+func noticeMeta(c transport.Ctl, doc policy.Document, p *prompt, f *failure, d policy.Decision) map[string]any {
 	deadline := d.Deadline.UTC()
 	if d.Deadline.IsZero() {
 		deadline = c.Now().Add(d.Delay).UTC()
@@ -87,7 +87,7 @@ func (g *Guard) noticeMeta(c transport.Ctl, p *prompt, f *failure, d policy.Deci
 		"deadline": deadline.Format(time.RFC3339), "code": f.verdict.Code, "class": string(f.verdict.Class),
 		"action": next, "rule": f.verdict.Rule,
 		// What happens if this attempt fails too and the budget is spent.
-		"onExhausted": string(g.onExhausted(f.verdict)),
+		"onExhausted": string(onExhausted(doc, f.verdict)),
 	}
 }
 
@@ -113,7 +113,7 @@ func roundDur(d time.Duration) time.Duration {
 }
 
 // onExhausted is what the policy of v does when its budget is spent.
-func (g *Guard) onExhausted(v classify.Verdict) policy.Outcome {
-	cp, _ := g.policyFor(v)
+func onExhausted(doc policy.Document, v classify.Verdict) policy.Outcome {
+	cp, _ := policyFor(doc, v)
 	return cp.OnExhausted
 }

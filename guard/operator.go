@@ -8,6 +8,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
+	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -54,18 +55,28 @@ const (
 	codeNotFound      = -32002 // ACP's "resource not found": nothing held
 )
 
+// actions takes actions on held prompts, for the client and operators.
+type actions struct {
+	m       *machine
+	rc      *recovery
+	sw      *switcher
+	ag      *agent
+	ev      *emitter
+	tracker *observers.Tracker
+}
+
 // errNotHeld: the prompt is not (or no longer) in a state that takes
 // actions.
 var errNotHeld = errors.New("not held")
 
 // actionAllowed is the gate for an action on p: nil, or why not.
-func (g *Guard) actionAllowed(c transport.Ctl, p *prompt, action string) error {
+func (a *actions) allowed(c transport.Ctl, p *prompt, action string) error {
 	switch {
-	case !p.state.actionable() || g.closed || !c.Pending(p.client):
+	case !p.state.actionable() || a.m.closed || !c.Pending(p.client):
 		return fmt.Errorf("%w (%s)", errNotHeld, p.state)
 	case action == held.ActionStop:
 		return nil
-	case p.last == nil || !p.last.turn.ReplaySafe() || !g.tracker.Current(p.turn) || markOf(p.turn) != p.mark || p.late.any():
+	case p.last == nil || !p.last.turn.ReplaySafe() || !a.tracker.Current(p.turn) || markOf(p.turn) != p.mark || p.late.any():
 		return errors.New("the held turn is not replay-safe any more")
 	case action == held.ActionRetryNow:
 		return nil
@@ -74,18 +85,18 @@ func (g *Guard) actionAllowed(c transport.Ctl, p *prompt, action string) error {
 	case sameProviderOnly[p.last.verdict.Code]:
 		return fmt.Errorf("%s never authorizes a switch to another model", p.last.verdict.Code)
 	}
-	if _, ok := g.nextCandidate(p); !ok {
+	if _, ok := a.ag.nextCandidate(p); !ok {
 		return errors.New("no fallback model left to switch to")
 	}
 	return nil
 }
 
 // offered lists the actions the gate allows on p now.
-func (g *Guard) offered(c transport.Ctl, p *prompt) []string {
+func (a *actions) offered(c transport.Ctl, p *prompt) []string {
 	var out []string
-	for _, a := range held.Actions {
-		if g.actionAllowed(c, p, a) == nil {
-			out = append(out, a)
+	for _, act := range held.Actions {
+		if a.allowed(c, p, act) == nil {
+			out = append(out, act)
 		}
 	}
 	return out
@@ -93,10 +104,10 @@ func (g *Guard) offered(c transport.Ctl, p *prompt) []string {
 
 // act takes action on p for by ("client" or "operator"), or says why it
 // cannot.
-func (g *Guard) act(c transport.Ctl, p *prompt, action, by string) error {
-	if err := g.actionAllowed(c, p, action); err != nil {
-		if g.on() {
-			g.emit(RecoveryAction{EventBase: g.base(c, p), Action: action, By: by, From: p.state.String(), To: p.state.String(), Refused: err.Error()})
+func (a *actions) act(c transport.Ctl, p *prompt, action, by string) error {
+	if err := a.allowed(c, p, action); err != nil {
+		if a.ev.on() {
+			a.ev.emit(RecoveryAction{EventBase: a.ev.base(c, p), Action: action, By: by, From: p.state.String(), To: p.state.String(), Refused: err.Error()})
 		}
 		return err
 	}
@@ -105,30 +116,30 @@ func (g *Guard) act(c transport.Ctl, p *prompt, action, by string) error {
 	if p.last != nil {
 		d.Class = string(p.last.verdict.Class)
 	}
-	g.actionNotice(c, p, action, by)
+	a.notice(c, p, action, by)
 	switch action {
 	case held.ActionRetryNow:
 		d.Action, d.Reason, d.Attempt = policy.ActionRetry, ReasonRetryNow, p.attempt+1
-		g.transit(c, p, step{on: onRetryNow, d: d, by: by}, func() { g.dispatchRetry(c, p) })
+		a.m.transit(c, p, step{on: onRetryNow, d: d, by: by}, func() { a.rc.dispatchRetry(c, p) })
 	case held.ActionSkip:
-		next, _ := g.nextCandidate(p)
+		next, _ := a.ag.nextCandidate(p)
 		d.Action, d.Reason = policy.ActionSkip, ReasonSkipNow
-		g.transit(c, p, step{on: onSkipNow, d: d, by: by}, func() { g.switchTo(c, p, next) })
+		a.m.transit(c, p, step{on: onSkipNow, d: d, by: by}, func() { a.sw.switchTo(c, p, next) })
 	case held.ActionStop:
 		d.Action, d.Reason = policy.ActionStop, ReasonStopNow
 		p.stoppedBy = by
-		if g.transit(c, p, step{on: onStopNow, d: d, by: by}, nil) && p.last != nil {
-			g.answerFailure(c, p, p.last, d, false)
+		if a.m.transit(c, p, step{on: onStopNow, d: d, by: by}, nil) && p.last != nil {
+			a.rc.answerFailure(c, p, p.last, d, false)
 		}
 	}
-	if g.on() {
-		g.emit(RecoveryAction{EventBase: g.base(c, p), Action: action, By: by, From: from.String(), To: p.state.String()})
+	if a.ev.on() {
+		a.ev.emit(RecoveryAction{EventBase: a.ev.base(c, p), Action: action, By: by, From: from.String(), To: p.state.String()})
 	}
 	return nil
 }
 
 // actionNotice tells the client what an action does, before it does it.
-func (g *Guard) actionNotice(c transport.Ctl, p *prompt, action, by string) {
+func (a *actions) notice(c transport.Ctl, p *prompt, action, by string) {
 	who := "the client"
 	if by == ByOperator {
 		who = "an operator"
@@ -146,7 +157,7 @@ func (g *Guard) actionNotice(c transport.Ctl, p *prompt, action, by string) {
 	if f := p.last; f != nil {
 		ev.Code, ev.Class = f.verdict.Code, string(f.verdict.Class)
 	}
-	g.say(c, p, fmt.Sprintf("%s (asked by %s)", text, who), meta, ev)
+	a.ev.say(c, p, fmt.Sprintf("%s (asked by %s)", text, who), meta, ev)
 }
 
 // recoveryParams are MethodRecovery's params.
@@ -170,28 +181,28 @@ type RecoveryResult struct {
 // or with a JSON-RPC error — invalid params (-32602), nothing held in the
 // session (-32002), or an action the gate refuses (-32602, with the state
 // and the actions offered). The request never reaches the agent.
-func (g *Guard) recoveryRequest(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
+func (a *actions) request(c transport.Ctl, m *transport.Msg, req *transport.Request) transport.Verdict {
 	var rp recoveryParams
 	if m.Params == nil || json.Unmarshal(m.Params, &rp) != nil || rp.SessionID == "" || !slices.Contains(held.Actions, rp.Action) {
-		g.replyError(c, req, codeInvalidParams, `acp-guard: `+MethodRecovery+` wants {"sessionId": …, "action": "retry_now" | "skip" | "stop"}`,
+		replyError(c, req, codeInvalidParams, `acp-guard: `+MethodRecovery+` wants {"sessionId": …, "action": "retry_now" | "skip" | "stop"}`,
 			map[string]any{"reason": "invalid_params", "actions": held.Actions})
 		return transport.Drop
 	}
 	var p *prompt
-	for _, q := range g.held(rp.SessionID, false) {
+	for _, q := range a.m.held(rp.SessionID, false) {
 		if q.state.actionable() {
 			p = q // the latest the client sent
 		}
 	}
 	if p == nil {
-		g.replyError(c, req, codeNotFound, "acp-guard: no prompt of session "+quoteID(rp.SessionID)+" is held for recovery",
+		replyError(c, req, codeNotFound, "acp-guard: no prompt of session "+quoteID(rp.SessionID)+" is held for recovery",
 			map[string]any{"reason": "not_held", "sessionId": rp.SessionID})
 		return transport.Drop
 	}
 	from := p.state
-	if err := g.act(c, p, rp.Action, ByClient); err != nil {
-		g.replyError(c, req, codeInvalidParams, "acp-guard: "+rp.Action+" is not allowed: "+err.Error(),
-			map[string]any{"reason": "not_allowed", "sessionId": rp.SessionID, "state": p.state.String(), "actions": g.offered(c, p)})
+	if err := a.act(c, p, rp.Action, ByClient); err != nil {
+		replyError(c, req, codeInvalidParams, "acp-guard: "+rp.Action+" is not allowed: "+err.Error(),
+			map[string]any{"reason": "not_allowed", "sessionId": rp.SessionID, "state": p.state.String(), "actions": a.offered(c, p)})
 		return transport.Drop
 	}
 	res, _ := json.Marshal(struct {
@@ -206,7 +217,7 @@ func (g *Guard) recoveryRequest(c transport.Ctl, m *transport.Msg, req *transpor
 
 // replyError answers a client request of acp-guard's own with a JSON-RPC
 // error whose data.acpGuard holds what a machine needs.
-func (g *Guard) replyError(c transport.Ctl, req *transport.Request, code int, msg string, data map[string]any) {
+func replyError(c transport.Ctl, req *transport.Request, code int, msg string, data map[string]any) {
 	c.Reply(req, transport.ErrorResponse(req.ID, code, msg, map[string]any{"acpGuard": data}))
 }
 

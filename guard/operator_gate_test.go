@@ -39,18 +39,18 @@ func TestActionGate(t *testing.T) {
 			r.FromClient(line(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`))
 			r.FromAgent(line(`{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}"}}`))
 			var p *prompt
-			for _, q := range g.prompts {
+			for _, q := range g.m.prompts {
 				p = q
 			}
 			if p == nil || p.state != stRetryWait {
 				t.Fatalf("prompt not held in retry_wait: %+v", p)
 			}
 			tt.change(p)
-			if got := strings.Join(g.offered(r, p), ","); got != tt.offer {
+			if got := strings.Join(g.acts.offered(r, p), ","); got != tt.offer {
 				t.Errorf("offered %s, want %s", got, tt.offer)
 			}
 			v.TakeAgent()
-			err := g.act(r, p, held.ActionRetryNow, ByOperator)
+			err := g.acts.act(r, p, held.ActionRetryNow, ByOperator)
 			if tt.offer == "stop" && (err == nil || p.state != stRetryWait || len(v.TakeAgent()) != 0) {
 				t.Errorf("retry_now taken (err %v, state %s)", err, p.state)
 			}

@@ -11,8 +11,8 @@ import (
 
 // prompt is one client session/prompt and its recovery: the original
 // attempt and any retries the guard sends on its behalf. Its state moves
-// only through Guard.transit; it is answered exactly once, through
-// Guard.respond (transport.Ctl.Reply enforces it on the wire).
+// only through machine.transit; it is answered exactly once, through
+// recovery.respond (transport.Ctl.Reply enforces it on the wire).
 type prompt struct {
 	client  *transport.Request
 	session string
@@ -20,7 +20,7 @@ type prompt struct {
 	first   *observers.Turn // the client's own attempt
 	turn    *observers.Turn // the current attempt
 	state   state
-	epoch   uint64 // bumped by every transition: fences timers, switches and record completions
+	epoch   uint64 // bumped by every transition: its state fence (fence.go)
 	attempt int    // 0: the client's own; 1..: the guard's retries
 	// agentRetries sums the agent's own visible retries over the attempts
 	// before the current one.
@@ -37,12 +37,12 @@ type prompt struct {
 	mark         mark       // the turn's evidence when the current wait began
 	late         lateFlags  // what the gate saw while the turn was held
 	note         annotation // what a successful result gains under _meta.acpGuard (silent.go)
-	stall        stallWatch // the stall watchdog (stall.go)
+	stall        stallWatch // the stall watchdog's measure (stall.go)
 
 	// compaction is the prompt's one compaction, once started (compact.go).
 	compaction *compaction
 
-	// circ is the prompt's shared-circuit state (circuit.go).
+	// circ is the prompt's part in the shared circuits (circuit.go).
 	circ promptCircuit
 
 	// hold is the prompt's part in the held-prompt board (held.go);
@@ -74,106 +74,70 @@ type failure struct {
 // settle handles a session/prompt response m, parsed as r, for p's
 // current attempt. own is true for the client's own attempt: its frame is
 // the one being handled, forwarded when it passes unchanged.
-func (g *Guard) settle(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool) transport.Verdict {
-	if !p.state.running() {
+func (rc *recovery) settle(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, own bool) transport.Verdict {
+	if !p.state.inFlight() {
 		return transport.Drop // the prompt was answered meanwhile (agent exit, late activity)
 	}
 	t := p.turn
 	p.suppressed += t.Evidence.Suppressed
 	stopReason := r.stopReason
-	current := g.tracker.Current(t)
-	g.tracker.Return(t, stopReason)
+	current := rc.tracker.Current(t)
+	rc.tracker.Return(t, stopReason)
 	// The turn's candidate error line is decided first: a failure report
 	// (only for end_turn results) or output. An error line before the
 	// agent's own JSON-RPC error is a diagnostic of it.
-	line := g.settleErrorLine(c, t, stopReason)
-	if p.stall.fired {
-		return g.stalled(c, p) // the answer to the watchdog's cancel: too late
+	line := rc.checks.settleErrorLine(c, t, stopReason)
+	if p.state == stStalled {
+		return rc.wd.giveUp(c, p) // the answer to the watchdog's cancel: too late
 	}
 	switch {
 	case !current && own:
 		// A response for an older generation: forwarded as it is.
-		return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
+		return rc.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
 	case r.err == nil:
-		return g.settleResult(c, p, m, r, line, own)
+		return rc.settleResult(c, p, m, r, line, own)
 	case t.Evidence.Cancelled:
 		// A cancelled turn is never rewritten or recovered.
-		return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, Error: r.err.rpc()})
+		return rc.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, Error: r.err.rpc()})
 	}
-	return g.fail(c, p, g.rpcFailure(c, t, m, r.err), own)
+	return rc.fail(c, p, rc.checks.rpcFailure(c, t, m, r.err), own)
 }
 
 // settleResult handles a successful session/prompt result: a pending
 // control-chunk marker, an error line (line) or a turn of nothing but
 // retry notes turns it into a failure; a retry that produced nothing at
 // all is not a recovery.
-func (g *Guard) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, line *failure, own bool) transport.Verdict {
+func (rc *recovery) settleResult(c transport.Ctl, p *prompt, m *transport.Msg, r *reply, line *failure, own bool) transport.Verdict {
 	t, stopReason := p.turn, r.stopReason
 	if t.Marker != nil && !t.Evidence.Cancelled && stopReason != string(acp.StopReasonCancelled) {
-		return g.fail(c, p, g.markerFailure(c, t), own)
+		return rc.fail(c, p, rc.checks.markerFailure(c, t), own)
 	}
 	if line == nil {
-		line = g.notesFailure(c, t, stopReason)
+		line = rc.checks.notesFailure(c, t, stopReason)
 	}
 	if line != nil {
-		return g.fail(c, p, line, own)
+		return rc.fail(c, p, line, own)
 	}
 	if p.state == stProbing && stopReason == string(acp.StopReasonCancelled) {
 		// A cancelled probe proves nothing about the provider: it passes,
 		// and its lease is released (probing --pass--> answered).
-		return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
+		return rc.pass(c, p, m, r, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
 	}
 	if p.state.retry() && p.last != nil && emptyTurn(t) && stopReason == string(acp.StopReasonEndTurn) {
 		// Some agents answer a re-sent prompt at once with a stale, empty
 		// end_turn (claude-agent-acp 0.23.1 after an error). Report the
 		// failure it was meant to recover from instead of an empty success.
-		return g.stopWith(c, p, onStop, ReasonEmptyRetry, own)
+		return rc.stopWith(c, p, onStop, ReasonEmptyRetry, own)
 	}
-	p.note = g.annotate(c, p, r)
-	if f := g.emptyFailure(c, p); f != nil {
-		return g.fail(c, p, f, own)
+	p.note = rc.checks.annotate(c, p, r)
+	if f := rc.checks.emptyFailure(c, p); f != nil {
+		return rc.fail(c, p, f, own)
 	}
 	if p.state.retry() {
-		g.transit(c, p, step{on: onSucceed, d: policy.Decision{Action: "none", Reason: "succeeded"}}, nil)
-		return g.answerWith(c, p, m, r, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
+		rc.m.transit(c, p, step{on: onSucceed, d: policy.Decision{Action: "none", Reason: "succeeded"}}, nil)
+		return rc.answerWith(c, p, m, r, own, TurnReport{Outcome: OutcomeRetried, StopReason: stopReason})
 	}
-	return g.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
-}
-
-// markerFailure is the failure of a pending control-chunk marker: Cursor's
-// constant diagnostic, or a KindReport chunk classified from its own text.
-func (g *Guard) markerFailure(c transport.Ctl, t *observers.Turn) *failure {
-	sig := t.Marker
-	ev := classify.Evidence{
-		Source: classify.SourceMessageChunk, Adapter: g.adapter, Message: sig.EvidenceText(t.MarkerText),
-		Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now(),
-	}
-	f := &failure{source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, excerpt: t.MarkerSuffix, turn: t}
-	if sig.ClassifyText {
-		f.verdict = g.classifyText(ev, false)
-		t.StatedRetries = classify.StatedRetries(t.MarkerText)
-	} else {
-		f.verdict = g.classify(ev)
-	}
-	return f
-}
-
-// rpcFailure classifies an agent's JSON-RPC error response m, whose
-// error e was parsed where it arrived.
-func (g *Guard) rpcFailure(c transport.Ctl, t *observers.Turn, m *transport.Msg, e *rpcErrorObject) *failure {
-	ev := classify.Evidence{
-		Source: classify.SourceRPCError, Adapter: g.adapter, Phase: "prompt", Generation: t.Generation,
-		Stderr: t.Stderr(), Now: c.Now(),
-	}
-	if e.codeOK {
-		ev.RPCCode = &e.Code
-	}
-	ev.Message, ev.Data = e.Message, e.Data
-	t.StatedRetries = max(classify.StatedRetries(e.Message), classify.StatedRetries(string(e.Data)))
-	// The relay reuses m and its buffer: keep a copy of the frame, and of
-	// its parsed error pointing into it.
-	msg, rpc := cloneMsg(m, e)
-	return &failure{verdict: g.classify(ev), source: classify.SourceRPCError, msg: msg, rpc: rpc, turn: t}
+	return rc.pass(c, p, m, r, own, TurnReport{Outcome: OutcomePassed, StopReason: stopReason})
 }
 
 // emptyTurn reports whether a turn showed nothing at all.

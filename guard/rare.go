@@ -55,7 +55,7 @@ type sessionSetup struct {
 // model state, and a select config option of category "model" (or, with
 // no category, the id "model"), whose values the session can switch to.
 // It returns the session's id ("" : none learned).
-func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) string {
+func (a *agent) learnSession(req *transport.Request, m *transport.Msg) string {
 	var r sessionSetup
 	jsonscan.Note(m.Result)
 	if m.Result == nil || json.Unmarshal(m.Result, &r) != nil {
@@ -68,7 +68,7 @@ func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) string {
 	if sid == "" {
 		return ""
 	}
-	info := g.session(sid)
+	info := a.session(sid)
 	if r.Models != nil {
 		info.currentModel = string(r.Models.CurrentModelId)
 		info.models = info.models[:0]
@@ -93,13 +93,13 @@ func (g *Guard) learnSession(req *transport.Request, m *transport.Msg) string {
 // config option): a skip would pass it over without a word. The warning
 // is logged once per model and told to the client as a notice for the
 // session, after the agent's answer (which then goes out as it came).
-func (g *Guard) fallbackCheck(c transport.Ctl, req *transport.Request, m *transport.Msg, sid string) transport.Verdict {
-	info := g.sessions[sid]
+func (a *agent) fallbackCheck(c transport.Ctl, req *transport.Request, m *transport.Msg, sid string) transport.Verdict {
+	info := a.sessions[sid]
 	if info == nil {
 		return transport.Forward
 	}
 	var missing []string
-	for _, mdl := range append(append([]string(nil), g.cfg.Policy.FallbackModels...), g.cfg.Fallback...) {
+	for _, mdl := range a.fallbacks {
 		if !contains(info.models, mdl) && !contains(info.optionValues, mdl) && !contains(missing, mdl) {
 			missing = append(missing, mdl)
 		}
@@ -109,16 +109,16 @@ func (g *Guard) fallbackCheck(c transport.Ctl, req *transport.Request, m *transp
 	}
 	noChoice := len(info.models) == 0 && info.modelOption == ""
 	for _, mdl := range missing {
-		if !g.warned[mdl] {
-			if g.warned == nil {
-				g.warned = map[string]bool{}
+		if !a.warned[mdl] {
+			if a.warned == nil {
+				a.warned = map[string]bool{}
 			}
-			g.warned[mdl] = true
-			g.log.Warn("fallback model not offered by the agent; it will not be switched to", "model", mdl, "session", sid,
+			a.warned[mdl] = true
+			a.log.Warn("fallback model not offered by the agent; it will not be switched to", "model", mdl, "session", sid,
 				"agent_offers_models", !noChoice)
 		}
 	}
-	if g.cfg.Notices == NoticesOff {
+	if a.ev.notices == NoticesOff {
 		return transport.Forward
 	}
 	line := m.Line
@@ -130,21 +130,21 @@ func (g *Guard) fallbackCheck(c transport.Ctl, req *transport.Request, m *transp
 	if noChoice {
 		text = fmt.Sprintf("acp-guard: the agent offers no model choice in this session; fallback model %s will not be used", strings.Join(missing, ", "))
 	}
-	g.notify(c, sid, text, map[string]any{"warning": map[string]any{"code": "fallback_model_not_offered", "models": missing}})
+	a.ev.notify(c, sid, text, map[string]any{"warning": map[string]any{"code": "fallback_model_not_offered", "models": missing}})
 	return transport.Drop
 }
 
 // learnConfigResult records the model a session/set_config_option result
 // says the session now runs on (its configOptions hold the model option's
 // current value).
-func (g *Guard) learnConfigResult(req *transport.Request, m *transport.Msg) {
+func (a *agent) learnConfigResult(req *transport.Request, m *transport.Msg) {
 	var r sessionSetup
 	if m.Error != nil || m.Result == nil || req.SessionID == "" || json.Unmarshal(m.Result, &r) != nil {
 		return
 	}
 	for _, raw := range r.ConfigOptions {
 		if sel, ok := modelOption(raw); ok && sel.CurrentValue != "" {
-			info := g.session(req.SessionID)
+			info := a.session(req.SessionID)
 			info.modelOption = string(sel.Id)
 			info.optionValues = optionValues(sel.Options)
 			info.currentModel = string(sel.CurrentValue)

@@ -64,8 +64,8 @@ func TestLearnSessionConfigOptions(t *testing.T) {
 	} {
 		g := New(Config{})
 		req := &transport.Request{SessionID: ""}
-		g.learnSession(req, &transport.Msg{Result: []byte(tt.result)})
-		info := g.sessions["s1"]
+		g.ag.learnSession(req, &transport.Msg{Result: []byte(tt.result)})
+		info := g.ag.sessions["s1"]
 		if info == nil || info.modelOption != tt.option || !reflect.DeepEqual(info.optionValues, tt.values) || info.currentModel != tt.cur {
 			t.Errorf("%s: got %+v", name, info)
 		}

@@ -1,8 +1,8 @@
 package guard
 
 import (
-	"encoding/json"
-	"fmt"
+	"log/slog"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -27,10 +27,27 @@ const (
 	ReasonShuttingDown    = "shutting_down" // a signal to acp-guard: no new attempt starts
 )
 
-type modelSwitch struct {
-	p     *prompt
-	model string
-	epoch uint64
+// recovery is the recovery engine: it settles each attempt of a prompt
+// (prompt.go), decides what a failure gets behind the replay-safety gate
+// (policy, the compaction and fallback it may lead to), schedules and
+// dispatches the work, holds the turn against late activity (late.go),
+// and answers the client exactly once (answer.go). It moves prompts only
+// through the machine's transit; the work a state schedules belongs to
+// the parts that do it (circuits, model switches, compaction, the stall
+// watchdog).
+type recovery struct {
+	m       *machine
+	doc     policy.Document
+	jitter  policy.Jitter
+	log     *slog.Logger
+	tracker *observers.Tracker
+	ag      *agent
+	ev      *emitter
+	checks  *checks
+	circ    *circuitClient
+	sw      *switcher
+	comp    *compactor
+	wd      *watchdog
 }
 
 // sameProviderOnly lists semantic codes that are evidence for recovering on
@@ -38,27 +55,40 @@ type modelSwitch struct {
 // against the model, so it never authorizes switching to a fallback.
 var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 
+// start begins a client session/prompt: a new turn, and the prompt that
+// recovers it.
+func (rc *recovery) start(c transport.Ctl, req *transport.Request) {
+	rc.supersede(c, req.SessionID)
+	rc.ag.closeLate(c, req.SessionID)
+	t := rc.tracker.Start(req.SessionID, c.Now())
+	p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
+	req.Tag = p
+	rc.m.add(p)
+	rc.ev.turnStarted(c, p)
+	rc.wd.watch(c, p)
+}
+
 // fail decides what to do about a failed attempt and moves p accordingly:
 // to a wait or a switch (the work starts once its record is durable), or
 // to action_required with the answer.
-func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport.Verdict {
-	d, next := g.decide(c, p, f)
-	g.classified(c, p, f, d)
-	g.circuitFailed(c, p, f, d)
+func (rc *recovery) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport.Verdict {
+	d, next := rc.decide(c, p, f)
+	rc.ev.classified(c, p, f, d)
+	rc.circ.failed(c, p, f, d)
 	switch d.Action {
 	case policy.ActionSkip:
-		g.transit(c, p, step{on: onSkip, f: f, d: d}, func() { g.switchTo(c, p, next) })
+		rc.m.transit(c, p, step{on: onSkip, f: f, d: d}, func() { rc.sw.switchTo(c, p, next) })
 	case policy.ActionRetry:
-		g.transit(c, p, step{on: onRetry, f: f, d: d}, func() { g.arm(c, p, f, d) })
+		rc.m.transit(c, p, step{on: onRetry, f: f, d: d}, func() { rc.arm(c, p, f, d) })
 	case policy.ActionWait:
-		g.transit(c, p, step{on: onWait, f: f, d: d}, func() { g.arm(c, p, f, d) })
+		rc.m.transit(c, p, step{on: onWait, f: f, d: d}, func() { rc.arm(c, p, f, d) })
 	case policy.ActionCompact:
-		g.transit(c, p, step{on: onCompact, f: f, d: d}, func() { g.compact(c, p, f) })
+		rc.m.transit(c, p, step{on: onCompact, f: f, d: d}, func() { rc.comp.compact(c, p, f) })
 	default:
-		if !g.transit(c, p, step{on: onStop, f: f, d: d}, nil) {
+		if !rc.m.transit(c, p, step{on: onStop, f: f, d: d}, nil) {
 			return transport.Forward
 		}
-		return g.answerFailure(c, p, f, d, own)
+		return rc.answerFailure(c, p, f, d, own)
 	}
 	if own && c.Pending(p.client) {
 		return transport.Hold // the client's request waits for the recovery's answer
@@ -68,33 +98,33 @@ func (g *Guard) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport
 
 // decide evaluates the policy for f behind the replay-safety gate; for a
 // skip it also picks the model to switch to.
-func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision, string) {
-	safe := f.turn.ReplaySafe() && g.tracker.Current(f.turn) && !g.closed
-	cp, _ := g.policyFor(f.verdict)
+func (rc *recovery) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision, string) {
+	safe := f.turn.ReplaySafe() && rc.tracker.Current(f.turn) && !rc.m.closed
+	cp, _ := policyFor(rc.doc, f.verdict)
 	p.maxRetries = cp.Retry.MaxRetries
 	pf := policy.Failure{
 		Class: string(f.verdict.Class), Code: f.verdict.Code, Safe: safe,
 		RetryAfter: f.verdict.RetryAfter, ResetAt: f.verdict.ResetAt, Now: c.Now(),
-		DiagnosticOnly: f.notesOnly, Jitter: g.jitter,
+		DiagnosticOnly: f.notesOnly, Jitter: rc.jitter,
 	}
-	if g.circuitsOn() {
+	if rc.circ.on() {
 		// A jittered retry is never due before the circuit its failure
 		// opens can let it through (its least cooldown): it would park,
 		// and a replay could not tell when the parked retry went out.
 		pf.MinDelay = circuit.MinCooldown
 	}
 	if !f.notesOnly {
-		pf.Diagnostic = g.noteClass(f.turn, c.Now())
+		pf.Diagnostic = rc.checks.noteClass(f.turn, c.Now())
 	}
-	d, route := policy.Evaluate(g.cfg.Policy, pf, p.route)
+	d, route := policy.Evaluate(rc.doc, pf, p.route)
 	p.route = route
-	if cd, ok := g.compactDecision(p, f, safe); ok {
+	if cd, ok := rc.comp.decision(p, f, safe); ok {
 		return cd, ""
 	}
 	if d.Action != policy.ActionSkip {
 		return d, ""
 	}
-	next, ok := g.nextCandidate(p)
+	next, ok := rc.ag.nextCandidate(p)
 	switch {
 	case ok && sameProviderOnly[f.verdict.Code]:
 		d.Action, d.Reason = policy.ActionStop, ReasonSameProvider
@@ -108,50 +138,49 @@ func (g *Guard) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decision,
 // the per-code override) and the key its budget is counted under in a
 // route. A class that is not configurable gets the transient policy's
 // shape for reporting only (Evaluate stops it).
-func (g *Guard) policyFor(v classify.Verdict) (policy.ClassPolicy, string) {
-	if cp, key, ok := g.cfg.Policy.PolicyFor(string(v.Class), v.Code); ok {
+func policyFor(doc policy.Document, v classify.Verdict) (policy.ClassPolicy, string) {
+	if cp, key, ok := doc.PolicyFor(string(v.Class), v.Code); ok {
 		return cp, key
 	}
-	return g.cfg.Policy.Transient, string(v.Class)
+	return doc.Transient, string(v.Class)
 }
 
 // arm tells the client what happens next and starts the wait's timer; the
 // deadline was fixed at the decision, so the time the record took to
 // write does not lengthen the wait.
-func (g *Guard) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
-	g.notice(c, p, f, d)
+func (rc *recovery) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+	rc.notice(c, p, f, d)
 	delay := d.Delay
 	if !d.Deadline.IsZero() {
 		delay = max(d.Deadline.Sub(c.Now()), 0)
 	}
-	epoch := p.epoch
-	p.stop = c.After(delay, func() { g.due(c, p, epoch) })
+	rc.armDue(c, p, delay)
 }
 
-// due runs when a wait ends: the epoch fences a cancel, late activity and
-// the timer against advancing the turn twice.
-func (g *Guard) due(c transport.Ctl, p *prompt, epoch uint64) {
-	p.stop = nil
-	if p.epoch != epoch || g.closed {
-		return
-	}
-	if g.dispatchable(c, p, p.turn) {
-		g.dispatchDue(c, p) // asks the shared circuit first, when there is one
-	}
+// armDue arms p's state timer for when its wait ends (a wait's deadline,
+// a parked prompt's next ask), under its fence: a cancel, late activity
+// or any other transition drops it.
+func (rc *recovery) armDue(c transport.Ctl, p *prompt, delay time.Duration) {
+	p.stop = c.After(delay, rc.m.fence(p).then(func() {
+		p.stop = nil
+		if rc.dispatchable(c, p, p.turn) {
+			rc.circ.dispatchDue(c, p) // asks the shared circuit first, when there is one
+		}
+	}))
 }
 
 // dispatchable reports whether held work may go out now that its moment
 // came: the client still waits and t (the turn the work follows) is still
 // the session's current one. Otherwise it ends the prompt and reports false.
-func (g *Guard) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool {
+func (rc *recovery) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool {
 	if !c.Pending(p.client) {
 		// Answered by the relay meanwhile: nothing is left to recover.
-		g.transit(c, p, step{on: onEnded}, nil)
-		g.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
+		rc.m.transit(c, p, step{on: onEnded}, nil)
+		rc.respond(c, p, TurnReport{Outcome: OutcomeFailed}, nil)
 		return false
 	}
-	if !g.tracker.Current(t) {
-		g.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
+	if !rc.tracker.Current(t) {
+		rc.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
 		return false
 	}
 	return true
@@ -159,119 +188,34 @@ func (g *Guard) dispatchable(c transport.Ctl, p *prompt, t *observers.Turn) bool
 
 // dispatchRetry sends the cached prompt again with the proxy's own id: the
 // moment the held turn is released.
-func (g *Guard) dispatchRetry(c transport.Ctl, p *prompt) {
+func (rc *recovery) dispatchRetry(c transport.Ctl, p *prompt) {
 	p.attempt++
 	p.agentRetries += p.turn.AgentRetries()
-	p.turn = g.tracker.Start(p.session, c.Now())
-	g.attemptSent(c, p, AttemptRetry, acp.AgentMethodSessionPrompt, g.modelOf(p))
+	p.turn = rc.tracker.Start(p.session, c.Now())
+	rc.ev.attemptSent(c, p, AttemptRetry, acp.AgentMethodSessionPrompt, rc.ag.modelOf(p))
 	c.Call(acp.AgentMethodSessionPrompt, p.session, p.params, p)
 }
 
-// nextCandidate returns the next fallback model the session can switch to.
-func (g *Guard) nextCandidate(p *prompt) (string, bool) {
-	if cands := g.candidates(p); len(cands) > 0 {
-		return cands[0], true
-	}
-	return "", false
-}
-
-// candidates returns, in order, the fallback models the session can still
-// switch to.
-func (g *Guard) candidates(p *prompt) []string {
-	info := g.sessions[p.session]
-	if info == nil || (len(info.models) == 0 && info.modelOption == "") {
-		return nil // the agent cannot switch models
-	}
-	var out []string
-	for _, m := range append(append([]string(nil), g.cfg.Policy.FallbackModels...), g.cfg.Fallback...) {
-		if m == info.currentModel || contains(p.tried, m) || contains(out, m) {
-			continue
-		}
-		if !contains(info.models, m) && !contains(info.optionValues, m) {
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// switchModel asks the agent to change the session's model.
-func (g *Guard) switchModel(c transport.Ctl, p *prompt, model string) {
-	info := g.session(p.session)
-	if info.currentModel != "" && !contains(p.tried, info.currentModel) {
-		p.tried = append(p.tried, info.currentModel)
-	}
-	p.tried = append(p.tried, model)
-	tag := &modelSwitch{p: p, model: model, epoch: p.epoch}
-	if f := p.last; f != nil {
-		g.say(c, p, fmt.Sprintf("%s — switching to model %s", humanCode(f.verdict.Code), model), map[string]any{
-			"action": "switch", "model": model, "code": f.verdict.Code, "class": string(f.verdict.Class),
-			"attempt": p.attempt, "maxRetries": p.maxRetries,
-		}, NoticeSent{Action: "switch", Attempt: p.attempt, MaxRetries: p.maxRetries, Code: f.verdict.Code, Class: string(f.verdict.Class), Model: model})
-	}
-	// The prompt's trace context goes on to the agent with the switch.
-	meta := traceMeta(p.params)
-	if contains(info.models, model) {
-		params, _ := json.Marshal(struct {
-			SessionID string         `json:"sessionId"`
-			ModelID   string         `json:"modelId"`
-			Meta      map[string]any `json:"_meta,omitempty"`
-		}{p.session, model, meta})
-		g.attemptSent(c, p, AttemptSwitch, acp.AgentMethodSessionSetModel, model)
-		c.Call(acp.AgentMethodSessionSetModel, p.session, params, tag)
+// retried settles the agent's answer to a retry of p (ProxyResponse).
+func (rc *recovery) retried(c transport.Ctl, p *prompt, m *transport.Msg, rp *reply) {
+	if reason, ok := rp.refused(); ok && p.last != nil && p.state.retry() {
+		// The retry never reached the agent: the client gets the
+		// failure it was meant to recover from.
+		rc.stopWith(c, p, onStop, reason, false)
 		return
 	}
-	params, _ := json.Marshal(struct {
-		SessionID string         `json:"sessionId"`
-		ConfigID  string         `json:"configId"`
-		Value     string         `json:"value"`
-		Meta      map[string]any `json:"_meta,omitempty"`
-	}{p.session, info.modelOption, model, meta})
-	g.attemptSent(c, p, AttemptSwitch, acp.AgentMethodSessionSetConfigOption, model)
-	c.Call(acp.AgentMethodSessionSetConfigOption, p.session, params, tag)
+	rc.settle(c, p, m, rp, false)
 }
 
-// switched continues after a model switch: a new route cycle on the new
-// candidate, retried at once; a refused switch stops.
-func (g *Guard) switched(c transport.Ctl, s *modelSwitch, r *reply) {
-	p := s.p
-	if r.err == nil {
-		// The agent's model changed, whatever became of the prompt.
-		g.session(p.session).currentModel = s.model
-	}
-	if p.state != stSwitching || p.epoch != s.epoch || g.closed || !c.Pending(p.client) {
-		return
-	}
-	if r.err != nil {
-		reason := ReasonSwitchFailed
-		if why, ok := r.refused(); ok {
-			reason = why
-		}
-		g.stopWith(c, p, onSwitchFailed, reason, false)
-		return
-	}
-	p.model = s.model
-	p.route = policy.Route{}
-	g.dispatchDue(c, p) // asks the new model's circuit first, when there is one
-}
-
-// Stopping answers every prompt the guard holds (a wait, a model switch,
-// a compaction) with its failure at once, reason shutting_down: acp-guard got a stop
-// signal, the relay refuses new requests of the proxy's own from now on,
-// and the client should not wait for a retry that will never be sent.
-func (g *Guard) Stopping(c transport.Ctl) {
-	for _, p := range g.prompts {
+// shutdown answers every prompt the guard holds (a wait, a model switch,
+// a compaction) with its failure at once, reason shutting_down: acp-guard
+// got a stop signal, the relay refuses new requests of the proxy's own
+// from now on, and the client should not wait for a retry that will
+// never be sent.
+func (rc *recovery) shutdown(c transport.Ctl) {
+	for _, p := range rc.m.prompts {
 		if p.state.waiting() {
-			g.stopWith(c, p, onShutdown, ReasonShuttingDown, false)
+			rc.stopWith(c, p, onShutdown, ReasonShuttingDown, false)
 		}
 	}
 }
@@ -280,10 +224,10 @@ func (g *Guard) Stopping(c transport.Ctl) {
 // guard holds (a wait, or a model switch). A retry already sent to the
 // agent is cancelled by the agent itself: the client's session/cancel is
 // forwarded.
-func (g *Guard) cancelWaits(c transport.Ctl, sessionID string) {
-	for _, p := range g.held(sessionID, false) {
-		if g.transit(c, p, step{on: onCancel, d: policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}}, nil) {
-			g.answerCancelled(c, p)
+func (rc *recovery) cancelWaits(c transport.Ctl, sessionID string) {
+	for _, p := range rc.m.held(sessionID, false) {
+		if rc.m.transit(c, p, step{on: onCancel, d: policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}}, nil) {
+			rc.answerCancelled(c, p)
 		}
 	}
 }
@@ -292,25 +236,33 @@ func (g *Guard) cancelWaits(c transport.Ctl, sessionID string) {
 // session the guard holds when the client starts a new prompt there: the
 // new generation makes the old turn stale, and the old request must still
 // get its one answer.
-func (g *Guard) supersede(c transport.Ctl, sessionID string) {
-	for _, p := range g.held(sessionID, false) {
-		g.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
+func (rc *recovery) supersede(c transport.Ctl, sessionID string) {
+	for _, p := range rc.m.held(sessionID, false) {
+		rc.stopWith(c, p, onSuperseded, ReasonSuperseded, false)
 	}
 }
 
-// held returns the prompts of a session (of every session when all) that
-// are between a failure and the dispatch of its recovery, in the order
-// the client sent them.
-func (g *Guard) held(sessionID string, all bool) []*prompt {
-	if g.waiting == 0 {
+// exited answers a prompt left pending when the agent exited (ExitData):
+// it moves to action_required (agent_exited), and the relay writes the
+// answer with the data returned.
+func (rc *recovery) exited(c transport.Ctl, p *prompt, st transport.ExitStatus, base map[string]any) map[string]any {
+	rc.checks.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
+	f := rc.checks.exitFailure(c, p.turn, st)
+	held := p.state.waiting() && p.last != nil
+	if held {
+		// The agent died while the guard held the prompt for recovery: the
+		// failure the client is owed is the one recovery was for.
+		f = p.last
+	}
+	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
+	if !held {
+		rc.ev.classified(c, p, f, d)
+	}
+	if !rc.m.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
 		return nil
 	}
-	var out []*prompt
-	for _, p := range g.prompts {
-		if p.state.waiting() && (all || p.session == sessionID) {
-			out = append(out, p)
-		}
-	}
-	sortPrompts(out)
-	return out
+	pe := rc.providerError(c, p, f, string(policy.ActionStop), ReasonAgentExited)
+	base["providerError"] = pe
+	rc.respond(c, p, TurnReport{Outcome: OutcomeFailed, Error: &RPCError{Code: -32603, Message: "agent exited"}, ProviderError: &pe}, nil)
+	return base
 }

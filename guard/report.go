@@ -50,7 +50,8 @@ type TurnReport struct {
 	At time.Time `json:"-"`
 }
 
-func (g *Guard) report(p *prompt, r TurnReport) {
+// report reports how p's turn ended (Answered), once.
+func (ev *emitter) report(p *prompt, r TurnReport) {
 	if p.reported {
 		return
 	}
@@ -68,9 +69,9 @@ func (g *Guard) report(p *prompt, r TurnReport) {
 		d := p.decisions[len(p.decisions)-1]
 		r.Decision = &d
 	}
-	if g.on() {
-		g.emit(Answered{
-			EventBase: EventBase{At: r.At, Agent: g.adapter, SessionID: p.session, RequestID: p.client.ID},
+	if ev.on() {
+		ev.emit(Answered{
+			EventBase: EventBase{At: r.At, Agent: ev.ag.adapter, SessionID: p.session, RequestID: p.client.ID},
 			Report:    r, Duration: r.At.Sub(p.client.At),
 		})
 	}

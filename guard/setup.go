@@ -38,12 +38,12 @@ var setupMethods = map[string]bool{
 
 // setupFailure annotates an agent's error answer to a set-up request and
 // sends it to the client. ok is false (nothing done) for any other frame.
-func (g *Guard) setupFailure(c transport.Ctl, req *transport.Request, m *transport.Msg) (transport.Verdict, bool) {
+func (k *checks) setupFailure(c transport.Ctl, req *transport.Request, m *transport.Msg) (transport.Verdict, bool) {
 	if m.Error == nil || !setupMethods[req.Method] {
 		return transport.Forward, false
 	}
 	ev := classify.Evidence{
-		Source: classify.SourceRPCError, Adapter: g.adapter, Phase: PhaseSessionSetup,
+		Source: classify.SourceRPCError, Adapter: k.ag.adapter, Phase: PhaseSessionSetup,
 		Stderr: c.StderrTail(), Now: c.Now(),
 	}
 	e := decodeRPCError(m.Error)
@@ -51,7 +51,7 @@ func (g *Guard) setupFailure(c transport.Ctl, req *transport.Request, m *transpo
 		ev.RPCCode = &e.Code
 	}
 	ev.Message, ev.Data = e.Message, e.Data
-	pe := g.setupProviderError(c, req, ev, &e, "setup_failed")
+	pe := k.setupProviderError(c, req, ev, &e, "setup_failed")
 	line := m.Line
 	if ed, ok := annotateEdit(m.Line, &e, pe); ok {
 		line = applyEdits(m.Line, ed)
@@ -64,37 +64,37 @@ func (g *Guard) setupFailure(c transport.Ctl, req *transport.Request, m *transpo
 
 // launchFailure classifies the exit of an agent that left a set-up
 // request unanswered; nil for any other request.
-func (g *Guard) launchFailure(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
+func (k *checks) launchFailure(c transport.Ctl, req *transport.Request, st transport.ExitStatus, base map[string]any) map[string]any {
 	if !setupMethods[req.Method] {
 		return nil
 	}
 	code := st.Code
 	ev := classify.Evidence{
-		Source: classify.SourceExit, Adapter: g.adapter, Phase: PhaseLaunch,
+		Source: classify.SourceExit, Adapter: k.ag.adapter, Phase: PhaseLaunch,
 		Stderr: c.StderrTail(), ExitCode: &code, Signal: st.Signal, Now: c.Now(),
 	}
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()
 	}
-	base["providerError"] = g.setupProviderError(c, req, ev, nil, "agent_exited")
+	base["providerError"] = k.setupProviderError(c, req, ev, nil, "agent_exited")
 	return base
 }
 
 // setupProviderError classifies ev into the providerError of a set-up or
 // launch failure: never replay-safe, recovery always stop.
-func (g *Guard) setupProviderError(c transport.Ctl, req *transport.Request, ev classify.Evidence, e *rpcErrorObject, reason string) ProviderError {
-	v := g.classify(ev)
-	if g.on() {
-		g.emit(FailureClassified{
-			EventBase: EventBase{At: c.Now(), Agent: g.adapter, SessionID: req.SessionID, RequestID: req.ID},
+func (k *checks) setupProviderError(c transport.Ctl, req *transport.Request, ev classify.Evidence, e *rpcErrorObject, reason string) ProviderError {
+	v := k.classify(ev)
+	if k.ev.on() {
+		k.ev.emit(FailureClassified{
+			EventBase: EventBase{At: c.Now(), Agent: k.ag.adapter, SessionID: req.SessionID, RequestID: req.ID},
 			Phase:     ev.Phase, Verdict: v, Source: string(ev.Source), Error: e.rpc(),
 			Decision: policy.Decision{Action: policy.ActionStop, Reason: reason},
 		})
 	}
-	pe := newProviderError(v, nil, g.adapter, ev.Source, c.Now())
+	pe := newProviderError(v, nil, k.ag.adapter, ev.Source, c.Now())
 	pe.Phase = ev.Phase
 	pe.SessionID = req.SessionID
-	if s := g.sessions[req.SessionID]; s != nil && req.SessionID != "" {
+	if s := k.ag.sessions[req.SessionID]; s != nil && req.SessionID != "" {
 		pe.Model = s.currentModel // what the agent said the session runs on
 	}
 	pe.Recovery = Recovery{Action: string(policy.ActionStop), Reason: reason}

@@ -8,16 +8,16 @@ import "github.com/acp-guard/acp-guard/observers"
 // stays unbound: its chunks pass through as assistant text, and the guard
 // logs why. KindReport signatures are bound to the guard's own test of an
 // error line (textreport.go).
-func (g *Guard) bindSignatures(sigs []observers.ControlSignature) []observers.ControlSignature {
+func (k *checks) bindSignatures(sigs []observers.ControlSignature) []observers.ControlSignature {
 	out, missing := observers.Bind(sigs, func(rule string) (observers.ChunkRule, error) {
-		if g.cfg.Engine == nil {
+		if k.engine == nil {
 			return observers.ChunkRule{}, errNoEngine
 		}
-		cc, err := g.cfg.Engine.ControlChunk(rule)
+		cc, err := k.engine.ControlChunk(rule)
 		return observers.ChunkRule{Adapter: cc.Adapter, Prefix: cc.Prefix, Match: cc.Match}, err
-	}, g.chunkAccept)
+	}, k.chunkAccept)
 	for _, err := range missing {
-		g.log.Warn("control-chunk projection disabled", "err", err)
+		k.log.Warn("control-chunk projection disabled", "err", err)
 	}
 	return out
 }

@@ -98,7 +98,7 @@ func visibleOutput(t *observers.Turn) bool {
 }
 
 // silentOf flags a successful result of turn t.
-func (g *Guard) silentOf(p *prompt, t *observers.Turn, r *reply, stopReason string) *Silent {
+func (k *checks) silentOf(p *prompt, t *observers.Turn, r *reply, stopReason string) *Silent {
 	var ev SilentEvidence
 	if t.Evidence.AssistantOutput {
 		if n, src, ok := outputTokens(r); ok && n == 0 {
@@ -109,7 +109,7 @@ func (g *Guard) silentOf(p *prompt, t *observers.Turn, r *reply, stopReason stri
 		ev.Repeated = &RepeatedEvidence{Times: times, Bytes: bytes}
 	}
 	if stopReason == string(acp.StopReasonEndTurn) && !visibleOutput(t) {
-		ev.Empty = &EmptyEvidence{StopReason: stopReason, Cancelled: t.Evidence.Cancelled, AfterFailure: g.session(p.session).lastFailed,
+		ev.Empty = &EmptyEvidence{StopReason: stopReason, Cancelled: t.Evidence.Cancelled, AfterFailure: k.ag.session(p.session).lastFailed,
 			RetryNotes: t.Evidence.Diagnostics}
 	}
 	switch {
@@ -171,10 +171,10 @@ func (a annotation) empty() bool { return a.silent == nil && a.stop == nil }
 
 // annotate flags a successful result and records the flag (log, attempt
 // log); the caller puts it on the frame.
-func (g *Guard) annotate(c transport.Ctl, p *prompt, r *reply) annotation {
+func (k *checks) annotate(c transport.Ctl, p *prompt, r *reply) annotation {
 	var a annotation
 	stopReason := r.stopReason
-	a.silent = g.silentOf(p, p.turn, r, stopReason)
+	a.silent = k.silentOf(p, p.turn, r, stopReason)
 	if s, ok := abnormalStops[stopReason]; ok {
 		a.stop = &s
 	}
@@ -183,22 +183,22 @@ func (g *Guard) annotate(c transport.Ctl, p *prompt, r *reply) annotation {
 	}
 	rec := policy.Record{
 		Time: c.Now().UTC(), SessionID: p.session, RequestID: string(p.client.ID), Generation: p.turn.Generation,
-		Attempt: p.attempt, Decision: policy.Decision{Action: "none", Reason: "flagged"}, Policy: g.cfg.Policy,
+		Attempt: p.attempt, Decision: policy.Decision{Action: "none", Reason: "flagged"}, Policy: k.doc,
 		Outcome: policy.AttemptFlagged,
 	}
 	if a.silent != nil {
 		rec.Silent = a.silent.Kind
-		if g.on() {
-			g.emit(SilentFlagged{EventBase: g.base(c, p), Silent: *a.silent})
+		if k.ev.on() {
+			k.ev.emit(SilentFlagged{EventBase: k.ev.base(c, p), Silent: *a.silent})
 		}
 	}
 	if a.stop != nil {
 		rec.Code, rec.Class = a.stop.Code, a.stop.Class
-		if g.on() {
-			g.emit(AbnormalStop{EventBase: g.base(c, p), StopReason: stopReason, Note: *a.stop})
+		if k.ev.on() {
+			k.ev.emit(AbnormalStop{EventBase: k.ev.base(c, p), StopReason: stopReason, Note: *a.stop})
 		}
 	}
-	g.journal.append(c, rec, nil)
+	k.jr.append(c, rec, nil)
 	return a
 }
 
@@ -215,13 +215,6 @@ func (a annotation) meta(into *resultNote) *resultNote {
 	return into
 }
 
-// noteOutcome remembers whether a session's latest prompt failed: an
-// empty end_turn right after a failure is a stale-turn agent's answer
-// (claude-agent-acp 0.23.1), flagged with afterFailure.
-func (g *Guard) noteOutcome(p *prompt, rep TurnReport) {
-	g.session(p.session).lastFailed = rep.ProviderError != nil || rep.Error != nil
-}
-
 // Rule ids of the guard-made verdicts.
 const (
 	RuleEmptyTurn = "acp-guard.empty_turn.v1"
@@ -235,9 +228,9 @@ const emptyDiagnostic = "empty response: the agent ended the turn with no output
 // the policy says empty_turn "error" — never a turn the client cancelled.
 // Nothing reached the client, so the gate lets the normal per-class policy
 // retry it.
-func (g *Guard) emptyFailure(c transport.Ctl, p *prompt) *failure {
+func (k *checks) emptyFailure(c transport.Ctl, p *prompt) *failure {
 	s := p.note.silent
-	if g.cfg.Policy.EmptyTurn != policy.EmptyTurnError || s == nil || s.Kind != SilentEmpty || s.Evidence.Empty.Cancelled {
+	if k.doc.EmptyTurn != policy.EmptyTurnError || s == nil || s.Kind != SilentEmpty || s.Evidence.Empty.Cancelled {
 		return nil
 	}
 	p.note = annotation{}
@@ -245,9 +238,7 @@ func (g *Guard) emptyFailure(c transport.Ctl, p *prompt) *failure {
 		Code: classify.CodeEmptyResponse, Class: classify.ClassOf(classify.CodeEmptyResponse), Confidence: "high",
 		Scope: "provider", Rule: RuleEmptyTurn, SafeExcerpt: emptyDiagnostic,
 	}
-	if g.cfg.Engine != nil {
-		v.CatalogueVersion = g.cfg.Engine.Version()
-	}
+	k.catalogueVersion(&v)
 	// A turn of nothing but the agent's retry notes is never replayed: the
 	// agent may still be retrying (textreport.go).
 	notes := p.turn.Evidence.Diagnostics > 0

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/acp-guard/acp-guard/policy"
-	"github.com/acp-guard/acp-guard/transport"
 )
 
 // state is where one client session/prompt stands in its recovery (spec
@@ -22,11 +21,12 @@ const (
 	stAnswered                     // the client got its one answer (or nobody is left to take it)
 	stParked                       // the wait ended, but the shared circuit said wait on (circuit.go)
 	stProbing                      // a retry in flight as the shared circuit's one probe, holding its lease (circuit.go)
+	stStalled                      // the stall watchdog sent session/cancel; its grace period runs (stall.go)
 	nStates
 )
 
 var stateNames = [nStates]string{"active", "waiting_for_reset", "retry_wait", "retrying", "switching", "compacting", "action_required", "answered",
-	"parked", "probing"}
+	"parked", "probing", "stalled"}
 
 func (s state) String() string {
 	if s < nStates {
@@ -52,6 +52,14 @@ func (s state) actionable() bool {
 // running reports whether an attempt of the prompt is in flight: the
 // client's own or a retry (an ordinary one or the circuit's probe).
 func (s state) running() bool { return s == stActive || s == stRetrying || s == stProbing }
+
+// inFlight reports whether the prompt waits for an attempt's answer:
+// running, or stalled (an answer now comes too late, and settles it
+// agent_stalled).
+func (s state) inFlight() bool { return s.running() || s == stStalled }
+
+// terminal reports whether the prompt got (or is getting) its one answer.
+func (s state) terminal() bool { return s == stActionRequired || s == stAnswered }
 
 // retry reports whether a retry the guard sent is in flight.
 func (s state) retry() bool { return s == stRetrying || s == stProbing }
@@ -79,7 +87,8 @@ const (
 	onCompact                   // a replay-safe context overflow; compaction allowed and offered
 	onCompacted                 // the compaction turn ended well; the retry goes out
 	onCompactFail               // the compaction turn failed, ended empty or did more than compact
-	onStall                     // the stall watchdog's grace period ended (stall.go)
+	onStall                     // the stall watchdog saw nothing for the timeout: its session/cancel goes out (stall.go)
+	onGiveUp                    // a stalled attempt's grace period ended, or its answer came after the cancel
 	onPark                      // the circuit says wait on: a cooldown, another's probe, the release jitter (circuit.go)
 	onProbe                     // the circuit granted its probe lease: the retry goes out as the probe
 	onProgress                  // the probe's turn showed provider progress: the circuit closed
@@ -93,7 +102,7 @@ const (
 
 var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
 	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
-	"compact", "compacted", "compaction_failed", "stall", "park", "probe", "progress", "circuit_open", "no_candidate",
+	"compact", "compacted", "compaction_failed", "stall", "give_up", "park", "probe", "progress", "circuit_open", "no_candidate",
 	"retry_now", "skip_now", "stop_now"}
 
 func (e event) String() string {
@@ -108,7 +117,7 @@ func (e event) String() string {
 // outcome recorded in the attempt log only.
 func (e event) decides() bool {
 	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onStall, onCircuitOpen, onNoCandidate,
+	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onGiveUp, onCircuitOpen, onNoCandidate,
 		onRetryNow, onSkipNow, onStopNow:
 		return true
 	}
@@ -156,7 +165,7 @@ var transitions = func() []edge {
 	running := []state{stActive, stRetrying}
 	waits := []state{stWaitingForReset, stRetryWait}
 	held := []state{stWaitingForReset, stRetryWait, stParked, stSwitching, stCompacting}
-	live := []state{stActive, stRetrying, stWaitingForReset, stRetryWait, stParked, stSwitching, stCompacting}
+	live := []state{stActive, stRetrying, stWaitingForReset, stRetryWait, stParked, stSwitching, stCompacting, stStalled}
 	add(running, onWait, stWaitingForReset, policy.AttemptScheduled, true)
 	add(running, onRetry, stRetryWait, policy.AttemptScheduled, true)
 	add(running, onSkip, stSwitching, policy.AttemptFailed, true)
@@ -176,7 +185,9 @@ var transitions = func() []edge {
 	add(held, onShutdown, stActionRequired, policy.AttemptStopped, false)
 	add(live, onAgentExit, stActionRequired, policy.AttemptStopped, false)
 	add(live, onEnded, stAnswered, "", false)
-	add(running, onStall, stActionRequired, policy.AttemptStopped, false)
+	// The stall watchdog (stall.go): its cancel, then the answer.
+	add(running, onStall, stStalled, "", false)
+	add([]state{stStalled}, onGiveUp, stActionRequired, policy.AttemptStopped, false)
 	// Shared circuits (circuit.go): a held prompt about to dispatch (its
 	// wait ended, or the agent accepted a model switch) asks the circuit.
 	asking := []state{stWaitingForReset, stRetryWait, stParked, stSwitching}
@@ -205,7 +216,7 @@ var transitions = func() []edge {
 	probe(onCompact, stCompacting, policy.AttemptScheduled, true, leaseReported)
 	probe(onStop, stActionRequired, policy.AttemptStopped, false, leaseReported)
 	probe(onPass, stAnswered, "", false, leaseReleased)
-	probe(onStall, stActionRequired, policy.AttemptStopped, false, leaseReleased)
+	probe(onStall, stStalled, "", false, leaseReleased)
 	probe(onAgentExit, stActionRequired, policy.AttemptStopped, false, leaseReleased)
 	probe(onEnded, stAnswered, "", false, leaseReleased)
 	return t
@@ -228,120 +239,4 @@ var edgeIndex = func() map[[2]uint8]edge {
 func lookupEdge(from state, on event) (edge, bool) {
 	e, ok := edgeIndex[[2]uint8{uint8(from), uint8(on)}]
 	return e, ok
-}
-
-// step is one transition's payload: the failure it is about (nil: the
-// prompt's latest) and the decision recorded with it.
-type step struct {
-	on event
-	f  *failure
-	d  policy.Decision
-	by string // who asked for an action on a held prompt ("client", "operator")
-}
-
-// transit is the one transition function. It refuses (logs and reports
-// false, changing nothing) a transition that is not in the table.
-// Otherwise it settles the circuit's probe lease when the row leaves
-// probing, moves p, invalidates every callback armed in the previous
-// state (timers and record completions check p.epoch), records the
-// decision, and writes the attempt record when the row says so. For a
-// row that schedules work, then runs once the record is durable (at once
-// when there is no attempt log); a record that cannot be written moves
-// the prompt to action_required with reason state_unwritable instead.
-func (g *Guard) transit(c transport.Ctl, p *prompt, s step, then func()) bool {
-	e, ok := lookupEdge(p.state, s.on)
-	if !ok {
-		g.log.Error("recovery transition refused", "session", p.session, "id", string(p.client.ID), "state", p.state.String(), "event", s.on.String())
-		return false
-	}
-	if e.lease != leaseKept {
-		g.settleLease(c, p, e.lease, s)
-	}
-	g.enter(p, e, s)
-	if g.on() {
-		g.emit(Transition{EventBase: g.base(c, p), From: e.from.String(), On: s.on.String(), To: e.to.String(),
-			Attempt: p.attempt, Decision: s.d, Recorded: e.persist, By: s.by})
-	}
-	g.holdMoved(c, p, e, s)
-	if e.persist == "" || !e.schedules {
-		if e.persist != "" {
-			g.journal.append(c, g.record(c, p, s, e.persist), nil)
-		}
-		if then != nil {
-			then()
-		}
-		return true
-	}
-	g.journal.append(c, g.record(c, p, s, e.persist), g.afterRecord(c, p, then))
-	return true
-}
-
-// enter moves p along e: the held count, the epoch that invalidates every
-// callback armed in the previous state, the timer, the failure and
-// decision, and the evidence mark a held turn is compared against.
-func (g *Guard) enter(p *prompt, e edge, s step) {
-	if p.state.waiting() {
-		g.waiting--
-	}
-	if e.to.waiting() {
-		g.waiting++
-	}
-	if p.state == stProbing {
-		g.probes--
-	}
-	if e.to == stProbing {
-		g.probes++
-	}
-	p.state = e.to
-	p.epoch++
-	p.stopTimer()
-	if s.f != nil {
-		p.last = s.f
-	}
-	if s.d.Action != "" && s.on.decides() {
-		p.decisions = append(p.decisions, s.d)
-	}
-	if e.to.waiting() {
-		p.mark = markOf(p.turn)
-	}
-}
-
-// afterRecord is what runs once the record of scheduled work is written:
-// the work, unless the prompt moved on meanwhile (late activity, a cancel)
-// or the record could not be written (then recovery stops, fail closed).
-func (g *Guard) afterRecord(c transport.Ctl, p *prompt, then func()) func(error) {
-	epoch := p.epoch
-	return func(err error) {
-		switch {
-		case p.epoch != epoch:
-		case err != nil:
-			g.log.Error("attempt log unwritable; recovery stopped", "err", err)
-			g.stopWith(c, p, onUnwritable, ReasonStateUnwritable, false)
-		case g.closed:
-			// Nobody is left to answer; the agent's exit ends the prompt.
-		default:
-			then()
-		}
-	}
-}
-
-// record builds the attempt-log record of a transition.
-func (g *Guard) record(c transport.Ctl, p *prompt, s step, outcome policy.AttemptOutcome) policy.Record {
-	d := s.d
-	if d.Action == "" {
-		d = policy.Decision{Action: policy.ActionStop, Reason: s.on.String()}
-	}
-	rec := policy.Record{
-		Time: c.Now().UTC(), SessionID: p.session, RequestID: string(p.client.ID),
-		Generation: p.turn.Generation, Attempt: p.attempt, Model: g.modelOf(p), Decision: d, Policy: g.cfg.Policy, Outcome: outcome,
-		By: s.by,
-	}
-	f := s.f
-	if f == nil && outcome != policy.AttemptSucceeded {
-		f = p.last
-	}
-	if f != nil {
-		rec.Code, rec.Class, rec.Rule, rec.CatalogueVersion = f.verdict.Code, string(f.verdict.Class), f.verdict.Rule, f.verdict.CatalogueVersion
-	}
-	return rec
 }

@@ -81,12 +81,12 @@ func TestTransitionsRefused(t *testing.T) {
 			turn := g.tracker.Start("s1", epochForTest)
 			p := &prompt{client: &transport.Request{ID: []byte("7")}, session: "s1", first: turn, turn: turn, state: s,
 				last: &failure{turn: turn}}
-			g.prompts[p.client] = p
+			g.m.prompts[p.client] = p
 			if s.waiting() {
-				g.waiting = 1
+				g.m.waiting = 1
 			}
 			ran := false
-			ok := g.transit(r, p, step{on: ev, d: policy.Decision{Action: policy.ActionStop, Reason: "test"}}, func() { ran = true })
+			ok := g.m.transit(r, p, step{on: ev, d: policy.Decision{Action: policy.ActionStop, Reason: "test"}}, func() { ran = true })
 			to, want := allowed[[2]uint8{uint8(s), uint8(ev)}]
 			switch {
 			case want && (!ok || p.state != to || !ran):
@@ -94,8 +94,8 @@ func TestTransitionsRefused(t *testing.T) {
 			case !want && (ok || p.state != s || ran || p.epoch != 0):
 				t.Errorf("%s --%s-->: not in the table but done (state %s)", s, ev, p.state)
 			}
-			if want && p.state.waiting() != (g.waiting == 1) {
-				t.Errorf("%s --%s--> %s: held count %d", s, ev, to, g.waiting)
+			if want && p.state.waiting() != (g.m.waiting == 1) {
+				t.Errorf("%s --%s--> %s: held count %d", s, ev, to, g.m.waiting)
 			}
 		}
 	}

@@ -42,14 +42,14 @@ const (
 
 // classifyText classifies text the agent printed (an error line, a note).
 // quiet: not a failure's verdict (an Observed engine is not told).
-func (g *Guard) classifyText(ev classify.Evidence, quiet bool) classify.Verdict {
+func (k *checks) classifyText(ev classify.Evidence, quiet bool) classify.Verdict {
 	switch {
-	case g.cfg.Engine == nil:
-		return g.classify(ev)
+	case k.engine == nil:
+		return k.classify(ev)
 	case quiet:
-		return g.quiet.ClassifyText(ev)
+		return k.quiet.ClassifyText(ev)
 	}
-	return g.cfg.Engine.ClassifyText(ev)
+	return k.engine.ClassifyText(ev)
 }
 
 // acceptErrorLine is the test that makes text a text-reported failure
@@ -57,29 +57,29 @@ func (g *Guard) classifyText(ev classify.Evidence, quiet bool) classify.Verdict 
 // recognises or that carries a provider error shape. It is quiet: the
 // caller classifies an accepted line again, observed, when it becomes the
 // turn's failure.
-func (g *Guard) acceptErrorLine(ev classify.Evidence) (classify.ErrorLine, classify.Verdict, bool) {
-	if g.cfg.Engine != nil {
-		return g.quiet.ReportedFailure(ev)
+func (k *checks) acceptErrorLine(ev classify.Evidence) (classify.ErrorLine, classify.Verdict, bool) {
+	if k.engine != nil {
+		return k.quiet.ReportedFailure(ev)
 	}
 	l, ok := classify.ParseErrorLine(ev.Message)
-	return l, g.classify(ev), ok && l.Shape()
+	return l, k.classify(ev), ok && l.Shape()
 }
 
 // chunkAccept binds KindReport signatures: a chunk that is by itself an
 // accepted error line (no turn context: timing is settled at prompt
 // return).
-func (g *Guard) chunkAccept(adapter, text string) bool {
-	if g.cfg.Engine == nil {
+func (k *checks) chunkAccept(adapter, text string) bool {
+	if k.engine == nil {
 		return false
 	}
-	_, _, ok := g.quiet.ReportedFailure(classify.Evidence{Adapter: adapter, Message: text, Phase: "prompt"})
+	_, _, ok := k.quiet.ReportedFailure(classify.Evidence{Adapter: adapter, Message: text, Phase: "prompt"})
 	return ok
 }
 
 // vetoedErrorLine reports whether an adapter signature vetoes text.
-func (g *Guard) vetoedErrorLine(text string) bool {
-	for i := range g.tracker.Signatures {
-		if g.tracker.Signatures[i].Vetoes(g.adapter, text) {
+func (k *checks) vetoedErrorLine(text string) bool {
+	for i := range k.tracker.Signatures {
+		if k.tracker.Signatures[i].Vetoes(k.ag.adapter, text) {
 			return true
 		}
 	}
@@ -91,35 +91,35 @@ func (g *Guard) vetoedErrorLine(text string) bool {
 // an accepted error line the adapter does not veto, and is output
 // otherwise. For a turn that ended end_turn (and was not cancelled) an
 // accepted line is the failure returned.
-func (g *Guard) settleErrorLine(c transport.Ctl, t *observers.Turn, stopReason string) *failure {
+func (k *checks) settleErrorLine(c transport.Ctl, t *observers.Turn, stopReason string) *failure {
 	text, ok := t.ErrorLineText()
 	if !ok {
 		t.SettleErrorLine(false)
 		return nil
 	}
-	ev := classify.Evidence{Adapter: g.adapter, Message: text, Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now()}
-	l, v, ok := g.acceptErrorLine(ev)
-	ok = ok && !g.vetoedErrorLine(text)
+	ev := classify.Evidence{Adapter: k.ag.adapter, Message: text, Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now()}
+	l, v, ok := k.acceptErrorLine(ev)
+	ok = ok && !k.vetoedErrorLine(text)
 	t.SettleErrorLine(ok)
 	if !ok || stopReason != string(acp.StopReasonEndTurn) || t.Evidence.Cancelled {
 		return nil
 	}
 	t.StatedRetries = classify.StatedRetries(text)
-	if g.cfg.Engine != nil {
-		v = g.classifyText(ev, false) // the failure's verdict, seen by an Observed engine
+	if k.engine != nil {
+		v = k.classifyText(ev, false) // the failure's verdict, seen by an Observed engine
 	}
 	return &failure{verdict: v, source: classify.SourceMessageChunk, rewrite: errorLineDiagnostic, excerpt: l.Body, turn: t}
 }
 
 // notesFailure turns an end_turn that showed nothing but retry notes into
 // the failure the latest note names, when the engine recognises it.
-func (g *Guard) notesFailure(c transport.Ctl, t *observers.Turn, stopReason string) *failure {
+func (k *checks) notesFailure(c transport.Ctl, t *observers.Turn, stopReason string) *failure {
 	note := t.LastNote()
 	if t.Evidence.Diagnostics == 0 || note == "" || visibleOutput(t) || t.Evidence.Cancelled ||
 		stopReason != string(acp.StopReasonEndTurn) {
 		return nil
 	}
-	v := g.noteVerdict(t, c.Now(), false)
+	v := k.noteVerdict(t, c.Now(), false)
 	if v.Code == classify.CodeUnclassified {
 		return nil
 	}
@@ -129,12 +129,12 @@ func (g *Guard) notesFailure(c transport.Ctl, t *observers.Turn, stopReason stri
 // noteVerdict classifies the turn's latest retry note (quiet: only to
 // weigh it against a failure). Timing in a note is the agent's own
 // schedule ("retrying in 2s"), not a provider hint: it is dropped.
-func (g *Guard) noteVerdict(t *observers.Turn, now time.Time, quiet bool) classify.Verdict {
+func (k *checks) noteVerdict(t *observers.Turn, now time.Time, quiet bool) classify.Verdict {
 	note := t.LastNote()
 	if note == "" {
 		return classify.Verdict{Code: classify.CodeUnclassified, Class: classify.ClassUnclassified}
 	}
-	v := g.classifyText(classify.Evidence{Adapter: g.adapter, Message: note, Phase: "prompt", Generation: t.Generation, Now: now}, quiet)
+	v := k.classifyText(classify.Evidence{Adapter: k.ag.adapter, Message: note, Phase: "prompt", Generation: t.Generation, Now: now}, quiet)
 	v.RetryAfter, v.ResetAt = nil, nil
 	return v
 }
@@ -142,8 +142,8 @@ func (g *Guard) noteVerdict(t *observers.Turn, now time.Time, quiet bool) classi
 // noteClass is the class the turn's latest retry note names ("" when
 // there is none, or the engine does not recognise it): what the failure
 // that follows must match for the note to count.
-func (g *Guard) noteClass(t *observers.Turn, now time.Time) string {
-	v := g.noteVerdict(t, now, true)
+func (k *checks) noteClass(t *observers.Turn, now time.Time) string {
+	v := k.noteVerdict(t, now, true)
 	if v.Class == classify.ClassUnclassified || v.Class == "" {
 		return ""
 	}

@@ -3,8 +3,6 @@ package held
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
 var (
@@ -40,27 +38,13 @@ func stores(t *testing.T, f func(t *testing.T, st Store)) {
 		f(t, st)
 	})
 	t.Run("nats", func(t *testing.T) {
-		st, err := OpenNATS(startNATS(t), NATSOptions{})
+		st, err := OpenNATS(natstest.Start(t).URL(), NATSOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
 		f(t, st)
 	})
-}
-
-func startNATS(t *testing.T) string {
-	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) { // a hang guard only
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	return fmt.Sprintf("nats://127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
 }
 
 func TestStoreCompareAndSwap(t *testing.T) {
@@ -247,7 +231,7 @@ func TestFileStorePrunesExpired(t *testing.T) {
 // A store that fails is logged once and left alone; its calls fail at
 // once meanwhile, and nothing blocks.
 func TestBoardStoreDown(t *testing.T) {
-	st, err := OpenNATS(deadURL(t), NATSOptions{})
+	st, err := OpenNATS(natstest.DeadURL(t), NATSOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,13 +246,53 @@ func TestBoardStoreDown(t *testing.T) {
 	}
 }
 
-// deadURL is the URL of a port nobody listens on.
-func deadURL(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// TestFileStoreKeepsItsFormat: testdata/held-v1-before.json was written
+// by the file store as it was before the stores shared internal/kvstore. This store reads it, and the same next write —
+// s3 parked at its revision ten minutes later, which prunes the expired
+// s1 — gives, byte for byte, the document that store wrote
+// (held-v1-after.json).
+func TestFileStoreKeepsItsFormat(t *testing.T) {
+	before, err := os.ReadFile(filepath.Join("testdata", "held-v1-before.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := "nats://" + l.Addr().String()
-	l.Close()
-	return url
+	after, err := os.ReadFile(filepath.Join("testdata", "held-v1-after.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileName), before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenFileStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p, _ := ProcessPrefix("default", "h/1/1")
+	list, err := st.List(ctx, p)
+	var got []string
+	for _, s := range list {
+		got = append(got, s.Entry.SessionID)
+	}
+	slices.Sort(got)
+	if err != nil || strings.Join(got, ",") != "s1,s2,s3" {
+		t.Fatalf("List = %v, %v; want s1,s2,s3", got, err)
+	}
+	if e, _, err := st.Get(ctx, ID(p, "s2", "2")); err != nil || e.Request == nil || e.Request.ID != "r1" || e.Model != "m <beta> & co" {
+		t.Fatalf("Get(s2) = %+v, %v", e, err)
+	}
+	e, rev, err := st.Get(ctx, ID(p, "s3", "2"))
+	if err != nil || e == nil || rev != 3 || e.Result == nil || e.Result.State != "switching" {
+		t.Fatalf("Get(s3) = %+v, %d, %v", e, rev, err)
+	}
+	e.State = "parked"
+	e.UpdatedAt = t0.Add(10 * time.Minute)
+	e.Expires = e.UpdatedAt.Add(TTL)
+	if err := st.CompareAndSwap(ctx, ID(p, "s3", "2"), *e, rev); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(st.Path()); string(b) != string(after) {
+		t.Fatalf("document after the write:\n%s\nwant (as the earlier store wrote it):\n%s", b, after)
+	}
 }

@@ -3,6 +3,8 @@ package held
 import (
 	"context"
 	"errors"
+
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 // Stored is an entry with its id and revision.
@@ -40,3 +42,40 @@ var ErrConflict = errors.New("held: entry changed concurrently")
 // ErrStore is wrapped by every error that means "the store could not
 // answer".
 var ErrStore = errors.New("held: store unavailable")
+
+// kvStore is every Store: entries in their stored format (entry.go) as the
+// values of a revisioned key-value store (internal/kvstore).
+type kvStore struct{ t *kvstore.Typed[Entry] }
+
+func newKVStore(kv kvstore.Store) kvStore {
+	return kvStore{&kvstore.Typed[Entry]{KV: kv, Encode: encodeEntry, Decode: decodeEntry,
+		Conflict: ErrConflict, Format: ErrFormat, What: "held store"}}
+}
+
+// Get implements Store.
+func (s kvStore) Get(ctx context.Context, id string) (*Entry, uint64, error) { return s.t.Get(ctx, id) }
+
+// CompareAndSwap implements Store.
+func (s kvStore) CompareAndSwap(ctx context.Context, id string, e Entry, rev uint64) error {
+	return s.t.CompareAndSwap(ctx, id, e, rev)
+}
+
+// List implements Store.
+func (s kvStore) List(ctx context.Context, prefix string) ([]Stored, error) {
+	es, err := s.t.List(ctx, prefix)
+	var out []Stored
+	for _, e := range es {
+		out = append(out, stored(e))
+	}
+	return out, err
+}
+
+// Watch implements Store.
+func (s kvStore) Watch(prefix string, fn func(Stored)) (func(), error) {
+	return s.t.Watch(prefix, func(e kvstore.Entry[Entry]) { fn(stored(e)) })
+}
+
+// Close implements Store.
+func (s kvStore) Close() error { return s.t.Close() }
+
+func stored(e kvstore.Entry[Entry]) Stored { return Stored{ID: e.Key, Rev: e.Rev, Entry: e.Value} }

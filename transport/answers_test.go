@@ -4,13 +4,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // tapRec records the frames the relay shows its tap.
 type tapRec struct{ frames []string }
 
-func (t *tapRec) Frame(_ time.Time, dir Dir, line []byte, via Via, suppressed bool) {
+func (t *tapRec) Frame(dir Dir, line []byte, via Via, suppressed bool) {
 	s := dir.String()
 	if suppressed {
 		s += " suppressed"

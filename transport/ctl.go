@@ -116,12 +116,12 @@ func (r *Relay) emit(dir Dir, line []byte) {
 
 func (r *Relay) tapOut(dir Dir, line []byte) {
 	if r.cfg.Tap != nil {
-		r.cfg.Tap.Frame(r.out.Now(), dir, line, ViaGuard, false)
+		r.cfg.Tap.Frame(dir, line, ViaGuard, false)
 	}
 }
 
 func (r *Relay) tapIn(dir Dir, line []byte, suppressed bool) {
 	if r.cfg.Tap != nil {
-		r.cfg.Tap.Frame(r.out.Now(), dir, line, ViaPeer, suppressed)
+		r.cfg.Tap.Frame(dir, line, ViaPeer, suppressed)
 	}
 }

@@ -53,12 +53,10 @@ type Output interface {
 }
 
 // Tap observes every frame that crosses the relay (for transcripts).
-// at: the time of the event the frame belongs to (Ctl.Now — the stamp
-// its decisions and timers read, not the moment the tap is told, which
-// comes after the guard's work on the frame). suppressed: an inbound
-// frame that was not forwarded. via: who wrote an outbound frame.
+// suppressed: an inbound frame that was not forwarded. via: who wrote an
+// outbound frame.
 type Tap interface {
-	Frame(at time.Time, dir Dir, line []byte, via Via, suppressed bool)
+	Frame(dir Dir, line []byte, via Via, suppressed bool)
 	Stderr(line string)
 	Exit(st ExitStatus)
 }
@@ -121,6 +119,16 @@ type Ctl interface {
 }
 
 // Config configures a Relay.
+
+// StampTap is an optional extension of Tap: Stamp is told the time of each
+// event before the event is handled — the stamp every Ctl.Now of that event
+// returns — so what the tap writes for the event carries the time the
+// event's decisions used, not a later reading of its own (a transcript
+// whose failure is stamped after the retry was scheduled from it replays
+// the retry late). A tap used outside an event loop hears no stamps.
+type StampTap interface {
+	Stamp(at time.Time)
+}
 
 // StopTap is an optional extension of Tap: Stopping is told, once and
 // before the hooks, when the relay starts stopping (Relay.Stopping), so a

@@ -149,6 +149,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		now:         time.Now(),
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
+	l.stampTap, _ = o.Tap.(StampTap)
 
 	// The client reader exits at EOF; it may stay blocked on a stdin that
 	// never closes, which is why nothing waits for it (the process exits
@@ -246,6 +247,7 @@ type loop struct {
 
 	mu          sync.Mutex
 	now         time.Time // the stamp of the event being handled (stamp)
+	stampTap    StampTap  // the tap, when it wants each event's stamp (nil: it does not)
 	relay       *Relay
 	toAgent     *writer
 	toClient    *writer
@@ -410,6 +412,9 @@ func (l *loop) stamp(due time.Time) {
 		now = due
 	}
 	l.now = now
+	if l.stampTap != nil {
+		l.stampTap.Stamp(now)
+	}
 }
 
 func (l *loop) WriteClient(line []byte) { l.outClient = appendChunk(l.outClient, line) }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -62,8 +61,8 @@ failures and the latest failure's code. --clear KEY deletes one circuit
 
 func runCircuits(ctx context.Context, o *circuitsCmdOptions) error {
 	spec := strings.TrimSpace(o.store.store)
-	if spec == "off" {
-		return withCode(exitUsage, errors.New("circuits are off (--circuits, ACP_GUARD_CIRCUITS or the config file)"))
+	if spec == "off" || spec == "memory" {
+		return withCode(exitUsage, fmt.Errorf("circuits are %s (--circuits, ACP_GUARD_CIRCUITS or the config file): none shared to show", spec))
 	}
 	dir := o.stateDir
 	if dir == "" {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/acp-guard/acp-guard/internal/acptest"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
+	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/natstest"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -40,16 +38,7 @@ func fileStore(t *testing.T) heldStore {
 
 func natsStore(t *testing.T) heldStore {
 	t.Helper()
-	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Start()
-	if !srv.ReadyForConnections(30 * time.Second) { // a hang guard only
-		t.Fatal("nats-server not ready")
-	}
-	t.Cleanup(func() { srv.Shutdown(); srv.WaitForShutdown() })
-	url := fmt.Sprintf("nats://127.0.0.1:%d", srv.Addr().(*net.TCPAddr).Port)
+	url := natstest.Start(t).URL()
 	state := filepath.Join(t.TempDir(), "state") // the attempt log's
 	return heldStore{name: "nats", flags: []string{"--circuits", url, "--state-dir", state}, state: state, url: url}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,17 @@ func TestReplayServe(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := run(context.Background(), tt.args, strings.NewReader(tt.stdin), &out, &errb)
+			var in io.Reader = strings.NewReader(tt.stdin)
+			if tt.stdin != "" {
+				// The client's input stays open after its frames: one that
+				// closed it at once would race the recorded exit (the proxy
+				// stops an idle agent as soon as its client has gone).
+				pr, pw := io.Pipe()
+				defer pw.Close()
+				go func() { _, _ = io.WriteString(pw, tt.stdin) }()
+				in = pr
+			}
+			code := run(context.Background(), tt.args, in, &out, &errb)
 			if code != tt.code {
 				t.Errorf("got exit %d, want %d (stderr %q)", code, tt.code, errb.String())
 			}

@@ -31,7 +31,8 @@ var rules = map[string][]string{
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held",
 		"cmd/acp-guard/internal/stopsig",
 		"demoagent"}, // the demo-agent command runs it
-	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held"},
+	// The library dials the one NATS connection its stores share (kvstore).
+	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "internal/kvstore"},
 	"replay":    {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
 	"telemetry": {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
 	"guard":     {"transport", "observers", "classify", "policy", "circuit", "held"},
@@ -40,8 +41,8 @@ var rules = map[string][]string{
 	"catalogue": {"classify"},
 	"classify":  {},
 	"policy":    {"classify"}, // the registry of codes, for per-code overrides
-	"circuit":   {},
-	"held":      {}, // held prompts in the circuits' store, for operators
+	"circuit":   {"internal/kvstore"},
+	"held":      {"internal/kvstore"}, // held prompts in the circuits' store, for operators
 
 	// Beside the core: tools and tests that use it from outside.
 	"fleet":                    {"circuit"}, // a load generator against the circuit store
@@ -55,6 +56,7 @@ var rules = map[string][]string{
 	"interop/suite":            {".", "interop/capture", "interop/fakeprovider", "internal/acptest"}, // the library's stable names only
 	"interop/cmd/capture":      {"interop/capture"},
 	"interop/cmd/fakeprovider": {"interop/fakeprovider"},
+	"interop/cmd/testsummary":  {},
 
 	// Test support: only tests import these (and the packages above that
 	// name one).
@@ -62,7 +64,12 @@ var rules = map[string][]string{
 	"internal/testbin":   {},
 	"internal/acptest":   {"internal/testbin"},
 	"internal/acpschema": {},
+	"internal/natstest":  {},
 	"internal/archtest":  {},
+
+	// Beneath the stores: the revisioned key-value layer the circuit and
+	// held-prompt stores are typed adapters over (file, NATS, memory).
+	"internal/kvstore": {},
 
 	// The leaves.
 	"internal/ansi":                  {},
@@ -76,7 +83,7 @@ var rules = map[string][]string{
 var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio"}
 
 // testSupport may be imported by any package's tests.
-var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema"}
+var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema", "internal/natstest"}
 
 // testRules are the further arrows a package's tests may draw (from
 // _test.go files, which no other package imports, so they cannot make a

@@ -1,0 +1,61 @@
+// Package kvstore is the one revisioned key-value layer beneath acp-guard's
+// shared state: the circuits (package circuit) and the held prompts
+// (package held) are typed adapters over it ([Typed]: their own value
+// encoding, their own error names), so loading, compare-and-swap, pruning,
+// recovering a corrupt document, watching and NATS bucket handling are
+// written once.
+//
+// A [Store] keeps opaque values by key, each with a revision; every change
+// is a compare-and-swap against the revision read (0: the key is absent),
+// and a lost one is [ErrConflict] — contention, which the caller answers by
+// reading again, never a failed store. Three implementations:
+//
+//   - [File]: one JSON document in a directory, shared by every process of
+//     the user on the machine (the embedded default).
+//   - [NATS]: a NATS JetStream key-value bucket, shared by every process on
+//     every machine that reaches the server. [DialNATS] makes the one
+//     connection a process's buckets share.
+//   - [Memory]: this process only (replayed and served sessions, tests).
+//
+// # The file document
+//
+//	{"format":"<FileOptions.Format>","seq":N,
+//	 "entries":{"<key>":{"rev":R,"<FileOptions.Member>":<value>},…}}
+//
+// seq is the last revision handed out; a write takes the next one, so a
+// key deleted and written again never reuses a revision. encoding/json
+// would write the same bytes for the clients' typed documents (members in
+// this order, entries by key, values compacted), so documents written
+// before this package existed load and are rewritten unchanged but for the
+// change (circuit/testdata/circuits-v1-before.json and
+// held/testdata/held-v1-before.json, with their -after documents, check
+// it).
+//
+// Writers take an exclusive flock(2) on a lock file beside the document
+// (github.com/gofrs/flock) and a mutex per handle, re-read, apply the
+// change, prune, and replace the document atomically
+// (safefile.ReplaceDocument); readers take no lock. A writer that cannot
+// get the lock within its context reports ErrConflict (other writers held
+// it). Files are 0600 in a 0700 directory, opened without following
+// symbolic links. The document is bounded: larger than
+// FileOptions.MaxBytes it reads as corrupt; each write drops the values
+// that expired before the newest update in the document
+// (FileOptions.Times: no clock is read) and then the oldest beyond
+// FileOptions.MaxEntries. A corrupt document (not JSON, too large) reads
+// as empty and the next write replaces it — what these stores keep is soft
+// state; a well-formed document of another format is neither read nor
+// overwritten ([ErrFormat]). A watch stats the document every
+// FileOptions.Poll and reads it only when it changed.
+//
+// # The NATS bucket
+//
+// One value per key, history 1, max age NATSOptions.TTL, created on first
+// use. CompareAndSwap is Create (revision 0, also over a deleted key) or
+// Update at the revision. After an error saying the server no longer has
+// the bucket (a server restarted without its store directory) the next
+// operation binds it again, creating it if need be. The connection
+// reconnects forever and buffers nothing while disconnected, so an
+// operation during an outage fails at once; an unreachable server at
+// start is not an error. List is one watcher over the prefix (the current
+// values, then the end marker); Watch is a watcher for updates only.
+package kvstore

@@ -1,0 +1,304 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ReconnectWait is the pause between a NATS connection's reconnect
+// attempts (the client adds its own jitter): a restarted server is found
+// within about a second.
+const ReconnectWait = time.Second
+
+// DialNATS connects to url (nats://host:port or tls://…, comma-separated
+// servers allowed) the way every acp-guard store connection behaves: it
+// reconnects forever in the background, every ReconnectWait, and buffers
+// nothing while disconnected, so an operation during an outage fails at
+// once instead of waiting. A server unreachable now is not an error: the
+// client keeps trying. name is the connection name the server shows
+// ("acp-guard" when empty); extra are further client options (credentials,
+// TLS, handlers), applied last. One connection serves every bucket of a
+// process (NATSOptions.Conn).
+func DialNATS(url, name string, extra ...nats.Option) (*nats.Conn, error) {
+	if name == "" {
+		name = "acp-guard"
+	}
+	opts := append([]nats.Option{
+		nats.Name(name),
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(ReconnectWait),
+		nats.ReconnectBufSize(-1),
+	}, extra...)
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("nats: %w", err) // the URL may hold a password
+	}
+	return nc, nil
+}
+
+// NATSOptions configures one bucket of a NATS store.
+type NATSOptions struct {
+	// Conn is a connection to share (DialNATS's); the store does not close
+	// it. nil: OpenNATS dials its own (with Name and Extra) and Close
+	// closes it.
+	Conn  *nats.Conn
+	Name  string
+	Extra []nats.Option
+
+	Bucket      string        // the key-value bucket's name (required)
+	Description string        // shown by the server when the store creates the bucket
+	TTL         time.Duration // the bucket's max age: a key nobody wrote for this long disappears
+	MaxValue    int32         // the largest value the bucket takes (bytes)
+}
+
+// NATS keeps values in a NATS JetStream key-value bucket, shared by every
+// process on every machine that reaches the server: one revision per key,
+// every change a revision-checked Create (revision 0, also over a deleted
+// key) or Update, a wrong-last-sequence answer ErrConflict. The bucket is
+// bound on first use and created when absent; after an error saying the
+// server no longer has it (a server restarted without its store
+// directory, a bucket deleted by hand) the next operation binds it again,
+// creating it if need be.
+type NATS struct {
+	nc  *nats.Conn
+	own bool // Close closes nc
+	js  jetstream.JetStream
+	o   NATSOptions
+
+	mu sync.Mutex
+	kv jetstream.KeyValue // bound on first use; nil until then and after a loss
+}
+
+// OpenNATS opens the bucket o names on o.Conn, or on a connection of its
+// own to url. An unreachable server is not an error here: operations fail
+// until it answers.
+func OpenNATS(url string, o NATSOptions) (*NATS, error) {
+	if o.Bucket == "" {
+		return nil, errors.New("nats store: no bucket name")
+	}
+	nc, own := o.Conn, false
+	if nc == nil {
+		var err error
+		if nc, err = DialNATS(url, o.Name, o.Extra...); err != nil {
+			return nil, err
+		}
+		own = true
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		if own {
+			nc.Close()
+		}
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return &NATS{nc: nc, own: own, js: js, o: o}, nil
+}
+
+// Conn is the store's connection (to share with another bucket).
+func (s *NATS) Conn() *nats.Conn { return s.nc }
+
+// Reconnects is how many times the connection came back after a loss (a
+// caller that left a failed store alone asks again when it changes).
+func (s *NATS) Reconnects() uint64 { return s.nc.Stats().Reconnects }
+
+// bucket binds the key-value bucket, creating it when it does not exist.
+func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kv != nil {
+		return s.kv, nil
+	}
+	if !s.nc.IsConnected() {
+		return nil, fmt.Errorf("nats: not connected (%s)", s.nc.Status())
+	}
+	kv, err := s.js.KeyValue(ctx, s.o.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket:       s.o.Bucket,
+			Description:  s.o.Description,
+			History:      1,
+			TTL:          s.o.TTL,
+			MaxValueSize: s.o.MaxValue,
+			Storage:      jetstream.FileStorage,
+		})
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = s.js.KeyValue(ctx, s.o.Bucket) // created concurrently
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("nats bucket %s: %w", s.o.Bucket, err)
+	}
+	s.kv = kv
+	return kv, nil
+}
+
+// failed forgets the bound bucket after an error saying the server no
+// longer has it (a direct get then has no responders), so that the next
+// operation binds it again, and returns err described by what.
+func (s *NATS) failed(what string, err error) error {
+	if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrNoResponders) {
+		s.mu.Lock()
+		s.kv = nil
+		s.mu.Unlock()
+	}
+	return fmt.Errorf("nats %s: %w", what, err)
+}
+
+// Get implements Store.
+func (s *NATS) Get(ctx context.Context, key string) ([]byte, uint64, error) {
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, s.failed("get", err)
+	}
+	return e.Value(), e.Revision(), nil
+}
+
+// CompareAndSwap implements Store: Create when rev is 0 (also over a
+// deleted key), else Update at rev.
+func (s *NATS) CompareAndSwap(ctx context.Context, key string, value []byte, rev uint64) error {
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	if rev == 0 {
+		_, err = kv.Create(ctx, key, value)
+	} else {
+		_, err = kv.Update(ctx, key, value, rev)
+	}
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return ErrConflict
+	}
+	if err != nil {
+		return s.failed("put", err)
+	}
+	return nil
+}
+
+// Delete implements Store.
+func (s *NATS) Delete(ctx context.Context, key string) error {
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, key); err != nil {
+		return s.failed("delete", err)
+	}
+	return nil
+}
+
+// filter is the NATS subject filter that covers every key under prefix:
+// the prefix's whole tokens, then ">". Keys are matched against the whole
+// prefix afterwards.
+func filter(prefix string) string {
+	return prefix[:strings.LastIndex(prefix, ".")+1] + ">"
+}
+
+// List implements Store with one watcher over the prefix: the current
+// value of every key under it, then the end marker.
+func (s *NATS) List(ctx context.Context, prefix string) ([]Item, error) {
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.WatchFiltered(ctx, []string{filter(prefix)}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, s.failed("list", err)
+	}
+	defer w.Stop()
+	var out []Item
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("nats list: %w", ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok || e == nil { // the initial values are done
+				return sortItems(out), nil
+			}
+			if it, ok := item(e); ok && under(it.Key, prefix) {
+				out = append(out, it)
+			}
+		}
+	}
+}
+
+// item is a watched value (puts only).
+func item(e jetstream.KeyValueEntry) (Item, bool) {
+	if e.Operation() != jetstream.KeyValuePut {
+		return Item{}, false
+	}
+	return Item{Key: e.Key(), Rev: e.Revision(), Value: e.Value()}, true
+}
+
+// Watch implements Store: a JetStream watcher over the prefix, updates
+// only; its goroutine passes each changed item to fn. A watch needs the
+// server: when it is unreachable Watch fails, and the caller asks again
+// later.
+func (s *NATS) Watch(prefix string, fn func(Item)) (func(), error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w, err := kv.WatchFiltered(ctx, []string{filter(prefix)}, jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		cancel()
+		return nil, s.failed("watch", err)
+	}
+	exited := make(chan struct{})
+	// The watch's goroutine ends when stop cancels ctx (or the watcher
+	// closes its channel); stop waits for it.
+	go func() {
+		defer close(exited)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				if it, ok := item(e); ok && under(it.Key, prefix) {
+					fn(it)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			_ = w.Stop()
+			<-exited
+		})
+	}, nil
+}
+
+// Close implements Store: it closes the connection if the store dialled
+// it (a shared one is its owner's to close).
+func (s *NATS) Close() error {
+	if s.own {
+		s.nc.Close()
+	}
+	return nil
+}

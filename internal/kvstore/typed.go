@@ -1,0 +1,106 @@
+package kvstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Typed is a Store of one client package's values (circuit records, held
+// entries): values encoded by Encode, decoded by Decode, and errors said
+// in the package's terms — ErrConflict as Conflict, a *FormatError
+// wrapped in Format, any other error prefixed with What. A client package
+// embeds it in its own Store and adds what differs (List's shape).
+type Typed[T any] struct {
+	KV     Store
+	Encode func(T) ([]byte, error)
+	// Decode parses a stored value; an error means a value of another
+	// format: Get returns it, List and Watch skip the value.
+	Decode   func([]byte) (T, error)
+	Conflict error  // the package's ErrConflict
+	Format   error  // the package's ErrFormat
+	What     string // "circuit store"
+}
+
+// Entry is a decoded item.
+type Entry[T any] struct {
+	Key   string
+	Rev   uint64
+	Value T
+}
+
+// Get returns the value under key and its revision, or (nil, 0, nil).
+func (s *Typed[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
+	b, rev, err := s.KV.Get(ctx, key)
+	if err != nil || b == nil {
+		return nil, 0, s.Err(err)
+	}
+	v, err := s.Decode(b)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &v, rev, nil
+}
+
+// CompareAndSwap stores v under key at revision rev (0: absent).
+func (s *Typed[T]) CompareAndSwap(ctx context.Context, key string, v T, rev uint64) error {
+	b, err := s.Encode(v)
+	if err != nil {
+		return fmt.Errorf("%s: encoding: %w", s.What, err)
+	}
+	return s.Err(s.KV.CompareAndSwap(ctx, key, b, rev))
+}
+
+// List returns the values under prefix in key order, skipping those of
+// another format.
+func (s *Typed[T]) List(ctx context.Context, prefix string) ([]Entry[T], error) {
+	items, err := s.KV.List(ctx, prefix)
+	if err != nil {
+		return nil, s.Err(err)
+	}
+	out := make([]Entry[T], 0, len(items))
+	for _, it := range items {
+		if e, ok := s.decode(it); ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Watch passes the changed values under prefix to fn (Store.Watch),
+// skipping those of another format.
+func (s *Typed[T]) Watch(prefix string, fn func(Entry[T])) (func(), error) {
+	stop, err := s.KV.Watch(prefix, func(it Item) {
+		if e, ok := s.decode(it); ok {
+			fn(e)
+		}
+	})
+	return stop, s.Err(err)
+}
+
+func (s *Typed[T]) decode(it Item) (Entry[T], bool) {
+	v, err := s.Decode(it.Value)
+	return Entry[T]{Key: it.Key, Rev: it.Rev, Value: v}, err == nil
+}
+
+// Delete removes the value under key.
+func (s *Typed[T]) Delete(ctx context.Context, key string) error {
+	return s.Err(s.KV.Delete(ctx, key))
+}
+
+// Close closes the store.
+func (s *Typed[T]) Close() error { return s.KV.Close() }
+
+// Err says a Store's error in the package's terms (nil stays nil).
+func (s *Typed[T]) Err(err error) error {
+	var ferr *FormatError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrConflict):
+		return s.Conflict
+	case errors.As(err, &ferr):
+		return fmt.Errorf("%w: %w", s.Format, ferr)
+	}
+	return fmt.Errorf("%s: %w", s.What, err)
+}
