@@ -22,17 +22,23 @@ import (
 // touched, not the agent's — once a session has answered a prompt and
 // every thread of the process sleeps.
 //
-// Nothing configured: the budget is the target, 14 MiB; the figure is
-// 13.6–13.7 MiB and moves by less than 0.1 MiB between runs, loaded or
-// not. Telemetry exporting and circuits on NATS: the target is 20 MiB
-// and the figure 19.5–19.96 MiB, but it moves by 0.7 MiB with the
-// garbage collector's state (the regular expressions' and read batches'
-// pools left by the failed attempt, an export's garbage), so the budget
-// sits 1 MiB above the target rather than fail on a busy machine.
-// docs/PERFORMANCE.md has the figures.
+// Two budgets each. The process's own memory (RssAnon: heap, stacks, the
+// runtime) is what a feature that is off must not grow, and it does not
+// depend on the kernel: 2.7–2.9 MiB with nothing configured, 6.8–7.1 MiB
+// with telemetry exporting and circuits on NATS, budgets 4 and 9 MiB. The
+// whole (VmRSS) adds the executable's pages the process touched, which
+// every sidecar of one binary shares through the page cache and whose
+// count depends on the kernel's fault-around and huge-page settings:
+// 13.6–13.8 MiB against the 14 MiB target with nothing configured, and
+// 19.5–20.3 MiB against 20 MiB with telemetry and NATS (it moves by
+// 0.7 MiB with the garbage collector's state). The whole's budgets sit
+// 1 MiB above the targets so that another kernel's paging does not fail
+// the suite; docs/PERFORMANCE.md reports the figures against the targets.
 const (
-	idleRSSBudget      = 14 << 20 // everything compiled in, nothing configured
-	idleRSSBudgetFleet = 21 << 20 // telemetry exporting and circuits on NATS
+	idleAnonBudget      = 4 << 20  // everything compiled in, nothing configured
+	idleAnonBudgetFleet = 9 << 20  // telemetry exporting and circuits on NATS
+	idleRSSBudget       = 15 << 20 // the whole, nothing configured (target 14 MiB)
+	idleRSSBudgetFleet  = 21 << 20 // the whole, telemetry and NATS (target 20 MiB)
 )
 
 // The idle RSS of one guarded session stays within its budget: with
@@ -45,8 +51,9 @@ func TestE2EIdleRSS(t *testing.T) {
 	}
 	t.Run("off", func(t *testing.T) {
 		p := startBin(t, nil, proxy(t, []string{"--circuits", "off", "--state-dir", filepath.Join(t.TempDir(), "state")}, "--scenario", "success")...)
-		rss := idleRSSAfterPrompt(t, p, nil)
-		checkRSS(t, rss, idleRSSBudget)
+		rss, anon := idleRSSAfterPrompt(t, p, nil)
+		checkRSS(t, "VmRSS", rss, idleRSSBudget)
+		checkRSS(t, "RssAnon", anon, idleAnonBudget)
 	})
 	t.Run("telemetry and NATS", func(t *testing.T) {
 		nats := natsStore(t)
@@ -57,16 +64,17 @@ func TestE2EIdleRSS(t *testing.T) {
 			"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_METRIC_EXPORT_INTERVAL=1000"}
 		flags := append(nats.flags, "--policy", acptest.RetryPolicy(t, 1, 1))
 		p := startBin(t, env, proxy(t, flags, "--scenario", "fail-then-succeed", "--fail", "1")...)
-		rss := idleRSSAfterPrompt(t, p, col.exported)
-		checkRSS(t, rss, idleRSSBudgetFleet)
+		rss, anon := idleRSSAfterPrompt(t, p, col.exported)
+		checkRSS(t, "VmRSS", rss, idleRSSBudgetFleet)
+		checkRSS(t, "RssAnon", anon, idleAnonBudgetFleet)
 	})
 }
 
 // idleRSSAfterPrompt runs initialize, session/new and one prompt through
 // p, waits for exported (when not nil) to be closed, then for every
-// thread of p to sleep, and returns p's VmRSS in bytes (with its
-// /proc/PID/status memory lines logged).
-func idleRSSAfterPrompt(t *testing.T, p *acptest.Proc, exported <-chan struct{}) int64 {
+// thread of p to sleep, and returns p's VmRSS and RssAnon in bytes (with
+// its /proc/PID/status memory lines logged).
+func idleRSSAfterPrompt(t *testing.T, p *acptest.Proc, exported <-chan struct{}) (rss, anon int64) {
 	t.Helper()
 	p.TrySend(acptest.Initialize(1), acptest.SessionNew(2))
 	p.Until("2")
@@ -89,7 +97,11 @@ func idleRSSAfterPrompt(t *testing.T, p *acptest.Proc, exported <-chan struct{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rss, err := statusKiB(status, "VmRSS")
+	rss, err = statusKiB(status, "VmRSS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon, err = statusKiB(status, "RssAnon")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,13 +112,13 @@ func idleRSSAfterPrompt(t *testing.T, p *acptest.Proc, exported <-chan struct{})
 		}
 	}
 	t.Logf("idle: %s", strings.Join(lines, ", "))
-	return rss << 10
+	return rss << 10, anon << 10
 }
 
-func checkRSS(t *testing.T, rss, budget int64) {
+func checkRSS(t *testing.T, what string, n, budget int64) {
 	t.Helper()
-	if rss > budget {
-		t.Errorf("idle RSS %.1f MiB, budget %.0f MiB", float64(rss)/(1<<20), float64(budget)/(1<<20))
+	if n > budget {
+		t.Errorf("idle %s %.1f MiB, budget %.0f MiB", what, float64(n)/(1<<20), float64(budget)/(1<<20))
 	}
 }
 
