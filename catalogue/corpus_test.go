@@ -188,7 +188,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 // provider failure except by where it came from — are counted, not
 // required: the projection keeps tool output from the engine.
 func TestCorpusNegatives(t *testing.T) {
-	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl"} {
+	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl"} {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testNegatives(t, f) })
 	}
 }
@@ -258,4 +258,12 @@ func TestHoldout2Corpus(t *testing.T) {
 // any rule learned from it.
 func TestHoldout3Corpus(t *testing.T) {
 	testCorpus(t, "../testdata/corpus/holdout3.jsonl", corpusMinHoldout)
+}
+
+// TestHoldout4Corpus: a fourth blind set from other kinds of sources —
+// providers' error references, SDK and server sources, forums
+// (testdata/corpus/HOLDOUT4.md) — in the documented shapes rather than as
+// agents print them.
+func TestHoldout4Corpus(t *testing.T) {
+	testCorpus(t, "../testdata/corpus/holdout4.jsonl", corpusMinHoldout)
 }
