@@ -1,6 +1,9 @@
 package transport
 
-import "syscall"
+import (
+	"runtime"
+	"syscall"
+)
 
 // lineArea is memory for one long line, mapped apart from the Go heap:
 // the kernel backs only the pages a line actually fills, the line is read
@@ -9,7 +12,8 @@ import "syscall"
 // once, not in the several copies a growing slice and a lagging collector
 // leave behind.
 type lineArea struct {
-	buf []byte // len 0, cap max
+	buf  []byte // len 0, cap max
+	kept bool   // the garbage collector unmaps it (keep), free does not
 }
 
 // newLineArea maps max bytes of address space, or returns nil when it
@@ -25,36 +29,28 @@ func newLineArea(max int64) *lineArea {
 	return &lineArea{buf: b[:0]}
 }
 
-// free unmaps the area. Nothing may use a line read into it afterwards
-// (the batch holding the line calls it on release).
+// free unmaps the area, unless it is kept (keep). Nothing may use a line
+// read into it afterwards (the batch holding the line calls it on
+// release).
 func (a *lineArea) free() {
-	if a.buf != nil {
+	if a.buf != nil && !a.kept {
 		_ = syscall.Munmap(a.buf[:cap(a.buf)])
 		a.buf = nil
 	}
 }
 
-// movePiece is how much of a line toHeap copies before it hands the
-// copied pages back.
-const movePiece = 1 << 20
-
-// toHeap moves line, which starts at the beginning of the area, onto the
-// Go heap piece by piece, handing each copied piece's pages back to the
-// kernel at once: the line is never held twice (the peak is the line plus
-// one piece). The area must not be read afterwards — its pages read as
-// zeros — and is still unmapped by free.
-func (a *lineArea) toHeap(line []byte) []byte {
-	base := a.buf[:cap(a.buf)]
-	if len(line) == 0 || &line[0] != &base[0] {
-		return append([]byte(nil), line...) // not where toHeap expects it
+// keep hands the area to the garbage collector, for a line the relay
+// keeps past its batch (a session/prompt's params, sent again on a retry):
+// free no longer unmaps it; it is unmapped once nothing references the
+// area — the batch until the line is written, the Request that keeps the
+// params (Request.keep) until the turn is over. The line is held once, in
+// place: moving it onto the heap instead could hold it twice at once,
+// because the runtime zeroes a reused heap span in full before anything is
+// copied into it. Whoever keeps a slice of the area must keep the area.
+func (a *lineArea) keep() {
+	if a.kept || a.buf == nil {
+		return
 	}
-	out := make([]byte, len(line))
-	for off := 0; off < len(line); off += movePiece {
-		end := min(off+movePiece, len(line))
-		copy(out[off:end], line[off:end])
-		// off is page-aligned (the mapping is, and movePiece is a
-		// multiple of the page size); the kernel rounds the length up.
-		_ = syscall.Madvise(base[off:end], syscall.MADV_DONTNEED)
-	}
-	return out
+	a.kept = true
+	runtime.AddCleanup(a, func(b []byte) { _ = syscall.Munmap(b) }, a.buf[:cap(a.buf)])
 }

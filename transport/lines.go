@@ -16,7 +16,7 @@ type Line struct {
 	head     []byte // oversized lines only: the first headKeep bytes
 	tail     []byte // oversized lines only: the last tailKeep bytes
 	// area is the mapping Bytes lives in, for a long line (readLong); the
-	// relay may move such a line onto the heap to keep it (toHeap).
+	// relay hands it to the garbage collector to keep the line (keep).
 	area *lineArea
 }
 

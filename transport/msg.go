@@ -45,21 +45,6 @@ type Msg struct {
 	Error  []byte // raw error span (responses)
 }
 
-// rebase points m's spans at line, a copy of m.Line (same bytes, other
-// memory).
-func (m *Msg) rebase(line []byte) {
-	old := m.Line
-	at := func(span []byte) []byte {
-		if span == nil {
-			return nil
-		}
-		i := cap(old) - cap(span) // span is a subslice of old
-		return line[i : i+len(span) : i+len(span)]
-	}
-	m.ID, m.Params, m.Result, m.Error = at(m.ID), at(m.Params), at(m.Result), at(m.Error)
-	m.Line = line
-}
-
 // Body returns the frame without its line terminator.
 func (m *Msg) Body() []byte { return trimEOL(m.Line) }
 

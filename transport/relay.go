@@ -102,7 +102,11 @@ func (r *Relay) FromClient(l Line) {
 		}
 		delete(r.early, KeyOf(m.ID)) // a new request with that id supersedes
 		var dup bool
-		req, dup = r.table.add(FromClient, m, r.out.Now(), r.keepParams(&l, m))
+		params, area := r.keepParams(&l, m)
+		req, dup = r.table.add(FromClient, m, r.out.Now(), params)
+		if req != nil {
+			req.keep = area
+		}
 		if dup {
 			r.log.Warn("client reused the id of a pending request", "method", m.Method, "id", string(m.ID))
 		}
@@ -194,19 +198,17 @@ func (r *Relay) FromAgent(l Line) {
 
 // keepParams returns the params a client request keeps, when a hook asks
 // for them (nil otherwise): a copy of a short line's; for a long line, the
-// line is moved off its mapping onto the heap (l and m follow it) and the
-// request keeps its params span — one copy of the line, not two.
-func (r *Relay) keepParams(l *Line, m *Msg) []byte {
+// params span of the line itself, in its mapping, which the request then
+// holds (lineArea.keep) — the line is held once.
+func (r *Relay) keepParams(l *Line, m *Msg) ([]byte, *lineArea) {
 	if m.Params == nil || !r.hooks.KeepParams(m.Method) {
-		return nil
+		return nil, nil
 	}
 	if l.area == nil {
-		return append([]byte(nil), m.Params...)
+		return append([]byte(nil), m.Params...), nil
 	}
-	l.Bytes = l.area.toHeap(l.Bytes)
-	l.area = nil
-	m.rebase(l.Bytes)
-	return m.Params
+	l.area.keep()
+	return m.Params, l.area
 }
 
 // withRequestID returns the frame to forward for m: unchanged, unless m is

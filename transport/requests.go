@@ -32,9 +32,11 @@ type Request struct {
 	At        time.Time
 	// Params is the raw params, kept only for methods that a hook asked to
 	// retain (session/prompt, so it can be sent again): a copy, or, for a
-	// long line, the params span of the line itself, moved off its
-	// mapping (the line is held once). Never modified.
+	// long line, the params span of the line itself, in its mapping (the
+	// line is held once). Never modified; whoever keeps Params keeps the
+	// Request (the mapping lives as long as keep is referenced).
 	Params []byte
+	keep   *lineArea // the mapping Params lives in, for a long line
 	// Tag belongs to the hooks (e.g. the turn a prompt belongs to).
 	Tag any
 	// answered: the peer's response has arrived (the proxy may hold it).
