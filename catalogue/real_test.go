@@ -94,6 +94,19 @@ var realExpect = map[string]string{
 	"pi/stall":                  classify.CodeAgentTransportLost,
 	"pi/offline_dns":            classify.CodeNetworkUnavailable,
 	"pi/no_api_key":             classify.CodeAuthRequired, // session/new: ACP's -32000 "Authentication required: Configure an API key or log in…", as claude and cline
+
+	// opencode 1.18.33 (`opencode acp`, Chat Completions) answers a failed
+	// turn -32603 "Internal error: " + the provider's message, data
+	// {"service":"session","errorName":…}: no status, as cline.
+	"opencode/forbidden_403": classify.CodeProviderNotConfigured, // codex/forbidden_403's region text
+	// The fake's Responses-shaped error event inside a Chat stream comes
+	// back as "Type validation failed: Value: {…server_error…}", as cline's.
+	"opencode/stream_error":    classify.CodeProviderUnavailable,
+	"opencode/text_then_error": classify.CodeProviderUnavailable,
+	// A stream without text ends end_turn with no chunk: the relay sees
+	// no failure.
+	"opencode/empty_answer": classify.CodeEmptyResponse,
+	"opencode/empty_stream": classify.CodeEmptyResponse,
 }
 
 // knownMisses are captures of Cline CLI and pi (through pi-acp) that
