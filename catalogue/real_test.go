@@ -94,9 +94,22 @@ var realExpect = map[string]string{
 	"pi/stall":                  classify.CodeAgentTransportLost,
 	"pi/offline_dns":            classify.CodeNetworkUnavailable,
 	"pi/no_api_key":             classify.CodeAuthRequired, // session/new: ACP's -32000 "Authentication required: Configure an API key or log in…", as claude and cline
+
+	// opencode 1.18.33 (`opencode acp`, Chat Completions) answers a failed
+	// turn -32603 "Internal error: " + the provider's message, data
+	// {"service":"session","errorName":…}: no status, as cline.
+	"opencode/forbidden_403": classify.CodeProviderNotConfigured, // codex/forbidden_403's region text
+	// The fake's Responses-shaped error event inside a Chat stream comes
+	// back as "Type validation failed: Value: {…server_error…}", as cline's.
+	"opencode/stream_error":    classify.CodeProviderUnavailable,
+	"opencode/text_then_error": classify.CodeProviderUnavailable,
+	// A stream without text ends end_turn with no chunk: the relay sees
+	// no failure.
+	"opencode/empty_answer": classify.CodeEmptyResponse,
+	"opencode/empty_stream": classify.CodeEmptyResponse,
 }
 
-// knownMisses are captures of Cline CLI and pi (through pi-acp) that
+// knownMisses are captures of Cline CLI, pi (through pi-acp) and opencode that
 // today's classifier reads wrong: key → the verdict it gives today ("none": the relay sees no failure at
 // all). realExpect keeps what each failure means; the test logs these
 // instead of failing, fails on any other wrong verdict, and fails when a
@@ -120,6 +133,14 @@ var knownMisses = map[string]string{
 	"pi/text_then_error":        noVerdict,
 	"pi/unauthorized_401":       noVerdict,
 	"pi/unavailable_503":        noVerdict,
+	// opencode 1.18.33 ends a stream without text end_turn with no chunk
+	// and nothing on stderr: silent.
+	"opencode/empty_answer": noVerdict,
+	"opencode/empty_stream": noVerdict,
+	// The provider's stream stalled and opencode's request timeout fired:
+	// -32603 "Internal error: The operation timed out.", data errorName
+	// "UnknownError" — read as the provider's timeout (phrase.timeout.v1).
+	"opencode/stall": classify.CodeProviderUnavailable,
 }
 
 // projected returns the signature a chunk of adapter's is a control chunk
@@ -394,6 +415,7 @@ var realPasses = map[string]bool{
 	"gemini/no_api_key":                   true, // failed at session set-up
 	"qwen/no_api_key":                     true, // failed at authenticate
 	"cline/stall":                         true, // cancelled
+	"opencode/no_api_key":                 true, // the key is optional for a custom provider and the fake provider does not check it
 }
 
 // noVerdict is the verdict of a failure the relay cannot see: the turn

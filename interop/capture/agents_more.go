@@ -12,6 +12,7 @@ import (
 var moreAgents = []Agent{
 	{Name: "cline", Adapter: "cline", API: "chat", Retries: -1, Setup: setupCline},
 	{Name: "pi", Adapter: "pi-acp", API: "anthropic", Retries: -1, Setup: setupPi},
+	{Name: "opencode", Adapter: "OpenCode", API: "chat", Retries: -1, Setup: setupOpencode},
 }
 
 // closedProxy is a proxy address nothing listens on: agents that honour
@@ -102,6 +103,42 @@ func setupPi(cache, home, url string, tune Tune) (Launch, error) {
 			"HOME="+home, "ANTHROPIC_API_KEY="+FakeAnthropicKey, "PI_OFFLINE=1", "PI_TELEMETRY=0",
 			"npm_config_offline=true", "NO_COLOR=1")...),
 		Settings: files,
+	}, nil
+}
+
+// setupOpencode runs opencode 1.18.33 (`opencode acp`, the Bun-compiled
+// platform package of opencode-ai@1.18.33) with a custom
+// @ai-sdk/openai-compatible provider given inline (OPENCODE_CONFIG_CONTENT),
+// as Kilo, its fork; the key comes from OPENAI_API_KEY through the
+// config's {env:…} substitution, so that no_api_key can leave it out. Models fetch, default plugins (npm installs), LSP
+// downloads, sharing and auto-update are off; the closed proxy catches
+// anything else. Retries are opencode's defaults (no knob found); the stall
+// scenario sets the provider's request timeout.
+func setupOpencode(cache, home, url string, tune Tune) (Launch, error) {
+	options := map[string]any{"baseURL": url + "/v1", "apiKey": "{env:OPENAI_API_KEY}"}
+	if tune.IdleTimeout > 0 {
+		options["timeout"] = tune.IdleTimeout.Milliseconds()
+	}
+	cfg := map[string]any{
+		"$schema": "https://opencode.ai/config.json",
+		"model":   "fake/" + FakeModel,
+		"provider": map[string]any{"fake": map[string]any{
+			"npm": "@ai-sdk/openai-compatible", "name": "fake", "options": options,
+			"models": map[string]any{FakeModel: map[string]any{"name": FakeModel}},
+		}},
+		"autoupdate": false, "share": "disabled",
+	}
+	b, _ := json.Marshal(cfg)
+	env := append(proxyGuard(url), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
+		"XDG_DATA_HOME="+filepath.Join(home, ".local/share"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME="+filepath.Join(home, ".local/state"), "OPENCODE_CONFIG_CONTENT="+string(b), "OPENAI_API_KEY="+FakeOpenAIKey,
+		"OPENCODE_DISABLE_MODELS_FETCH=true", "OPENCODE_DISABLE_DEFAULT_PLUGINS=true",
+		"OPENCODE_DISABLE_AUTOUPDATE=true", "OPENCODE_DISABLE_SHARE=true", "OPENCODE_DISABLE_LSP_DOWNLOAD=true",
+		"NO_COLOR=1")
+	return Launch{
+		Argv:     []string{filepath.Join(cache, "node_modules/opencode-linux-x64/bin/opencode"), "acp"},
+		Env:      Env(keepEnv, env...),
+		Settings: map[string]string{"OPENCODE_CONFIG_CONTENT": string(b)},
 	}, nil
 }
 
