@@ -67,9 +67,13 @@ func (pc *postConn) once(ctx context.Context, header http.Header, body []byte) (
 	}
 	// The connection's deadline is the export's; a cancelled export
 	// interrupts it at once.
+	// The callback gets this connection, not pc.c: it runs on a goroutine
+	// of its own once the deadline passes, possibly after a failed
+	// exchange has closed the connection and cleared pc.c.
+	c := pc.c
 	d, _ := ctx.Deadline()
-	_ = pc.c.SetDeadline(d)
-	stop := context.AfterFunc(ctx, func() { _ = pc.c.SetDeadline(time.Unix(1, 0)) })
+	_ = c.SetDeadline(d)
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	req := &http.Request{
 		Method: http.MethodPost, URL: pc.target, Host: pc.target.Host, Header: header,
@@ -81,7 +85,7 @@ func (pc *postConn) once(ctx context.Context, header http.Header, body []byte) (
 		write = req.WriteProxy
 	}
 	var resp *http.Response
-	err := write(pc.c)
+	err := write(c)
 	if err == nil {
 		resp, err = http.ReadResponse(pc.br, req)
 	}
