@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 // Defaults of Config's zero fields.
@@ -90,24 +92,17 @@ type Circuits struct {
 	p            params
 	opTimeout    time.Duration
 	maxOpTimeout time.Duration
-	storeRetry   time.Duration
 	log          *slog.Logger
 	// clock measures store latency and sleep waits out contention; they
 	// are never part of a decision (every operation takes its now).
 	clock func() time.Time
 	sleep func(context.Context, time.Duration)
 
+	health *kvstore.Health // a failed store is left alone for a while (asked again at once after a reconnect)
+
 	mu         sync.Mutex
 	srtt, rttv time.Duration // smoothed store call latency and its deviation (0: no sample yet)
-	down       bool          // the store failed and has not answered since
-	downUntil  time.Time     // skip the store until then (in operation time)
-	downWait   time.Duration // the current wait between store retries
-	downConns  uint64        // the store's reconnect count when it failed
 }
-
-// reconnecter is a store that knows when its connection came back (NATS):
-// a store that failed is asked again at once after a reconnect.
-type reconnecter interface{ Reconnects() uint64 }
 
 // New returns the circuit layer over cfg.Store.
 func New(cfg Config) *Circuits {
@@ -132,7 +127,7 @@ func New(cfg Config) *Circuits {
 		},
 		opTimeout:    or(cfg.OpTimeout, DefaultOpTimeout),
 		maxOpTimeout: max(or(cfg.MaxOpTimeout, DefaultMaxOpTimeout), or(cfg.OpTimeout, DefaultOpTimeout)),
-		storeRetry:   max(or(cfg.StoreRetry, DefaultStoreRetry), firstStoreRetry),
+		health:       kvstore.NewHealth(cfg.Store, firstStoreRetry, or(cfg.StoreRetry, DefaultStoreRetry)),
 		log:          log,
 		clock:        time.Now,
 		sleep:        sleepCtx,
@@ -277,7 +272,7 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 	if c.store == nil {
 		return nil, nil
 	}
-	if c.skipStore(now) {
+	if c.health.Skip(now) {
 		return nil, fmt.Errorf("%w: %s: skipped after an earlier failure", ErrStore, op)
 	}
 	id := key.ID()
@@ -357,34 +352,12 @@ func (c *Circuits) conflictWait(k int) time.Duration {
 	return rand.N(ceil) + 1
 }
 
-func (c *Circuits) skipStore(now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.down || !now.Before(c.downUntil) {
-		return false
-	}
-	if rc, ok := c.store.(reconnecter); ok && rc.Reconnects() != c.downConns {
-		return false // the connection came back: ask at once
-	}
-	return true
-}
-
 func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
 	if errors.Is(err, ErrFormat) {
 		// One record this build cannot read: the store itself answers.
 		return fmt.Errorf("%w: %s: %w", ErrStore, op, err)
 	}
-	c.mu.Lock()
-	first := !c.down
-	c.down = true
-	c.downWait = min(max(2*c.downWait, firstStoreRetry), c.storeRetry)
-	c.downUntil = now.Add(c.downWait)
-	if rc, ok := c.store.(reconnecter); ok {
-		c.downConns = rc.Reconnects()
-	}
-	wait := c.downWait
-	c.mu.Unlock()
-	if first {
+	if first, wait := c.health.Failed(now); first {
 		c.log.Warn("circuit store unavailable", "op", op, "err", err, "retry_after_ms", wait.Milliseconds())
 	}
 	if errors.Is(err, ErrStore) {
@@ -394,11 +367,7 @@ func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
 }
 
 func (c *Circuits) storeAnswered() {
-	c.mu.Lock()
-	was := c.down
-	c.down, c.downWait = false, 0
-	c.mu.Unlock()
-	if was {
+	if c.health.Answered() {
 		c.log.Info("circuit store recovered")
 	}
 }

@@ -7,8 +7,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 // Timing of the held-prompt board.
@@ -51,10 +52,7 @@ type Board struct {
 	store Store
 	log   *slog.Logger
 
-	mu        sync.Mutex
-	down      bool
-	downUntil time.Time
-	downWait  time.Duration
+	health *kvstore.Health
 }
 
 // NewBoard returns the board over st (nil: no store; every call fails).
@@ -62,7 +60,7 @@ func NewBoard(st Store, log *slog.Logger) *Board {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Board{store: st, log: log}
+	return &Board{store: st, log: log, health: kvstore.NewHealth(st, firstRetry, maxRetry)}
 }
 
 // Enabled reports whether the board has a store.
@@ -238,9 +236,7 @@ func (b *Board) ready(now time.Time) error {
 	if !b.Enabled() {
 		return fmt.Errorf("%w: none configured", ErrStore)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.down && now.Before(b.downUntil) {
+	if b.health.Skip(now) {
 		return fmt.Errorf("%w: skipped after an earlier failure", ErrStore)
 	}
 	return nil
@@ -250,25 +246,14 @@ func (b *Board) failed(op string, now time.Time, err error) error {
 	if errors.Is(err, ErrFormat) {
 		return fmt.Errorf("%w: %s: %w", ErrStore, op, err)
 	}
-	b.mu.Lock()
-	first := !b.down
-	b.down = true
-	b.downWait = min(max(2*b.downWait, firstRetry), maxRetry)
-	b.downUntil = now.Add(b.downWait)
-	wait := b.downWait
-	b.mu.Unlock()
-	if first {
+	if first, wait := b.health.Failed(now); first {
 		b.log.Warn("held-prompt store unavailable; operators cannot see or move held prompts", "op", op, "err", err, "retry_after_ms", wait.Milliseconds())
 	}
 	return fmt.Errorf("%w: %s: %w", ErrStore, op, err)
 }
 
 func (b *Board) answered() {
-	b.mu.Lock()
-	was := b.down
-	b.down, b.downWait = false, 0
-	b.mu.Unlock()
-	if was {
+	if b.health.Answered() {
 		b.log.Info("held-prompt store recovered")
 	}
 }
