@@ -23,23 +23,34 @@ func (d *discard) Schedule(time.Duration, func()) func() bool {
 	return func() bool { return false }
 }
 
+// benchChunks runs the streamed-chunk loop of the relay benchmarks: a
+// relay with the guard of cfg (identity codex-acp and the default
+// catalogue unless cfg says), one prompt in flight, and the same small
+// text chunk from the agent each iteration.
+func benchChunks(b *testing.B, cfg guard.Config) {
+	if cfg.Identity == (observers.Identity{}) {
+		cfg.Identity = observers.Identity{Flag: "codex-acp"}
+	}
+	if cfg.Engine == nil {
+		cfg.Engine = catalogue.Default()
+	}
+	r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: guard.New(cfg)}, &discard{})
+	r.FromClient(transport.Line{Bytes: []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n")})
+	line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		r.FromAgent(transport.Line{Bytes: line})
+	}
+}
+
 // BenchmarkRelayChunk measures the per-frame cost of the guard pipeline on
 // the relay goroutine (parse, observe, forward) for a small text chunk in
 // the layout agents write — the work that is not I/O.
 func BenchmarkRelayChunk(b *testing.B) {
 	for _, adapter := range []string{"cursor-acp", "codex-acp"} {
 		b.Run(adapter, func(b *testing.B) {
-			out := &discard{}
-			g := guard.New(guard.Config{Identity: observers.Identity{Flag: adapter}, Engine: catalogue.Default(), Policy: policy.Default()})
-			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, out)
-			feed := func(s string) { r.FromClient(transport.Line{Bytes: []byte(s + "\n")}) }
-			feed(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}`)
-			line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
-			b.ReportAllocs()
-			b.SetBytes(int64(len(line)))
-			for b.Loop() {
-				r.FromAgent(transport.Line{Bytes: line})
-			}
+			benchChunks(b, guard.Config{Identity: observers.Identity{Flag: adapter}, Policy: policy.Default()})
 		})
 	}
 }
@@ -54,18 +65,9 @@ func BenchmarkRelayChunkCompaction(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			out := &discard{}
 			pol := policy.Default()
 			pol.Request.CompactThenRetry = on
-			g := guard.New(guard.Config{Identity: observers.Identity{Flag: "codex-acp"}, Engine: catalogue.Default(), Policy: pol})
-			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, out)
-			r.FromClient(transport.Line{Bytes: []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n")})
-			line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
-			b.ReportAllocs()
-			b.SetBytes(int64(len(line)))
-			for b.Loop() {
-				r.FromAgent(transport.Line{Bytes: line})
-			}
+			benchChunks(b, guard.Config{Policy: pol})
 		})
 	}
 }
@@ -80,20 +82,12 @@ func BenchmarkRelayChunkEvents(b *testing.B) {
 		events, frames bool
 	}{{"none", false, false}, {"decisions", true, false}, {"frames", true, true}} {
 		b.Run(tt.name, func(b *testing.B) {
-			out := &discard{}
-			cfg := guard.Config{Identity: observers.Identity{Flag: "codex-acp"}, Engine: catalogue.Default(), Policy: policy.Default(), Frames: tt.frames}
+			cfg := guard.Config{Policy: policy.Default(), Frames: tt.frames}
 			n := 0
 			if tt.events {
 				cfg.Events = func(guard.Event) { n++ }
 			}
-			r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: guard.New(cfg)}, out)
-			r.FromClient(transport.Line{Bytes: []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n")})
-			line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
-			b.ReportAllocs()
-			b.SetBytes(int64(len(line)))
-			for b.Loop() {
-				r.FromAgent(transport.Line{Bytes: line})
-			}
+			benchChunks(b, cfg)
 		})
 	}
 }
