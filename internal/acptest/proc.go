@@ -251,6 +251,16 @@ func (p *Proc) ExitCode() int {
 func (p *Proc) Wait() int {
 	p.t.Helper()
 	code := p.ExitCode()
+	// The process is gone, but the goroutine copying its stderr may lag
+	// behind: read it to the end before the caller looks at it. A
+	// descendant still holding stderr open ends the wait at the watchdog
+	// (a guard against a hang, not an assertion).
+	eof := make(chan struct{})
+	go func() { p.Stderr.WaitEOF(); close(eof) }()
+	select {
+	case <-eof:
+	case <-time.After(DefaultWatchdog):
+	}
 	p.mu.Lock()
 	bitten := p.bitten
 	p.mu.Unlock()
