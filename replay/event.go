@@ -304,7 +304,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, CircuitHolder: w.Holder, AttemptLog: w.AttemptLog,
 		JitterSeed: w.JitterSeed,
 		Seq:        w.Seq, Err: w.Err,
-		Turn:       w.Turn, Overlay: w.Overlay,
+		Turn: w.Turn, Overlay: w.Overlay,
 	}
 	if w.Start != "" {
 		t, err := time.Parse(time.RFC3339Nano, w.Start)

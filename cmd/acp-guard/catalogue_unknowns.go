@@ -70,10 +70,10 @@ in each rule's id, code, scope and pattern and the negative's text, then
 
 // unknownShape is one group of unclassified failures.
 type unknownShape struct {
-	Shape    string   `json:"shape"`
-	Count    int      `json:"count"`
-	Agents   []string `json:"agents"` // the adapters (the provider error's providerId)
-	Models   []string `json:"models"` // the models the failed attempts ran on, where the agent said
+	Shape  string   `json:"shape"`
+	Count  int      `json:"count"`
+	Agents []string `json:"agents"` // the adapters (the provider error's providerId)
+	Models []string `json:"models"` // the models the failed attempts ran on, where the agent said
 
 	// example is the first occurrence's redacted excerpt and source: the
 	// skeleton's positive fixture (never printed by the listing).
