@@ -41,14 +41,19 @@ func writeReproduce(w io.Writer, o *replayOptions, path string, events []replay.
 		}
 		if o.policy == "" {
 			what += ", so this replay decided with the default policy, which never retries, waits or switches"
+		} else {
+			what += ", and this replay's --policy " + o.policy + " decided otherwise"
 		}
 		diffs = append(diffs, what)
-		switch {
-		case o.policy != "" && (policyFile == "" || policyFile == o.policy):
-			policyFile = o.policy // nothing better to offer than what was given
-		case policyFile == "":
+		if policyFile == "" || policyFile == o.policy {
+			// Nothing beside the transcript, or what this replay already
+			// decided with: the recorded policy is the user's to supply.
 			policyFile = "POLICY.json"
-			state = append(state, "POLICY.json: the policy document the recorded session ran under")
+			what := "POLICY.json: the policy document the recorded session ran under"
+			if o.policy != "" {
+				what += " (not --policy " + o.policy + ", which decided otherwise)"
+			}
+			state = append(state, what)
 		}
 	default:
 		if _, err := policy.Parse(m.Policy); err != nil {
