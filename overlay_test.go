@@ -71,7 +71,9 @@ func TestStoreOverlayFollowsThePublished(t *testing.T) {
 				doc     bool
 			}
 			var changes []change
-			src.record = func(turn int, version string, doc []byte) { changes = append(changes, change{turn, version, doc != nil}) }
+			src.record = func(turn int, version string, doc []byte) {
+				changes = append(changes, change{turn, version, doc != nil})
+			}
 			if got := src.next().Version(); got != embedded+"+v1" {
 				t.Fatalf("first turn: %s, want %s+v1", got, embedded)
 			}
