@@ -74,13 +74,14 @@ func statFile(name string) fileStamp {
 }
 
 // overlayBase is the catalogue an overlay merges over for engine: the
-// embedded one with its fixtures, or an operator's catalogue (--catalogue)
-// as loaded.
+// embedded one with its fixtures (catalogue.Default, observed or not,
+// holds none), or an operator's catalogue (--catalogue) as loaded.
 func overlayBase(engine *classify.Engine) (classify.Catalogue, error) {
-	if engine == catalogue.Default() {
+	c := engine.Catalogue()
+	if len(c.Fixtures) == 0 && c.Version == catalogue.Default().Version() {
 		return catalogue.Embedded()
 	}
-	return engine.Catalogue(), nil
+	return c, nil
 }
 
 // readOverlayFile reads an overlay file, bounded.
@@ -130,7 +131,7 @@ func newFileOverlay(name string, o *catalogue.Overlay, engine *classify.Engine, 
 		}
 	}
 	s := &overlaySource{log: log, base: base, bare: engine, file: name, stamp: st}
-	s.cur = &overlayState{engine: o.Engine, doc: o.Doc, hash: sha256.Sum256(o.Doc)}
+	s.cur = &overlayState{engine: engine.ObservedAs(o.Engine), doc: o.Doc, hash: sha256.Sum256(o.Doc)}
 	s.seen = s.cur.hash
 	log.Info("catalogue overlay in use", "version", o.Engine.Version(), "file", name, "added", len(o.Added), "overridden", len(o.Changed))
 	return s, nil
@@ -189,7 +190,7 @@ func (s *overlaySource) lookFile() *overlayState {
 		s.log.Warn("catalogue overlay refused; the catalogue in use is kept", "file", s.file, "err", err, "catalogue", s.cur.engine.Version())
 		return nil
 	}
-	return &overlayState{engine: o.Engine, doc: o.Doc, hash: h}
+	return &overlayState{engine: s.bare.ObservedAs(o.Engine), doc: o.Doc, hash: h}
 }
 
 // recordedOverlays builds the source of a recorded session from its
@@ -216,7 +217,9 @@ func recordedOverlays(events []replay.Event, engine *classify.Engine, log *slog.
 				notes = append(notes, fmt.Sprintf("line %d: recorded catalogue overlay %s refused: %v", ev.Line, ev.Catalogue, err))
 				continue
 			}
-			st = &overlayState{engine: o.Engine, doc: o.Doc, hash: sha256.Sum256(o.Doc)}
+			// Observed like the replay's engine: classify --transcript
+			// sees the overlay's verdicts too.
+			st = &overlayState{engine: engine.ObservedAs(o.Engine), doc: o.Doc, hash: sha256.Sum256(o.Doc)}
 		}
 		if st.engine.Version() != ev.Catalogue {
 			notes = append(notes, fmt.Sprintf("line %d: recorded catalogue %s, replayed with %s", ev.Line, ev.Catalogue, st.engine.Version()))

@@ -227,7 +227,7 @@ func (w *overlayWatch) validate(b []byte) *overlayState {
 		w.log.Warn("catalogue overlay refused; the catalogue in use is kept", "err", err)
 		return nil
 	}
-	return &overlayState{engine: o.Engine, doc: o.Doc, hash: sha256.Sum256(o.Doc)}
+	return &overlayState{engine: w.src.bare.ObservedAs(o.Engine), doc: o.Doc, hash: sha256.Sum256(o.Doc)}
 }
 
 // close ends the watch and closes the store.

@@ -24,3 +24,13 @@ func (e *Engine) MatchesFixture(f Fixture) (bool, error) {
 	_, matched := e.classify(&ev)
 	return len(matched) > 0, nil
 }
+
+// ObservedAs returns o observed as e is (Observed with e's callback), or
+// o itself when e is not observed: an engine that replaces e between
+// turns (a catalogue overlay) keeps telling e's observer.
+func (e *Engine) ObservedAs(o *Engine) *Engine {
+	if e.observe == nil || o == nil {
+		return o
+	}
+	return o.Observed(e.observe)
+}

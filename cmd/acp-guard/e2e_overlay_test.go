@@ -129,6 +129,11 @@ func TestE2EOverlayFieldLoop(t *testing.T) {
 				t.Errorf("replay: exit %d, stderr %q, turns:\n%s", code, stderr, out)
 			}
 
+			if out, _, code := runBin(t, nil, "", "classify", "--transcript", second, "--turn", "2"); code != 0 ||
+				!strings.Contains(out, `"rule":"demo.frobnicator_unexpected.v1"`) {
+				t.Errorf("classify --transcript --turn 2: exit %d, %s; want the overlay's verdict", code, out)
+			}
+
 			// A bad overlay is refused by publish, and --clear goes back.
 			bad := acptest.WriteFile(t, "bad.json", strings.Replace(mustRead(t, filled), `"match": false`, `"match": true`, 1))
 			if _, stderr, code := runBin(t, nil, "", append([]string{"catalogue", "publish", bad}, st.flags...)...); code != 1 || !strings.Contains(stderr, "catalogue overlay refused") {
