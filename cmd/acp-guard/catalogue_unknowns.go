@@ -96,8 +96,12 @@ func runCatalogueUnknowns(o *unknownsOptions) error {
 	}
 	groups := map[string]*unknownShape{}
 	for _, f := range files {
-		if err := readUnknowns(f, groups); err != nil {
-			return withCode(exitFailure, fmt.Errorf("%s: %w", f, err))
+		err := readUnknowns(f.name, groups)
+		switch {
+		case errors.Is(err, errNotInput) && !f.named:
+			fmt.Fprintf(o.err, "acp-guard: catalogue unknowns: %s skipped: %v\n", f.name, err)
+		case err != nil:
+			return withCode(exitFailure, fmt.Errorf("%s: %w", f.name, err))
 		}
 	}
 	shapes := make([]*unknownShape, 0, len(groups))
@@ -174,17 +178,29 @@ func orDash(vs []string) string {
 	return strings.Join(vs, ",")
 }
 
+// inputFile is one file to read; named: given on the command line (not
+// found under a directory), so that it must be a transcript or an
+// attempt log.
+type inputFile struct {
+	name  string
+	named bool
+}
+
+// errNotInput: a file is neither a transcript nor an attempt log (one
+// found under a directory is skipped with a note).
+var errNotInput = errors.New("neither a transcript nor an attempt log")
+
 // unknownsFiles expands the paths: files as named, directories to the
 // *.jsonl files under them (in name order).
-func unknownsFiles(paths []string) ([]string, error) {
-	var out []string
+func unknownsFiles(paths []string) ([]inputFile, error) {
+	var out []inputFile
 	for _, p := range paths {
 		fi, err := os.Stat(p)
 		if err != nil {
 			return nil, err
 		}
 		if !fi.IsDir() {
-			out = append(out, p)
+			out = append(out, inputFile{p, true})
 			continue
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
@@ -192,7 +208,7 @@ func unknownsFiles(paths []string) ([]string, error) {
 				return err
 			}
 			if !d.IsDir() && strings.HasSuffix(d.Name(), ".jsonl") {
-				out = append(out, path)
+				out = append(out, inputFile{path, false})
 			}
 			return nil
 		})
@@ -216,7 +232,7 @@ func readUnknowns(file string, groups map[string]*unknownShape) error {
 		Decision *json.RawMessage `json:"decision"`
 	}
 	if err := json.Unmarshal(first, &probe); err != nil {
-		return errors.New("neither a transcript nor an attempt log: the first line is not a JSON object")
+		return fmt.Errorf("%w: the first line is not a JSON object", errNotInput)
 	}
 	switch {
 	case probe.Decision != nil:
@@ -224,7 +240,7 @@ func readUnknowns(file string, groups map[string]*unknownShape) error {
 	case probe.Dir != nil:
 		return transcriptUnknowns(b, groups, file)
 	}
-	return errors.New(`neither a transcript (no "dir") nor an attempt log (no "decision")`)
+	return fmt.Errorf(`%w: no "dir" (a transcript's) or "decision" (an attempt record's) on the first line`, errNotInput)
 }
 
 func attemptLogUnknowns(b []byte, groups map[string]*unknownShape, file string) error {

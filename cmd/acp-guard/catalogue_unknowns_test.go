@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,9 +47,18 @@ func TestUnknownsInputs(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "neither a transcript nor an attempt log") {
 		t.Errorf("junk: exit %d, stderr %q", code, stderr)
 	}
+	// Under a directory, such a file is skipped with a note.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.expected.jsonl"), []byte(`{"turn":1}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runBin(t, nil, "", "catalogue", "unknowns", dir)
+	if code != 0 || !strings.Contains(stderr, "x.expected.jsonl skipped") || !strings.Contains(out, "0 unclassified failure shape(s)") {
+		t.Errorf("directory: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
 	log := writeTemp(t, "attempts.jsonl",
 		`{"time":"2026-12-01T10:00:00Z","sessionId":"s","requestId":"3","generation":1,"attempt":0,"model":"gpt-5","code":"unclassified","class":"unclassified","decision":{"action":"stop","delayMs":0,"attempt":0,"maxRetries":0,"class":"unclassified","reason":"unclassified"},"policy":{"version":1,"transient":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"skip"},"hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"skip"}},"outcome":"stopped"}`+"\n")
-	out, stderr, code := runBin(t, nil, "", "catalogue", "unknowns", "--json", log)
+	out, stderr, code = runBin(t, nil, "", "catalogue", "unknowns", "--json", log)
 	if code != 0 || !strings.Contains(out, `"shape":"`+attemptLogShape+`","count":1`) || !strings.Contains(out, `"models":["gpt-5"]`) {
 		t.Errorf("attempt log: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
