@@ -1,6 +1,7 @@
 package kvstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,12 @@ import (
 // attempts (the client adds its own jitter): a restarted server is found
 // within about a second.
 const ReconnectWait = time.Second
+
+// ClusterReplicas is the replication of a bucket the store creates on a
+// clustered server (one that names its cluster); on a single server, or
+// when the cluster has fewer servers, one. An existing bucket is used as
+// it is (an operator may have created it with `nats kv add --replicas`).
+const ClusterReplicas = 3
 
 // DialNATS connects to url (nats://host:port or tls://…, comma-separated
 // servers allowed) the way every acp-guard store connection behaves: it
@@ -121,14 +128,23 @@ func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	kv, err := s.js.KeyValue(ctx, s.o.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		cfg := jetstream.KeyValueConfig{
 			Bucket:       s.o.Bucket,
 			Description:  s.o.Description,
 			History:      1,
 			TTL:          s.o.TTL,
 			MaxValueSize: s.o.MaxValue,
 			Storage:      jetstream.FileStorage,
-		})
+			Replicas:     1,
+		}
+		if s.nc.ConnectedClusterName() != "" {
+			cfg.Replicas = ClusterReplicas // a cluster: replicated, so that losing a server loses nothing
+		}
+		kv, err = s.js.CreateKeyValue(ctx, cfg)
+		if err != nil && cfg.Replicas > 1 && !errors.Is(err, jetstream.ErrBucketExists) {
+			cfg.Replicas = 1 // a cluster of fewer servers
+			kv, err = s.js.CreateKeyValue(ctx, cfg)
+		}
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = s.js.KeyValue(ctx, s.o.Bucket) // created concurrently
 		}
@@ -185,10 +201,52 @@ func (s *NATS) CompareAndSwap(ctx context.Context, key string, value []byte, rev
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return ErrConflict
 	}
+	if err != nil && unknownOutcome(err) {
+		// The request may have reached the stream's leader and been
+		// stored after all (a leader that moved, a reply lost): read the
+		// key back before anyone decides again, so the change is never
+		// made twice or taken for undone.
+		rctx, cancel := context.WithTimeout(context.Background(), readBackTimeout)
+		defer cancel()
+		err = readBack(err, value, rev, func() ([]byte, uint64, error) { return s.Get(rctx, key) })
+	}
 	if err != nil {
 		return s.failed("put", err)
 	}
 	return nil
+}
+
+// readBackTimeout bounds the read that settles a swap whose answer was
+// lost.
+const readBackTimeout = 2 * time.Second
+
+// unknownOutcome reports whether a swap's error leaves open whether the
+// server stored it: a timeout (the request went out, no answer came).
+// Every other error was an answer, or means the request never left (not
+// connected, no responders: nobody received it).
+func unknownOutcome(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+}
+
+// readBack settles a compare-and-swap of value at rev that failed with
+// the unknown outcome err, from the key as it is now (get): stored there
+// with value, past rev — the swap landed (nil); still at rev (or absent
+// for a create) — it did not, and err stands; anything else — another
+// writer came first (ErrConflict: the caller re-reads and decides
+// again). When the read fails too, err stands: the caller treats the
+// store as unavailable and asks it again later, always reading first.
+func readBack(err error, value []byte, rev uint64, get func() ([]byte, uint64, error)) error {
+	cur, curRev, gerr := get()
+	switch {
+	case gerr != nil:
+		return fmt.Errorf("%w (read back: %v)", err, gerr)
+	case curRev > rev && bytes.Equal(cur, value):
+		return nil
+	case curRev == rev:
+		return err
+	default:
+		return ErrConflict
+	}
 }
 
 // Delete implements Store.
