@@ -20,7 +20,7 @@ const (
 	DefaultMaxCooldown   = 24 * time.Hour
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultMaxOpTimeout  = 30 * time.Second
-	DefaultStoreRetry    = 8 * time.Second
+	DefaultStoreRetry    = 4 * time.Second
 )
 
 // maxHolder bounds a lease holder id.

@@ -104,7 +104,8 @@
 // poll), still without touching the store's health. When a call fails,
 // the operation returns the decision a guard without circuits would take
 // (Acquire: Go) together with an error wrapping [ErrStore], and the store
-// is left alone for 0.5 s, then 1 s, 2 s … up to StoreRetry (8 s):
+// is left alone for 0.5 s, then 1 s, 2 s … up to StoreRetry (4 s, so that sharing resumes within about 4 s of a
+// store coming back):
 // operations in between answer at once. A store that reconnects (NATS) is
 // asked at once. The Logger gets "circuit store unavailable" once per store
 // outage and "circuit store recovered" when it answers again — sharing

@@ -53,10 +53,10 @@ type Config struct {
 	ReadStore func() (circuit.Store, error)
 	// Sample, when set, is called once with every proxy's process id
 	// when the outage ends (to measure them while they are parked).
-	Sample             func(pids []int)
-	Dir                string        // work directory (created)
-	Log                io.Writer     // progress lines; nil: none
-	Timeout            time.Duration // hang guard for the whole run; 0: 10 minutes
+	Sample  func(pids []int)
+	Dir     string        // work directory (created)
+	Log     io.Writer     // progress lines; nil: none
+	Timeout time.Duration // hang guard for the whole run; 0: 10 minutes
 }
 
 // Fault is a scripted disturbance of the store. Disturbs marks the

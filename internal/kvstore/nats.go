@@ -80,8 +80,9 @@ type NATS struct {
 	js  jetstream.JetStream
 	o   NATSOptions
 
-	mu sync.Mutex
-	kv jetstream.KeyValue // bound on first use; nil until then and after a loss
+	mu    sync.Mutex
+	kv    jetstream.KeyValue // bound on first use; nil until then and after a loss
+	stale jetstream.KeyValue // the binding dropped after a no-responders answer, kept in case the bucket is still there
 }
 
 // OpenNATS opens the bucket o names on o.Conn, or on a connection of its
@@ -127,6 +128,14 @@ func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		return nil, fmt.Errorf("nats: not connected (%s)", s.nc.Status())
 	}
 	kv, err := s.js.KeyValue(ctx, s.o.Bucket)
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && s.stale != nil {
+		// The server could not say (a cluster electing its meta leader
+		// answers "temporarily unavailable"): the bucket dropped after
+		// no-responders is most likely there still — a stream between
+		// leaders — so keep using it rather than fail for the lookup.
+		s.kv, s.stale = s.stale, nil
+		return s.kv, nil
+	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		cfg := jetstream.KeyValueConfig{
 			Bucket:       s.o.Bucket,
@@ -164,6 +173,9 @@ func (s *NATS) failed(what string, err error) error {
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
 		errors.Is(err, nats.ErrNoResponders) {
 		s.mu.Lock()
+		if s.kv != nil {
+			s.stale = s.kv
+		}
 		s.kv = nil
 		s.mu.Unlock()
 	}
