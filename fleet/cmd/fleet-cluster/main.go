@@ -122,8 +122,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fleet-cluster:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "| fault | N / hosts | answers (ok, each once) | attempts during the outage (own + retries) | retries per cooldown window (max; each) | store unavailable (proxies) | sharing resumed after healing (last proxy) | memory per session (proxy + agent) | NATS CPU (3 servers) | load avg (1 min, start → end) | verdict |\n")
-	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(stdout, "| fault | N / hosts | answers (ok, each once) | attempts during the outage (own + retries) | retries per cooldown window (max; each) | probes | store unavailable (proxies) | sharing resumed after healing (last proxy) | memory per session (proxy + agent) | NATS CPU (3 servers) | load avg (1 min, start → end) | verdict |\n")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	status := 0
 	for i, f := range o.faults {
 		row, ok, err := runFault(ctx, o, self, filepath.Join(work, fmt.Sprintf("row-%d", i)), f, stderr)
@@ -309,9 +309,9 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			resumed = "no proxy needed to resume"
 		}
 	}
-	row := fmt.Sprintf("| %s | %d / %d | %s | %d (%d + %d) | %d; %v | %d (%d while up) | %s | %.1f MiB | %.1f s in %.1f s (%.0f%% of a core) | %.1f → %.1f | %s |",
+	row := fmt.Sprintf("| %s | %d / %d | %s | %d (%d + %d) | %d; %v | %d | %d (%d while up) | %s | %.1f MiB | %.1f s in %.1f s (%.0f%% of a core) | %.1f → %.1f | %s |",
 		label, o.n, o.hosts, ans, res.OwnInOutage+res.RetriesInOutage, res.OwnInOutage, res.RetriesInOutage,
-		res.MaxPerWindow, res.Windows, res.Unavailable, res.FellBack, resumed,
+		res.MaxPerWindow, res.Windows, res.Probes, res.Unavailable, res.FellBack, resumed,
 		float64(memKiB)/1024/float64(o.n), cpu, elapsed.Seconds(), 100*cpu/elapsed.Seconds(),
 		res.Load[0][0], res.Load[1][0], verdict)
 	return row, len(bad) == 0, nil
