@@ -69,8 +69,9 @@ func TestNATSClusterLeaderLossNeverDoubleCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := info.CachedInfo().Config.Replicas; r != ClusterReplicas {
-		t.Fatalf("bucket created at R%d on a cluster, want R%d", r, ClusterReplicas)
+	if r := info.CachedInfo().Config.Replicas; r != ClusterReplicas || info.CachedInfo().Config.AllowDirect {
+		t.Fatalf("bucket created at R%d (direct gets %v) on a cluster, want R%d, reads from the leader",
+			r, info.CachedInfo().Config.AllowDirect, ClusterReplicas)
 	}
 	const workers, each = 4, 25
 	var wg sync.WaitGroup

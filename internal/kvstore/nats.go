@@ -19,9 +19,9 @@ import (
 const ReconnectWait = time.Second
 
 // ClusterReplicas is the replication of a bucket the store creates on a
-// clustered server (one that names its cluster); on a single server, or
-// when the cluster has fewer servers, one. An existing bucket is used as
-// it is (an operator may have created it with `nats kv add --replicas`).
+// clustered server (one that names its cluster); on a single server, one.
+// An existing bucket is used as it is: on a cluster of fewer than three
+// servers, create it first (`nats kv add --replicas`).
 const ClusterReplicas = 3
 
 // DialNATS connects to url (nats://host:port or tls://…, comma-separated
@@ -149,10 +149,9 @@ func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		if s.nc.ConnectedClusterName() != "" {
 			cfg.Replicas = ClusterReplicas // a cluster: replicated, so that losing a server loses nothing
 		}
-		kv, err = s.js.CreateKeyValue(ctx, cfg)
-		if err != nil && cfg.Replicas > 1 && !errors.Is(err, jetstream.ErrBucketExists) {
-			cfg.Replicas = 1 // a cluster of fewer servers
-			kv, err = s.js.CreateKeyValue(ctx, cfg)
+		kv, err = s.js.CreateKeyValue(ctx, cfg) // a cluster still forming fails: asked again by the next operation
+		if err == nil && cfg.Replicas > 1 {
+			kv, err = s.leaderReads(ctx)
 		}
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = s.js.KeyValue(ctx, s.o.Bucket) // created concurrently
@@ -163,6 +162,26 @@ func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	s.kv = kv
 	return kv, nil
+}
+
+// leaderReads turns the replicated bucket's direct gets off, so that
+// every read is answered by the stream's leader — the one that orders the
+// writes — and a lagging replica never answers one (a session decides on
+// what the majority stored, or, when no leader answers, on its own last
+// view), then binds it again.
+func (s *NATS) leaderReads(ctx context.Context) (jetstream.KeyValue, error) {
+	st, err := s.js.Stream(ctx, "KV_"+s.o.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s.js.KeyValue(ctx, s.o.Bucket)
 }
 
 // failed forgets the bound bucket after an error saying the server no

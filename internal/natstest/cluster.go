@@ -123,19 +123,20 @@ func (c *Cluster) StreamLeader(stream string) int {
 	return -1
 }
 
-// WaitReady waits (a hang guard of 30 s, not an oracle) until a running
-// server sees a JetStream meta leader.
+// WaitReady waits (a hang guard of 30 s, not an oracle) until every
+// running server is current with the JetStream meta leader.
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		ready := true
 		for _, s := range c.Servers {
-			if s != nil && s.srv.JetStreamIsLeader() {
-				return
+			if s != nil && !s.srv.JetStreamIsCurrent() {
+				ready = false
 			}
-			if s != nil && s.srv.JetStreamIsClustered() && s.srv.JetStreamIsCurrent() {
-				return
-			}
+		}
+		if ready {
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
