@@ -165,6 +165,39 @@ func leader(js jetstream.JetStream) string {
 	return ""
 }
 
+// whole reports whether the bucket's stream has a leader and n current
+// replicas in all (the leader included).
+func whole(js jetstream.JetStream, n int) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return false
+	}
+	ci := s.CachedInfo().Cluster
+	if ci == nil || ci.Leader == "" {
+		return false
+	}
+	current := 1
+	for _, r := range ci.Replicas {
+		if r.Current && !r.Offline {
+			current++
+		}
+	}
+	return current >= n
+}
+
+// consumers is how many consumers (watchers) a stream has now (-1: unknown).
+func consumers(js jetstream.JetStream, name string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return -1
+	}
+	return s.CachedInfo().State.Consumers
+}
+
 func runFault(ctx context.Context, o options, self, dir, fault string, stderr io.Writer) (string, bool, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, err
@@ -195,12 +228,33 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The cluster's state, polled beside the run (a condition must not
+	// block the harness's loop while the cluster cannot answer).
+	var curLeader atomic.Value
+	var isWhole atomic.Bool
+	curLeader.Store("")
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			curLeader.Store(leader(js))
+			isWhole.Store(whole(js, 3))
+			select {
+			case <-pollCtx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	var (
 		faults   []fleet.Fault
 		killed   = -1
 		burst    burstResult
 		burstMu  sync.Mutex
 		memKiB   int64
+		watchers int
 		note     string
 		label    string
 		at       = func(d time.Duration) fleet.Cond { return fleet.After(d) }
@@ -226,7 +280,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			}},
 			{Name: "new leader", Heals: true, Do: func() error { return nil },
 				When: and(at(4*time.Second), func(*fleet.State) bool {
-					l := leader(js)
+					l := curLeader.Load().(string)
 					return killed >= 0 && l != "" && l != fmt.Sprintf("s%d", killed+1)
 				})},
 		}
@@ -237,12 +291,23 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			{Name: "rejoined", When: at(8 * time.Second), Heals: true, Do: func() error { return partition(partHost, false) }},
 		}
 	case "restarts":
-		label = "s2 restarted with its store (+3 → +5 s), s3 with its store lost (+6 → +8 s)"
+		// A rolling restart: s3 goes only once s2 caught up again (else
+		// the stream would have one current replica: no quorum).
+		label = "s2 killed +3 s, restarted with its store +5 s; then (s2 current) s3 killed, restarted 2 s later with its store lost"
+		var s3killed time.Duration
 		faults = []fleet.Fault{
 			{Name: "s2 killed", When: at(3 * time.Second), Disturbs: true, Do: func() error { c.kill(1); return nil }},
 			{Name: "s2 restarted (store kept)", When: at(5 * time.Second), Do: func() error { return c.restart(1, true) }},
-			{Name: "s3 killed", When: at(6 * time.Second), Do: func() error { c.kill(2); return nil }},
-			{Name: "s3 restarted (store lost)", When: at(8 * time.Second), Heals: true, Do: func() error { return c.restart(2, false) }},
+			{Name: "s3 killed", When: and(at(6*time.Second), func(*fleet.State) bool { return isWhole.Load() }),
+				Do: func() error { c.kill(2); return nil }},
+			{Name: "s3 restarted (store lost)", When: func(s *fleet.State) bool {
+				if s3killed == 0 && c.servers[2].cmd == nil {
+					s3killed = s.Since
+				}
+				return s3killed > 0 && s.Since >= s3killed+2*time.Second
+			}, Do: func() error { return c.restart(2, false) }},
+			{Name: "cluster whole", Heals: true, Do: func() error { return nil },
+				When: func(*fleet.State) bool { return s3killed > 0 && c.servers[2].cmd != nil && isWhole.Load() }},
 		}
 	case "burst":
 		label = fmt.Sprintf("burst of %d failure writes (10× N) at +4 s", 10*o.n)
@@ -271,6 +336,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			for _, p := range pids {
 				memKiB += rssKiB(p)
 			}
+			watchers = consumers(js, "KV_acp_guard_held")
 		},
 	}
 	res, err := fleet.Run(ctx, cfg)
@@ -291,8 +357,10 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		verdict = "MISSES: " + strings.Join(bad, "; ")
 	}
 	if note != "" {
-		verdict += " (" + note + ")"
+		note += "; "
 	}
+	note += fmt.Sprintf("%d held-prompt watchers at the outage's end", watchers)
+	verdict += " (" + note + ")"
 	var answers []string
 	for k, v := range res.Answers {
 		answers = append(answers, fmt.Sprintf("%d %s", v, k))
