@@ -268,7 +268,11 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		label = "bucket stream's leader killed at +4 s"
 		faults = []fleet.Fault{
 			{Name: "leader killed", When: at(4 * time.Second), Disturbs: true, Do: func() error {
-				name := leader(js)
+				name := curLeader.Load().(string)
+				for deadline := time.Now().Add(10 * time.Second); name == "" && time.Now().Before(deadline); {
+					time.Sleep(50 * time.Millisecond) // a busy cluster answers late: the poller's next reading
+					name = curLeader.Load().(string)
+				}
 				k, err := strconv.Atoi(strings.TrimPrefix(name, "s"))
 				if err != nil {
 					return fmt.Errorf("stream leader %q", name)
