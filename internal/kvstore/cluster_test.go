@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/acp-guard/acp-guard/internal/natstest"
@@ -178,5 +181,93 @@ func TestNATSClusterMinorityWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stallProxy forwards TCP connections to target until stall is called;
+// from then on it forwards nothing and closes nothing: a network cut
+// off without a reset, as a pulled cable is.
+type stallProxy struct {
+	l       net.Listener
+	stalled atomic.Bool
+}
+
+func newStallProxy(t *testing.T, target string) *stallProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &stallProxy{l: l}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); u.Close() })
+			pipe := func(dst, src net.Conn) {
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if err != nil {
+						return
+					}
+					if p.stalled.Load() {
+						continue // swallowed
+					}
+					if _, err := dst.Write(buf[:n]); err != nil {
+						return
+					}
+				}
+			}
+			go pipe(u, c)
+			go pipe(c, u)
+		}
+	}()
+	return p
+}
+
+// A call that timed out on a connection that stalled (no answer, not
+// even to a ping) makes the client reconnect at once to the next server
+// of its list, instead of waiting for TCP to retransmit into a network
+// that healed long ago; a server that is merely slow keeps its client.
+func TestNATSStalledConnectionReconnects(t *testing.T) {
+	srv := natstest.Start(t)
+	p := newStallProxy(t, fmt.Sprintf("127.0.0.1:%d", srv.Port))
+	url := "nats://" + p.l.Addr().String() + "," + srv.URL()
+	nc, err := DialNATS(url, "test", nats.DontRandomize(), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s := openNATS(t, "", NATSOptions{Conn: nc, Bucket: "stall", TTL: time.Hour, MaxValue: 1024})
+	if err := s.CompareAndSwap(ctx, "k.1", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := nc.ConnectedUrl(); !strings.Contains(got, p.l.Addr().String()) {
+		t.Fatalf("connected to %s, want the proxy first", got)
+	}
+	p.stalled.Store(true)
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, _, err = s.Get(cctx, "k.1")
+	cancel()
+	if !unknownOutcome(err) {
+		t.Fatalf("Get through a stalled connection: %v, want a timeout", err)
+	}
+	for try := 0; s.Reconnects() == 0; try++ { // hang guard ~30 s
+		if try > 600 {
+			t.Fatal("no reconnect after a call timed out on a stalled connection")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if v, _, err := s.Get(ctx, "k.1"); err != nil || string(v) != "v" {
+		t.Fatalf("after the reconnect: %q, %v", v, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -79,6 +80,8 @@ type NATS struct {
 	own bool // Close closes nc
 	js  jetstream.JetStream
 	o   NATSOptions
+
+	checking atomic.Bool // a check of a connection that may have stalled is running
 
 	mu    sync.Mutex
 	kv    jetstream.KeyValue // bound on first use; nil until then and after a loss
@@ -198,7 +201,36 @@ func (s *NATS) failed(what string, err error) error {
 		s.kv = nil
 		s.mu.Unlock()
 	}
+	if unknownOutcome(err) {
+		s.checkConn()
+	}
 	return fmt.Errorf("nats %s: %w", what, err)
+}
+
+// stallCheck bounds the round trip that tells a stalled connection from a
+// slow server.
+const stallCheck = time.Second
+
+// checkConn, after a call timed out, pings the server (in the
+// background, one check at a time): a server that answers the ping is
+// only slow (a stream without a leader, a busy machine) and the
+// connection stays; one that does not is behind a connection that
+// stalled — a network cut off, its packets lost, TCP retransmitting ever
+// more slowly — so the client reconnects at once, to the next server of
+// the list, and keeps trying every ReconnectWait. A cut-off host thus
+// finds the cluster again within about ReconnectWait of healing instead
+// of after TCP's backed-off retransmission, and the reconnect has
+// failed stores asked at once (Health).
+func (s *NATS) checkConn() {
+	if !s.checking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.checking.Store(false)
+		if s.nc.IsConnected() && s.nc.FlushTimeout(stallCheck) != nil && s.nc.IsConnected() {
+			_ = s.nc.ForceReconnect()
+		}
+	}()
 }
 
 // Get implements Store.
