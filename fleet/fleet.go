@@ -51,6 +51,9 @@ type Config struct {
 	// ReadStore opens the store the circuits are read from at the end
 	// (nil: NATSURL or the harness's server, or the file store).
 	ReadStore func() (circuit.Store, error)
+	// DebugLog runs the proxies at --log-level debug, so that every
+	// failed circuit call is seen (Result.FailedAfterHeal).
+	DebugLog bool
 	// Sample, when set, is called once with every proxy's process id
 	// when the outage ends (to measure them while they are parked).
 	Sample  func(pids []int)
@@ -202,7 +205,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 func (r *run) startProxies(ctx context.Context) error {
 	env := append(os.Environ(), envOutage+"="+r.outage, envAttempts+"="+r.attempts,
 		"XDG_CONFIG_HOME="+filepath.Join(r.cfg.Dir, "config"), "XDG_STATE_HOME="+filepath.Join(r.cfg.Dir, "xdg-state"))
-	argv := []string{r.cfg.Bin, "--log-level", "info", "--notices", "off", "--policy", r.policy,
+	level := "info"
+	if r.cfg.DebugLog {
+		level = "debug" // the failed circuit calls too (Result.FailedAfterHeal)
+	}
+	argv := []string{r.cfg.Bin, "--log-level", level, "--notices", "off", "--policy", r.policy,
 		"--state-dir", r.state, "--circuits", r.circuitsFlag(), "--circuit-namespace", Namespace,
 		"--", r.cfg.Bin, "demo-agent", "--scenario", "outage", "--agent-name", "codex-acp"}
 	for i := range r.cfg.N {

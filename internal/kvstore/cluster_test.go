@@ -271,3 +271,34 @@ func TestNATSStalledConnectionReconnects(t *testing.T) {
 		t.Fatalf("after the reconnect: %q, %v", v, err)
 	}
 }
+
+// A server that answers "JetStream system temporarily unavailable" (not
+// current with its cluster: rejoining after a partition) is left for the
+// next server of the list, at most once per leaveEvery.
+func TestNATSUnavailableServerIsLeft(t *testing.T) {
+	a, b := natstest.Start(t), natstest.Start(t)
+	nc, err := DialNATS(a.URL()+","+b.URL(), "test", nats.DontRandomize(), nats.ReconnectWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s := openNATS(t, "", NATSOptions{Conn: nc, Bucket: "leave", TTL: time.Hour, MaxValue: 1024})
+	if nc.ConnectedUrl() != a.URL() {
+		t.Fatalf("connected to %s, want %s first", nc.ConnectedUrl(), a.URL())
+	}
+	unavailable := &jetstream.APIError{Code: 503, ErrorCode: clusterUnavailable, Description: "JetStream system temporarily unavailable"}
+	_ = s.failed("get", fmt.Errorf("wrapped: %w", unavailable))
+	for try := 0; s.Reconnects() == 0 || !nc.IsConnected(); try++ { // hang guard ~30 s
+		if try > 600 {
+			t.Fatal("the client stayed on a server not current with its cluster")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if nc.ConnectedUrl() != b.URL() {
+		t.Fatalf("moved to %s, want the next server %s", nc.ConnectedUrl(), b.URL())
+	}
+	_ = s.failed("get", unavailable) // within leaveEvery: stays
+	if got := s.Reconnects(); got != 1 {
+		t.Fatalf("%d reconnects after a second answer within %v, want 1", got, leaveEvery)
+	}
+}

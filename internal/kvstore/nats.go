@@ -81,7 +81,8 @@ type NATS struct {
 	js  jetstream.JetStream
 	o   NATSOptions
 
-	checking atomic.Bool // a check of a connection that may have stalled is running
+	checking atomic.Bool  // a check of a connection that may have stalled is running
+	left     atomic.Int64 // unix ns of leaveServer's last reconnect
 
 	mu    sync.Mutex
 	kv    jetstream.KeyValue // bound on first use; nil until then and after a loss
@@ -201,11 +202,39 @@ func (s *NATS) failed(what string, err error) error {
 		s.kv = nil
 		s.mu.Unlock()
 	}
-	if unknownOutcome(err) {
+	var apiErr *jetstream.APIError
+	switch {
+	case unknownOutcome(err):
 		s.checkConn()
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == clusterUnavailable:
+		s.leaveServer()
 	}
 	return fmt.Errorf("nats %s: %w", what, err)
 }
+
+// clusterUnavailable is the JetStream error of a server that is not
+// current with its cluster (one that rejoined after a partition and is
+// catching up, one without a meta leader): "JetStream system temporarily
+// unavailable".
+const clusterUnavailable jetstream.ErrorCode = 10008
+
+// leaveServer moves the connection to the next server of the list when
+// the connected one says it is not current with its cluster (at most once
+// per leaveEvery): a server that was cut off answers so for seconds after
+// the network healed, while the others serve.
+func (s *NATS) leaveServer() {
+	now := time.Now().UnixNano()
+	last := s.left.Load()
+	if now-last < int64(leaveEvery) || !s.left.CompareAndSwap(last, now) {
+		return
+	}
+	if len(s.nc.Servers()) > 1 {
+		_ = s.nc.ForceReconnect()
+	}
+}
+
+// leaveEvery spaces leaveServer's reconnects.
+const leaveEvery = 2 * time.Second
 
 // stallCheck bounds the round trip that tells a stalled connection from a
 // slow server.

@@ -40,7 +40,7 @@ func serveNATS(args []string) int {
 		// TCP's backed-off retransmission (the default is 2 min).
 		Cluster: server.ClusterOpts{Name: prefix, Host: *addr, Port: clusterPort,
 			PingInterval: time.Second, MaxPingsOut: 3},
-		Routes:  server.RoutesFromStr(*routes)})
+		Routes: server.RoutesFromStr(*routes)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nats-server:", err)
 		return 1
@@ -206,4 +206,3 @@ func rssKiB(pid int) int64 {
 	}
 	return total
 }
-
