@@ -55,6 +55,9 @@ type options struct {
 	faults  []string
 	outage  time.Duration
 	timeout time.Duration
+	// timingBounds: a row whose sharing resumed later than 5 s after
+	// healing fails the exit status too (false: it is printed only).
+	timingBounds bool
 }
 
 var allFaults = []string{"none", "leader", "partition", "restarts", "burst"}
@@ -69,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.bin, "bin", "", "acp-guard binary (default: build ./cmd/acp-guard)")
 	fs.DurationVar(&o.outage, "outage", 10*time.Second, "the provider's outage, from the prompts")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "hang guard of each row")
+	fs.BoolVar(&o.timingBounds, "timing-bounds", true, "fail the exit status when sharing resumed later than 5 s after healing (false: print only; the counts still decide)")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -355,10 +359,13 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	if fault == "burst" {
 		note = fmt.Sprintf("burst: %d calls in %.2f s, %d failed", b.calls, b.took.Seconds(), b.failed)
 	}
-	bad := check(res)
+	bad, timing := check(res)
 	verdict := "meets all bounds"
-	if len(bad) > 0 {
-		verdict = "MISSES: " + strings.Join(bad, "; ")
+	if miss := append(bad, timing...); len(miss) > 0 {
+		verdict = "MISSES: " + strings.Join(miss, "; ")
+	}
+	if !o.timingBounds {
+		timing = nil
 	}
 	if note != "" {
 		note += "; "
@@ -387,16 +394,16 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		res.MaxPerWindow, res.Windows, res.Probes, res.Unavailable, res.FellBack, resumed,
 		float64(memKiB)/1024/float64(o.n), cpu, elapsed.Seconds(), 100*cpu/elapsed.Seconds(),
 		res.Load[0][0], res.Load[1][0], verdict)
-	return row, len(bad) == 0, nil
+	return row, len(bad)+len(timing) == 0, nil
 }
 
 // check is the bounds for a row: every session answered exactly
 // once with the provider's success (so none got circuit_open while it
 // was up), at most two retries reaching the provider per cooldown window
 // fleet-wide, no proxy taking the store for unavailable while it was
-// whole, sharing resumed within 5 s of healing.
-func check(r *fleet.Result) []string {
-	var bad []string
+// whole (bad), and sharing resumed within 5 s of healing (timing: on a
+// busy machine a matter of load as much as of the code).
+func check(r *fleet.Result) (bad, timing []string) {
 	if r.Answers["ok"] != r.N || r.Extra != 0 {
 		bad = append(bad, fmt.Sprintf("answers %v, %d extra", r.Answers, r.Extra))
 	}
@@ -407,14 +414,14 @@ func check(r *fleet.Result) []string {
 		bad = append(bad, fmt.Sprintf("%d proxies fell back while the store was whole", r.FellBack))
 	}
 	if r.StoreUp > 0 && r.LastFailedAfterHeal > 5*time.Second {
-		bad = append(bad, fmt.Sprintf("a circuit call still failed %.1f s after healing", r.LastFailedAfterHeal.Seconds()))
+		timing = append(timing, fmt.Sprintf("a circuit call still failed %.1f s after healing", r.LastFailedAfterHeal.Seconds()))
 	}
 	for _, s := range r.Circuits {
 		if s != circuit.StateClosed {
 			bad = append(bad, "circuit "+s+" at the end")
 		}
 	}
-	return bad
+	return bad, timing
 }
 
 type burstResult struct {
