@@ -21,6 +21,7 @@ const (
 	ReasonSuperseded      = "superseded"         // the client sent a new prompt to the session
 	ReasonSwitchFailed    = "switch_failed"      // the agent refused the model switch
 	ReasonNoFallback      = "no_fallback"        // skip, but no model to switch to
+	ReasonNoPolicy        = "no_policy"          // no recovery policy configured (policy.Document.Unconfigured): reported, never recovered
 	ReasonSameProvider    = "same_provider_only" // skip, but the failure never authorizes a switch
 	ReasonAgentExited     = "agent_exited"
 	ReasonSessionEnded    = "session_ended"
@@ -48,6 +49,9 @@ type recovery struct {
 	sw      *switcher
 	comp    *compactor
 	wd      *watchdog
+	// noPolicy: the session runs without a recovery policy, so a failure
+	// the default skips stops with ReasonNoPolicy, not ReasonNoFallback.
+	noPolicy bool
 }
 
 // sameProviderOnly lists semantic codes that are evidence for recovering on
@@ -60,6 +64,7 @@ var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 func (rc *recovery) start(c transport.Ctl, req *transport.Request) {
 	rc.supersede(c, req.SessionID)
 	rc.ag.closeLate(c, req.SessionID)
+	rc.checks.refresh()
 	t := rc.tracker.Start(req.SessionID, c.Now())
 	p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 	req.Tag = p
@@ -126,6 +131,8 @@ func (rc *recovery) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decis
 	}
 	next, ok := rc.ag.nextCandidate(p)
 	switch {
+	case !ok && rc.noPolicy:
+		d.Action, d.Reason = policy.ActionStop, ReasonNoPolicy
 	case ok && sameProviderOnly[f.verdict.Code]:
 		d.Action, d.Reason = policy.ActionStop, ReasonSameProvider
 	case !ok:

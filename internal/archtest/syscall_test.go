@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +16,8 @@ import (
 // The one exception is a test file that is itself built for some OSes
 // only (a //go:build line, or a _linux, _darwin or _windows name): such a test
 // is about that OS (a umask, a FIFO, a signal delivered by the kernel) and
-// may ask it directly. Modules of their own (telemetry/collectortest,
+// may ask it directly. So may the tools in linuxTools, built for Linux
+// only because what they do is Linux's (network namespaces). Modules of their own (telemetry/collectortest,
 // bench/jsonrpc2cmp) are not walked.
 func TestSyscallOnlyInPlatform(t *testing.T) {
 	root := moduleRoot(t)
@@ -33,13 +35,16 @@ func TestSyscallOnlyInPlatform(t *testing.T) {
 			if p != "syscall" && p != "golang.org/x/sys" && !strings.HasPrefix(p, "golang.org/x/sys/") {
 				continue
 			}
-			if strings.HasSuffix(rel, "_test.go") && osSpecific(rel, f.Comments) {
+			if (strings.HasSuffix(rel, "_test.go") || slices.Contains(linuxTools, path.Dir(rel))) && osSpecific(rel, f.Comments) {
 				continue
 			}
 			t.Errorf("%s imports %s: OS differences belong in internal/platform", rel, p)
 		}
 	})
 }
+
+// linuxTools are packages built for Linux only, every file tagged.
+var linuxTools = []string{"fleet/cmd/fleet-cluster"}
 
 // osSpecific reports whether a file is built for some OSes only.
 func osSpecific(rel string, comments []*ast.CommentGroup) bool {
