@@ -59,8 +59,8 @@ GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $GO test -count=1 -exec "$PWD/scripts/wi
 took "windows tests" "$t0"
 
 t0=$(now)
-mkdir -p bin/cross
-CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $GO build -trimpath -o bin/cross/acp-guard-windows-amd64.exe ./cmd/acp-guard
-WINE_TEST_EXE="$PWD/bin/cross/acp-guard-windows-amd64.exe" WINE_TEST_WRAPPER="$PWD/scripts/wine-exec.sh" \
+mkdir -p bin/wine
+CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $GO build -trimpath -ldflags '-s -w' -o bin/wine/acp-guard.exe ./cmd/acp-guard
+WINE_TEST_EXE="$PWD/bin/wine/acp-guard.exe" WINE_TEST_WRAPPER="$PWD/scripts/wine-exec.sh" \
 	$GO test -count=1 -run '^TestE2EWindowsUnderWine$' -v ./cmd/acp-guard/ | grep -E '^(=== RUN|--- |PASS|FAIL|ok|\s+e2e_wine)' 
 took "windows session" "$t0"

@@ -39,7 +39,9 @@ func newAttemptsCmd(s *streams) *cobra.Command {
 		Long: `attempts prints the append-only log of recovery attempts and decisions
 (<state dir>/attempts.jsonl) as a table, oldest first. The state directory
 is --state-dir, else ACP_GUARD_STATE_DIR, else "state-dir" in the config
-file, else $XDG_STATE_HOME/acp-guard, or ~/.local/state/acp-guard.
+file, else $XDG_STATE_HOME/acp-guard, or ~/.local/state/acp-guard on
+Linux (acp-guard under ~/Library/Caches on macOS, %LocalAppData% on
+Windows).
 
 A line that is not a whole record (torn by a crash, or corrupt) is skipped
 and named on stderr; the other records are printed as usual.`,

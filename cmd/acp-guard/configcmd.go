@@ -25,7 +25,9 @@ ACP_GUARD_* environment variable, the config file, or the default.
 Precedence: flag > environment > config file > default.
 
 The config file is $XDG_CONFIG_HOME/acp-guard/config.json (default
-~/.config/acp-guard/config.json; ACP_GUARD_CONFIG names another), a JSON
+~/.config/acp-guard/config.json on Linux, ~/Library/Application
+Support/acp-guard/config.json on macOS, %AppData%\acp-guard\config.json on
+Windows; ACP_GUARD_CONFIG names another), a JSON
 object keyed by flag name, e.g.
 
   {"policy": "~/.config/acp-guard/policy.json", "log-level": "info",
