@@ -166,8 +166,12 @@ func TestConflictingEvidenceIsUnclassified(t *testing.T) {
 		{"two anthropic bodies", classify.Evidence{Source: classify.SourceRPCError,
 			Message: `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
 			Data:    json.RawMessage(`{"previous":{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}}`)}},
-		{"openai quota and rate limit", classify.Evidence{Source: classify.SourceHTTP, HTTPStatus: 429,
-			Data: json.RawMessage(`[{"error":{"code":"insufficient_quota"}},{"error":{"code":"rate_limit_exceeded"}}]`)}},
+		{"openai quota and an overloaded server", classify.Evidence{Source: classify.SourceHTTP, HTTPStatus: 429,
+			Data: json.RawMessage(`[{"error":{"code":"insufficient_quota"}},{"error":{"type":"server_error","code":"server_overloaded"}}]`)}},
+		// Two kinds of the phrase table that disagree, neither declared
+		// the more specific: a wrong class would be worse.
+		{"a wrong key and a prompt too long", classify.Evidence{Source: classify.SourceRPCError,
+			Message: "Incorrect API key provided. Also: maximum context length is 8192 tokens"}},
 	} {
 		v := e.Classify(tt.ev)
 		if v.Code != classify.CodeUnclassified || v.Reason != classify.ReasonConflict || len(v.Conflicts) < 2 {

@@ -95,7 +95,8 @@ func compileWith(c Catalogue, check bool) (*Engine, []string) {
 }
 
 // checkOutranks validates the declared specificity: every rule named
-// exists and has the same rank, and no two rules outrank each other.
+// exists and is not a status rule (overridesStatus says that), and no
+// two rules outrank each other.
 func (e *Engine) checkOutranks() []string {
 	var errs []string
 	for _, r := range e.rules {
@@ -104,8 +105,10 @@ func (e *Engine) checkOutranks() []string {
 			switch {
 			case !ok:
 				errs = append(errs, fmt.Sprintf("rule %q: outranks unknown rule %q", r.ID, id))
-			case o.rank() != r.rank():
-				errs = append(errs, fmt.Sprintf("rule %q: outranks %q of another rank (tier and adapter scope already order them)", r.ID, id))
+			case o.Tier == TierStatus:
+				errs = append(errs, fmt.Sprintf("rule %q: outranks status rule %q (declare overridesStatus instead)", r.ID, id))
+			case o.rank() < r.rank() && r.Tier == TierStatus:
+				errs = append(errs, fmt.Sprintf("rule %q: a status rule cannot outrank %q", r.ID, id))
 			case o.beats[r.ID]:
 				errs = append(errs, fmt.Sprintf("rule %q: outranks %q, which outranks it", r.ID, id))
 			}
@@ -260,43 +263,64 @@ func lifting(v Verdict, now time.Time) time.Duration {
 	return d
 }
 
-// decide picks the winner among the matched rules (in evaluation order):
-// only the strongest rank counts; a rule another matched rule of that rank
-// outranks drops out; of the rest the first wins when all of them agree on
-// the class. Rules that point to different classes at equal precedence
-// are a conflict: win is nil and conflicts holds their IDs.
+// decide picks the winner among the matched rules (in evaluation order).
+// A rule another matched rule declares it outranks drops out, whatever
+// their tiers (Outranks is a reviewed statement of specificity with a
+// collision fixture), and a General rule drops out when a rule that is
+// not general matched below the status tier. Of the rest, the strongest by rank wins — in the
+// ordered tiers the first in catalogue order — when every remaining rule
+// below the status tier agrees with it on the class. Two kinds that
+// disagree (a phrase and a typed code, two phrases, two signatures) are a
+// conflict: win is nil and conflicts holds the winner and the rules that
+// disagree with it. Status rules never conflict here; statusConflict
+// weighs the status against the winner.
 func decide(all []*compiledRule) (win *compiledRule, conflicts []string) {
-	if ordered(all[0].Tier) {
-		return all[0], nil
-	}
-	top := all[0].rank()
-	var cands []*compiledRule
-	for _, r := range all {
-		if r.rank() != top {
-			break
-		}
-		cands = append(cands, r)
-	}
 	var live []*compiledRule
-	for _, r := range cands {
-		if !outranked(r, cands) {
+	for _, r := range all {
+		if !outranked(r, all) {
 			live = append(live, r)
 		}
 	}
 	if len(live) == 0 {
 		// Unreachable with a compiled catalogue (no mutual outranking);
 		// fall back to evaluation order.
-		live = cands
+		live = all
 	}
-	for _, r := range live[1:] {
-		if ClassOf(r.Code) != ClassOf(live[0].Code) {
-			for _, c := range live {
-				conflicts = append(conflicts, c.ID)
+	win = live[0]
+	if win.General {
+		// A general winner stays when what else matched agrees with it
+		// (the order of the table picks the code); a specific rule of
+		// another class refines it.
+		for _, r := range live[1:] {
+			if r.Tier < TierStatus && !r.General && ClassOf(r.Code) != ClassOf(win.Code) {
+				win = firstSpecific(live)
+				break
 			}
-			return nil, conflicts
 		}
 	}
-	return live[0], nil
+	for _, r := range live {
+		if r == win || r.Tier == TierStatus || (r.General && !win.General) {
+			continue
+		}
+		if ClassOf(r.Code) != ClassOf(win.Code) {
+			conflicts = append(conflicts, r.ID)
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, append([]string{win.ID}, conflicts...)
+	}
+	return win, nil
+}
+
+// firstSpecific returns the first rule of rs below the status tier that
+// is not General (the caller knows there is one).
+func firstSpecific(rs []*compiledRule) *compiledRule {
+	for _, r := range rs {
+		if r.Tier < TierStatus && !r.General {
+			return r
+		}
+	}
+	return rs[0]
 }
 
 // statusConflict checks the winner against the evidence's HTTP status: the

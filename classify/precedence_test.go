@@ -28,9 +28,16 @@ func precedenceCatalogue() Catalogue {
 		rule("p.refused.v1", 2, AnyAdapter, CodeContentRefused, `refused`),
 		rule("p.refused_conn.v1", 2, AnyAdapter, CodeNetworkUnavailable, `connection refused`, "p.refused.v1"),
 		// Structured over everything.
-		{ID: "p.status.v1", Tier: 1, Adapter: AnyAdapter, Sources: []Source{SourceHTTP}, Code: CodeInvalidRequest, Confidence: "high", Scope: "request",
-			Match: Match{HTTPStatus: []int{400}}},
+		{ID: "p.typed.v1", Tier: 1, Adapter: AnyAdapter, Sources: []Source{SourceHTTP, SourceRPCError}, Code: CodeInvalidRequest, Confidence: "high", Scope: "request",
+			Match: Match{Regex: `invalid_request_error`}},
 		rule("p.broad.v1", 3, AnyAdapter, CodeProviderUnavailable, `bad request`),
+		{ID: "p.status.v1", Tier: 4, Adapter: AnyAdapter, Sources: []Source{SourceHTTP}, Code: CodeInvalidRequest, Confidence: "medium", Scope: "request",
+			Match: Match{HTTPStatus: []int{400}}},
+		// A general typed code (one that restates a status) and a specific
+		// phrase of another class: the phrase refines it.
+		{ID: "p.typed_limit.v1", Tier: 1, Adapter: AnyAdapter, Sources: []Source{SourceRPCError}, Code: CodeRateLimited, Confidence: "high", Scope: "provider",
+			Match: Match{Regex: `rate_limit_error`}, General: true},
+		rule("p.plan.v1", 3, AnyAdapter, CodeSubscriptionRequired, `(?i)extra usage is required`),
 	}}
 }
 
@@ -59,8 +66,14 @@ func TestPrecedence(t *testing.T) {
 			Evidence{Source: SourceRPCError, Adapter: "gemini-cli", Message: "auth failed: no key"}, "p.generic_auth.v1", CodeAuthRequired, ""},
 		{"declared specificity decides between classes",
 			Evidence{Source: SourceRPCError, Message: "connection refused"}, "p.refused_conn.v1", CodeNetworkUnavailable, ""},
-		{"structured field outranks text",
-			Evidence{Source: SourceHTTP, HTTPStatus: 400, Message: "bad request"}, "p.status.v1", CodeInvalidRequest, ""},
+		{"a status alone decides",
+			Evidence{Source: SourceHTTP, HTTPStatus: 400, Message: "no words"}, "p.status.v1", CodeInvalidRequest, ""},
+		{"a typed code and a phrase of another class, neither declared the more specific: conflict",
+			Evidence{Source: SourceRPCError, Message: "invalid_request_error: bad request"}, "", CodeUnclassified, "p.typed.v1,p.broad.v1"},
+		{"a general typed code is refined by a specific phrase of another class",
+			Evidence{Source: SourceRPCError, Message: "rate_limit_error: Extra usage is required for long context requests"}, "p.plan.v1", CodeSubscriptionRequired, ""},
+		{"a general typed code alone decides",
+			Evidence{Source: SourceRPCError, Message: "rate_limit_error: slow"}, "p.typed_limit.v1", CodeRateLimited, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := e.Classify(tt.ev)
@@ -80,7 +93,7 @@ func TestPrecedence(t *testing.T) {
 func TestOutranksChecked(t *testing.T) {
 	c := precedenceCatalogue()
 	c.Rules[0].Outranks = []string{"p.ghost.v1"}        // unknown
-	c.Rules[1].Outranks = []string{"p.status.v1"}       // another rank
+	c.Rules[1].Outranks = []string{"p.status.v1"}       // a status rule
 	c.Rules[2].Outranks = []string{"p.slow.v1"}         // mutual …
 	c.Rules[3].Outranks = []string{"p.quota.v1"}        // … outranking
 	c.Rules[4].Outranks = []string{"p.generic_auth.v1"} // itself
@@ -88,7 +101,7 @@ func TestOutranksChecked(t *testing.T) {
 	joined := strings.Join(errs, "\n")
 	for _, want := range []string{
 		`rule "p.stream.v1": outranks unknown rule "p.ghost.v1"`,
-		`rule "p.dns.v1": outranks "p.status.v1" of another rank`,
+		`rule "p.dns.v1": outranks status rule "p.status.v1"`,
 		`rule "p.quota.v1": outranks "p.slow.v1", which outranks it`,
 		`rule "p.generic_auth.v1": outranks[0]: a rule cannot outrank itself`,
 	} {
@@ -144,10 +157,16 @@ func layerCatalogue() Catalogue {
 			Confidence: "medium", Scope: "provider", Match: Match{HTTPStatus: st}, Timing: []string{TimingHeaders, TimingText}}
 	}
 	return Catalogue{Version: "l-1", Rules: []Rule{
-		phrase("l.daily.v1", CodeQuotaLimited, `daily quota exceeded`, 429),
+		func() Rule {
+			r := phrase("l.daily.v1", CodeQuotaLimited, `daily quota exceeded`, 429)
+			r.Outranks = []string{"l.rate.v1"}
+			return r
+		}(),
 		phrase("l.quota.v1", CodeQuotaLimited, `quota exceeded`),
 		phrase("l.rate.v1", CodeRateLimited, `rate limit exceeded|quota exceeded`),
+		// l.daily.v1 says the window; it outranks the plain limit.
 		phrase("l.dns.v1", CodeNetworkUnavailable, `dns error`),
+		phrase("l.auth.v1", CodeAuthRequired, `invalid key`),
 		phrase("l.stream.v1", CodeAgentTransportLost, `stream disconnected`),
 		status("l.s429.v1", CodeRateLimited, 429),
 		status("l.s500.v1", CodeProviderUnavailable, 500),
@@ -164,8 +183,10 @@ func TestLayers(t *testing.T) {
 		wantCode  string
 		conflicts string
 	}{
-		{"phrase tier: the first rule in catalogue order wins, even across classes",
-			Evidence{Source: SourceRPCError, Message: "quota exceeded"}, "l.quota.v1", CodeQuotaLimited, ""},
+		{"phrase tier: two kinds of different classes, neither declared the more specific, conflict",
+			Evidence{Source: SourceRPCError, Message: "quota exceeded"}, "", CodeUnclassified, "l.quota.v1,l.rate.v1"},
+		{"phrase tier: the first rule in catalogue order wins among kinds of one class",
+			Evidence{Source: SourceRPCError, Message: "dns error; stream disconnected"}, "l.dns.v1", CodeNetworkUnavailable, ""},
 		{"a status alone decides",
 			Evidence{Source: SourceRPCError, Message: "Error code: 429"}, "l.s429.v1", CodeRateLimited, ""},
 		{"a phrase refines the code within the status's class",
@@ -173,7 +194,7 @@ func TestLayers(t *testing.T) {
 		{"a phrase changes the class of a status it declares",
 			Evidence{Source: SourceRPCError, HTTPStatus: 429, Message: "daily quota exceeded"}, "l.daily.v1", CodeQuotaLimited, ""},
 		{"a phrase that does not declare the status conflicts with it",
-			Evidence{Source: SourceRPCError, HTTPStatus: 429, Message: "quota exceeded"}, "", CodeUnclassified, "l.quota.v1,l.s429.v1"},
+			Evidence{Source: SourceRPCError, HTTPStatus: 429, Message: "invalid key"}, "", CodeUnclassified, "l.auth.v1,l.s429.v1"},
 		{"stderr decides when the report says nothing",
 			Evidence{Source: SourceRPCError, Message: "Internal error", Stderr: []string{"dns error"}}, "l.dns.v1", CodeNetworkUnavailable, ""},
 		{"stderr refines a phrase within its class",
