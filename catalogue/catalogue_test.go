@@ -203,6 +203,12 @@ var prose = []string{
 	"The connection pool was resized",
 	"The service layer was refactored",
 	"The request handler was rewritten",
+	// Prose that names a failure in its own words (mention.go).
+	"If you get 'rate limit exceeded', lower the concurrency and try again.",
+	"That 'invalid api key' message usually means the key was revoked.",
+	"I got 'context length exceeded' on the big file, so I split it first.",
+	"When the server returns 503 Service Unavailable the client backs off.",
+	"// retry when the provider is overloaded",
 }
 
 func TestAgentProseNeverClassifies(t *testing.T) {

@@ -465,6 +465,9 @@ func (r *compiledRule) matches(vw *view) bool {
 	if r.httpSet != nil && !r.httpSet[vw.status().code] {
 		return false
 	}
+	if r.httpSet != nil && vw.status().fromWords() && vw.mentionOnly() {
+		return false // "when the server returns 503 …" (mention.go)
+	}
 	if r.prefix != nil && !prefixMatches(vw.text(FieldMessage), r.prefix) {
 		return false
 	}
@@ -474,6 +477,9 @@ func (r *compiledRule) matches(vw *view) bool {
 		}
 		if !r.anyText(vw, r.re.MatchString) {
 			return false
+		}
+		if r.wordsOnly() && vw.mentionOnly() {
+			return false // prose that names the failure (mention.go)
 		}
 	}
 	if len(r.fields) > 0 && !r.fieldsMatch(vw) {

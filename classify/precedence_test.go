@@ -245,3 +245,35 @@ func TestOverridesStatusNeedsCollisionFixture(t *testing.T) {
 		t.Error("Lint: the collision fixture is there, yet the finding remains")
 	}
 }
+
+// TestMentionIsNotTheError: the same words as a report and as prose that
+// only mentions them (mention.go). The report classifies; the mention does
+// not, unless it carries an error's shape (a status field, an error body,
+// an error head).
+func TestMentionIsNotTheError(t *testing.T) {
+	c := layerCatalogue()
+	e := mustCompileNoFixtures(t, c)
+	for _, tt := range []struct {
+		name string
+		ev   Evidence
+		want string
+	}{
+		{"a statement of the failure", Evidence{Source: SourceRPCError, Message: "rate limit exceeded, try again in 20s"}, CodeRateLimited},
+		{"a conditional about it", Evidence{Source: SourceRPCError, Message: "If you get 'rate limit exceeded', lower the concurrency."}, CodeUnclassified},
+		{"an explanation of it", Evidence{Source: SourceRPCError, Message: "The 'quota exceeded' message usually means the plan ran out."}, CodeUnclassified},
+		{"a first-person account", Evidence{Source: SourceStderr, Stderr: []string{"I got rate limit exceeded twice, then it worked"}}, CodeUnclassified},
+		{"a code comment", Evidence{Source: SourceRPCError, Message: "// retry when the stream disconnected"}, CodeUnclassified},
+		{"a status in prose", Evidence{Source: SourceRPCError, Message: "When the API returns 500 Internal Server Error we back off"}, CodeUnclassified},
+		{"a test assertion", Evidence{Source: SourceStderr, Stderr: []string{"AssertionError: expected error to be 'rate limit exceeded'"}}, CodeUnclassified},
+		{"an error head makes prose-like words a report", Evidence{Source: SourceRPCError, Message: "Error: rate limit exceeded. If you get this repeatedly, lower the concurrency."}, CodeRateLimited},
+		{"a status field makes it a report", Evidence{Source: SourceRPCError, HTTPStatus: 500, Message: "I got stream disconnected"}, CodeAgentTransportLost},
+		{"a hint after the statement is the provider's own", Evidence{Source: SourceRPCError, Message: "Rate limit exceeded. If you are seeing this often, contact support."}, CodeRateLimited},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.ev.Now = DefaultFixtureNow
+			if v := e.Classify(tt.ev); v.Code != tt.want {
+				t.Errorf("got %s by %q (reason %q), want %s", v.Code, v.Rule, v.Reason, tt.want)
+			}
+		})
+	}
+}
