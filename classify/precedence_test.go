@@ -267,7 +267,7 @@ func TestMentionIsNotTheError(t *testing.T) {
 		{"a test assertion", Evidence{Source: SourceStderr, Stderr: []string{"AssertionError: expected error to be 'rate limit exceeded'"}}, CodeUnclassified},
 		{"an error head makes prose-like words a report", Evidence{Source: SourceRPCError, Message: "Error: rate limit exceeded. If you get this repeatedly, lower the concurrency."}, CodeRateLimited},
 		{"a status field makes it a report", Evidence{Source: SourceRPCError, HTTPStatus: 500, Message: "I got stream disconnected"}, CodeAgentTransportLost},
-		{"a hint after the statement is the provider's own", Evidence{Source: SourceRPCError, Message: "Rate limit exceeded. If you are seeing this often, contact support."}, CodeRateLimited},
+		{"a hint after the statement is the provider's own", Evidence{Source: SourceRPCError, Message: "rate limit exceeded. If you are seeing this often, contact support."}, CodeRateLimited},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.ev.Now = DefaultFixtureNow
