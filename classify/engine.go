@@ -221,6 +221,12 @@ func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
 	win, conflicts := decide(all)
 	if win != nil {
 		conflicts = statusConflict(win, all, vw.status().code)
+		if len(conflicts) == 2 && win.General {
+			// A general rule is no more specific than the status it
+			// disagrees with ("Server returned 401 — the endpoint may be
+			// temporarily unavailable"): the status decides.
+			win, conflicts = ruleByID(all, conflicts[1]), nil
+		}
 	}
 	if len(conflicts) > 0 {
 		v := unclassified(ReasonConflict)
@@ -340,6 +346,16 @@ func statusConflict(win *compiledRule, all []*compiledRule, status int) []string
 			return nil
 		}
 		return []string{win.ID, r.ID}
+	}
+	return nil
+}
+
+// ruleByID returns the rule of rs with the given id.
+func ruleByID(rs []*compiledRule, id string) *compiledRule {
+	for _, r := range rs {
+		if r.ID == id {
+			return r
+		}
 	}
 	return nil
 }

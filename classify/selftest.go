@@ -132,7 +132,9 @@ func (e *Engine) crossClass(f Fixture, name string, matched []*compiledRule) []F
 	}
 	var out []Finding
 	for _, m := range matched {
-		if m == own || m.Tier == TierStatus || ClassOf(m.Code) == want || outranked(m, matched) || (m.General && specific) {
+		// A general rule yields to a specific one, and to a status it
+		// disagrees with (decideView).
+		if m == own || m.Tier == TierStatus || ClassOf(m.Code) == want || outranked(m, matched) || (m.General && (specific || own.Tier == TierStatus)) {
 			continue
 		}
 		out = append(out, Finding{Rule: m.ID, Fixture: name, Problem: fmt.Sprintf(
