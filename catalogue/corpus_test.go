@@ -133,13 +133,14 @@ func TestPublicCorpus(t *testing.T) { testCorpus(t, corpusFile, corpusMinAccurac
 // collected by someone else from sources public.jsonl does not use, and
 // measured before any rule was written for it (66–73 % by shape at first
 // contact); since then its misses taught the phrase table too, so it
-// guards against losing what it taught, at a lower bar.
+// guards against losing what it taught.
 func TestHoldoutCorpus(t *testing.T) {
 	testCorpus(t, "../testdata/corpus/holdout.jsonl", corpusMinHoldout)
 }
 
-// corpusMinHoldout is the share of holdout entries every shape must get right.
-const corpusMinHoldout = 0.85
+// corpusMinHoldout is the share of holdout entries every shape must get
+// right, once learned from (issue 30: every corpus at least 95 %).
+const corpusMinHoldout = 0.95
 
 func testCorpus(t *testing.T, file string, minAccuracy float64) {
 	entries := readCorpus(t, file)
@@ -148,6 +149,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 	families := map[string]*tally{}
 	codes := map[string]*tally{}
 	var misses []string
+	var wrongClass, unclassified int // misses by kind: another class (costly), or no verdict (safe)
 	for _, en := range entries {
 		if en.Code == "none" {
 			continue // TestCorpusNegatives
@@ -164,6 +166,12 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 			count(families, corpusFamily(en.Provider), right)
 			count(codes, en.Code, right)
 			if !right {
+				switch {
+				case v.Code == classify.CodeUnclassified:
+					unclassified++
+				case v.Class != classify.ClassOf(en.Code):
+					wrongClass++
+				}
 				misses = append(misses, fmt.Sprintf("%s [%s] want %s, got %s (rule %q reason %q %v): %.160q", en.ID, sh.name, en.Code, v.Code, v.Rule, v.Reason, v.Conflicts, en.Text))
 			}
 		}
@@ -171,6 +179,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 	t.Logf("%s: %d entries, by shape:\n%s", file, len(entries), table(shapes))
 	t.Logf("by provider family:\n%s", table(families))
 	t.Logf("by code:\n%s", table(codes))
+	t.Logf("misses over all shapes: %d wrong class, %d unclassified, %d the right class with another code", wrongClass, unclassified, len(misses)-wrongClass-unclassified)
 	if os.Getenv("CORPUS_MISSES") != "" {
 		sort.Strings(misses)
 		t.Logf("misses:\n%s", strings.Join(misses, "\n"))
