@@ -16,8 +16,14 @@
 // outranks and overridesStatus) and returns an Engine. Engine.Classify
 // evaluates rules in tiers — 1 typed structure, 2 exact signatures, 3
 // the provider-agnostic phrase table, 4 the HTTP status — and the first
-// tier with a matching rule decides (Engine.Classify spells out the
-// precedence). The status is derived from wherever the evidence carries it
+// tier with a matching rule decides, unless a matched rule of any tier
+// below the status says another class: two kinds that disagree are a
+// conflict (unclassified, reason conflict) unless one declares it outranks
+// the other or the other is General (a broad kind, or a typed code that
+// only restates a status); a General rule that disagrees with the status
+// yields to it (Engine.Classify, decide). Words-only rules do not count
+// in prose that only mentions a failure (mention.go). Lint fails a rule
+// that could decide another rule's fixture with another class. The status is derived from wherever the evidence carries it
 // (status.go: envelope, a JSON-RPC code in 400–599, status fields, the
 // text, names that stand for one); JSON and Python-repr bodies embedded in
 // text are decoded (view.go, pyrepr.go). The agent's report is classified

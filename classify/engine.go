@@ -144,17 +144,18 @@ func (e *Engine) Catalogue() Catalogue { return e.cat }
 // Classify returns the verdict for ev. Precedence, most specific first:
 // typed structure (tier 1) > signatures (tier 2) > intent phrases (tier 3)
 // > the HTTP status (tier 4); within a tier, rules scoped to the agent's
-// adapter before rules for any adapter. Only the matches of the strongest
-// rank count. In tiers 1 and 2 a rule's declared Outranks removes the
-// rules it is more specific than, and the first remaining rule wins when
-// all remaining rules agree on the class; rules pointing to different
-// classes there are a conflict. Tiers 3 and 4 are ordered tables: the
-// first matching rule wins. The winner may refine what the evidence's HTTP
-// status means within its class, and change the class only for statuses
-// it declares (OverridesStatus); otherwise the evidence is conflicting.
-// Conflicts are unclassified with Reason conflict and Conflicts naming the
-// rules. Stale evidence and evidence no rule matches are unclassified too.
-// The result depends only on ev (including ev.Now) and the catalogue.
+// adapter before rules for any adapter, then catalogue order. A rule that
+// another matched rule declares it outranks drops out, whatever the tiers;
+// a General rule drops out beside a specific rule of another class. The
+// first remaining rule wins when every remaining rule below the status
+// tier agrees with it on the class; two kinds that disagree are a
+// conflict. The winner may refine what the evidence's HTTP status means
+// within its class, and change the class only for statuses it declares
+// (OverridesStatus); otherwise the evidence is conflicting — except that a
+// General winner yields to the status. Conflicts are unclassified with
+// Reason conflict and Conflicts naming the rules. Stale evidence and
+// evidence no rule matches are unclassified too. The result depends only
+// on ev (including ev.Now) and the catalogue.
 func (e *Engine) Classify(ev Evidence) Verdict {
 	v, _ := e.classify(&ev)
 	if e.observe != nil {
