@@ -203,7 +203,7 @@ var prose = []string{
 	"The connection pool was resized",
 	"The service layer was refactored",
 	"The request handler was rewritten",
-	// Prose that names a failure in its own words (mention.go).
+	// Prose that names a failure in its own words (classify/mention.go).
 	"If you get 'rate limit exceeded', lower the concurrency and try again.",
 	"That 'invalid api key' message usually means the key was revoked.",
 	"I got 'context length exceeded' on the big file, so I split it first.",

@@ -139,7 +139,7 @@ func TestHoldoutCorpus(t *testing.T) {
 }
 
 // corpusMinHoldout is the share of holdout entries every shape must get
-// right, once learned from (issue 30: every corpus at least 95 %).
+// right, once learned from: every corpus at least 95 %.
 const corpusMinHoldout = 0.95
 
 func testCorpus(t *testing.T, file string, minAccuracy float64) {
