@@ -142,14 +142,16 @@ func TestHoldoutCorpus(t *testing.T) {
 // right, once learned from: every corpus at least 95 %.
 const corpusMinHoldout = 0.95
 
-func testCorpus(t *testing.T, file string, minAccuracy float64) {
+// testCorpus scores the file in every shape, fails a shape below
+// minAccuracy, and returns the misses of another class than the label.
+func testCorpus(t *testing.T, file string, minAccuracy float64) (wrongClass int) {
 	entries := readCorpus(t, file)
 	e := Default()
 	shapes := map[string]*tally{}
 	families := map[string]*tally{}
 	codes := map[string]*tally{}
 	var misses []string
-	var wrongClass, unclassified int // misses by kind: another class (costly), or no verdict (safe)
+	var unclassified int // misses by kind: another class (wrongClass, costly), or no verdict (safe)
 	for _, en := range entries {
 		if en.Code == "none" {
 			continue // TestCorpusNegatives
@@ -189,6 +191,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 			t.Errorf("shape %s: %s right, want at least %.0f%% (CORPUS_MISSES=1 lists the misses)", name, s, 100*minAccuracy)
 		}
 	}
+	return wrongClass
 }
 
 // TestCorpusNegatives: text that only looks like a provider failure
@@ -283,20 +286,20 @@ func TestHoldout4Corpus(t *testing.T) {
 
 // TestHoldout5Corpus: a fifth blind set (testdata/corpus/HOLDOUT5.md) from
 // providers, gateways and agents the earlier sets cover least, weighted to
-// the confusable kinds, frozen before it was measured. Its floor is the
-// first-contact figure rounded down, so the test records where the
-// catalogue stood; raise it as the set's misses are learned from.
+// the confusable kinds, frozen before it was measured. At first contact
+// 75.9–77.7 % (catalogue at 09df262) and, with the kinds, conflicts and
+// mention guard in, 79.3–79.6 % (docs/CATALOGUE.md); its misses then
+// taught the kinds, and it is held to the bar of every corpus and to no
+// wrong class.
 func TestHoldout5Corpus(t *testing.T) {
-	testCorpus(t, "../testdata/corpus/holdout5.jsonl", corpusMinHoldout5)
+	if wrong := testCorpus(t, "../testdata/corpus/holdout5.jsonl", corpusMinHoldout); wrong > 0 {
+		t.Errorf("%d misses of another class than the label, want none (CORPUS_MISSES=1 lists them)", wrong)
+	}
 }
-
-// corpusMinHoldout5 is holdout5's first-contact figure rounded down
-// (75.9 % envelope, 77.7 % the other shapes, catalogue at 09df262); it is a
-// floor to be raised as the set's misses are learned from, not a target.
-const corpusMinHoldout5 = 0.75
 
 // corpusMinNegativesHoldout5 is the share of holdout5's negatives (all soft:
 // maintainers' answers, pull-request prose, user chatter, MCP tool
-// transport) that stayed unclassified at first contact (16/31, 51.6 %),
-// rounded down; to be raised to corpusMinNegatives.
-const corpusMinNegativesHoldout5 = 0.5
+// transport) that must stay unclassified: all of them, since the mention
+// guard learned from them (16/31 at first contact, 19/31 with the guard's
+// first version).
+const corpusMinNegativesHoldout5 = 1.0

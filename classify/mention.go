@@ -21,19 +21,32 @@ import "strings"
 //     (ParseErrorLine: "Error:", "API Error:", "RateLimitError:", ✕ …).
 //
 // Narrative (mentionRe): text that opens with a hypothetical or
-// conditional frame ("If you get …", "When the API returns …"; a hint
+// conditional frame ("If you get …", "When the API returns …", or a
+// sentence "When the limit … is exceeded, X is raised"; a hint
 // after the statement, "If you are seeing this repeatedly, …", is the
 // provider's own), an explanation of an error ("this
 // error means …", "usually indicates", "is caused by"), a first-person
 // account ("I got …", "I keep hitting …"; not "we": providers speak
 // as "we"), a code comment ("// handle …", "# …"), words quoted after a
 // verb of reporting ("saw \"quota exceeded\"", "says 'overloaded'"), or talk about error handling
-// in code ("the rate-limit handler", "fixed the quota error handling").
+// in code ("the rate-limit handler", "fixed the quota error handling");
+// advice and change notes that open the text ("Make sure your key …",
+// "Thanks for reporting", "Adds support for …", "Currently the server
+// responds …", "this PR"), "I believe" (not Markdown bold: agents print
+// their errors in it), "it indicates
+// that …", release notes ("now shows …", "treated as"), and the same in
+// Chinese (错误…表示, code talk of 捕获 and except).
 
 var mentionRe = lazyRegexp(`(?i)` +
-	`\A\W*(?:if|when|whenever|once) (?:you|the|it|your|a|an|this|that|we|they|users?|there)\b[^.\n]{0,80}?\b(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|run into|runs into)\b` +
-	`|\b(?:this|that|the|such an?|these|those) (?:\w+ )?(?:error|message|failure|exception|response|status)s? (?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you)\b` +
-	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by|happens|occurs)\b` +
+	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into)\b` +
+	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you\b|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
+	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
+	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
+	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
+	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|被(?:通用)?\s*\x60?except\b|捕获` +
+	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
+	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you)\b` +
+	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by)\b` +
 	`|\b(?:is|are|was|were) (?:usually |often |typically )?(?:caused|triggered) by\b` +
 	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
 	`|\bI(?:'m|'ve| am| have) (?:getting|seeing|hitting|been getting|been seeing|been hitting)\b` +
