@@ -162,31 +162,89 @@ func (e *Engine) Classify(ev Evidence) Verdict {
 
 // classify also returns every rule that matched, in evaluation order, for
 // fixture collision checks.
+//
+// Evidence is ranked (docs/CATALOGUE.md, "Precedence"): 1 the agent's
+// report for the request — its JSON-RPC error (code, message, data, a
+// status inside the text), or the exit and its summary; 2 the turn's error
+// text in message chunks (Evidence.Chunk); 3 stderr. The highest rank
+// whose evidence a rule recognises decides. A lower rank only refines that
+// verdict, and only when it is about the same failure: the verdict came
+// from a phrase or a status (typed structure and signatures are final),
+// and the refinement keeps both its class and its kind (SameKind: a
+// provider that answered with a status is not refined into a connection
+// that never reached it). Stderr's retry notes never refine: they name
+// failures the agent already handled. When no rank speaks alone, the
+// report and stderr are read together (a status in one, its words in the
+// other), as the unclassified fallback.
 func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
-	// The agent's own report (message, data, status) speaks first. Stderr
-	// holds the agent's logs of the whole turn, so it decides only when the
-	// report says nothing, and otherwise may only refine a phrase or status
-	// verdict within its class (a lost stream whose log names the DNS
-	// failure behind it) — and not with the agent's retry notes, which name
-	// failures the agent already handled.
+	if len(ev.Stderr) == 0 && ev.Chunk == "" {
+		return e.decideView(newView(ev))
+	}
+	report := *ev
+	report.Chunk, report.Stderr = "", nil
+	v, all := e.decideView(newView(&report))
+	base := &report // the evidence that decided, which lower ranks refine
+	var chunk Evidence
+	if ev.Chunk != "" {
+		chunk = Evidence{Source: SourceMessageChunk, Adapter: ev.Adapter, Message: ev.Chunk, Headers: ev.Headers,
+			Phase: ev.Phase, Generation: ev.Generation, Stale: ev.Stale, Now: ev.Now}
+		if v.Rule == "" {
+			if cv, call := e.decideText(&chunk); cv.Rule != "" {
+				v, all, base = cv, call, &chunk
+			}
+		} else {
+			both := report
+			both.Message = joinText(report.Message, ev.Chunk)
+			v, all = e.refine(v, all, &both)
+		}
+	}
+	if v.Rule == "" {
+		full := *ev
+		full.Chunk = ""
+		return e.decideView(newView(&full))
+	}
 	if len(ev.Stderr) == 0 {
-		return e.decideView(newView(ev))
+		return v, all
 	}
-	primary := *ev
-	primary.Stderr = nil
-	pv, pall := e.decideView(newView(&primary))
-	if pv.Rule == "" {
-		return e.decideView(newView(ev))
-	}
-	if pall[0].Tier < TierPhrase {
-		return pv, pall
-	}
-	refined := *ev
+	refined := *base
 	refined.Stderr = withoutRetryNotes(ev.Stderr)
-	if fv, fall := e.decideView(newView(&refined)); fv.Rule != "" && fv.Class == pv.Class {
+	return e.refine(v, all, &refined)
+}
+
+// decideText classifies text an agent printed (a chunk) as a message
+// chunk, and as an error message when no chunk rule speaks (ClassifyText).
+func (e *Engine) decideText(ev *Evidence) (Verdict, []*compiledRule) {
+	v, all := e.decideView(newView(ev))
+	if v.Rule != "" || v.Reason == ReasonStale {
+		return v, all
+	}
+	alt := *ev
+	alt.Source = SourceRPCError
+	if av, aall := e.decideView(newView(&alt)); av.Rule != "" {
+		return av, aall
+	}
+	return v, all
+}
+
+// refine returns the verdict of lower (the deciding evidence with a
+// lower rank's added) when it may replace v: v came from a phrase or a
+// status, and the refinement keeps v's class and kind.
+func (e *Engine) refine(v Verdict, all []*compiledRule, lower *Evidence) (Verdict, []*compiledRule) {
+	if len(all) == 0 || all[0].Tier < TierPhrase {
+		return v, all
+	}
+	if fv, fall := e.decideView(newView(lower)); fv.Rule != "" && fv.Class == v.Class && SameKind(fv.Code, v.Code) {
 		return fv, fall
 	}
-	return pv, pall
+	return v, all
+}
+
+// joinText appends b to a on a line of its own.
+func joinText(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
 }
 
 // decideView classifies one view of the evidence.
