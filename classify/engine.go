@@ -14,6 +14,9 @@ const (
 	ReasonNoMatch  = "no_match"
 	ReasonStale    = "stale"
 	ReasonConflict = "conflict"
+	// ReasonClientClosed: the agent exited after the client closed its
+	// input (a guard-made verdict; no rule produces it).
+	ReasonClientClosed = "client_closed"
 )
 
 // Engine classifies evidence with a compiled catalogue. It is immutable and

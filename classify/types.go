@@ -62,7 +62,7 @@ type Verdict struct {
 	RetryAfter       *time.Duration `json:"-"` // validated, positive, relative to Evidence.Now
 	ResetAt          *time.Time     `json:"-"` // validated, in the future of Evidence.Now, UTC
 	SafeExcerpt      string         `json:"safeExcerpt"`
-	Reason           string         `json:"reason,omitempty"`    // why unclassified: no_match | stale | conflict
+	Reason           string         `json:"reason,omitempty"`    // why unclassified: no_match | stale | conflict | client_closed
 	Conflicts        []string       `json:"conflicts,omitempty"` // rule IDs that disagreed (Reason conflict)
 }
 

@@ -1,0 +1,194 @@
+package observers
+
+import (
+	"hash/fnv"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Stderr as evidence. An agent's stderr holds its logs of the whole
+// session: the failure behind the turn's answer, and background work it
+// repeats on a timer (telemetry, analytics and metrics exports, update
+// checks) whose failures look like provider failures ("getaddrinfo
+// ENOTFOUND telemetry.example.dev"). What is kept for the classifier is
+// what may be about the turn's failure:
+//
+//   - lines that arrived at most StderrWindow before the answer (each
+//     line carries the stamp of the event that read it; the answer is
+//     another event's stamp — one clock per event), never a line from
+//     minutes earlier;
+//   - and not noise. A line is noise by its shape, not by one agent's
+//     spelling: it names background work (noiseWords: telemetry,
+//     analytics, metrics, OpenTelemetry and its exporters, an update
+//     check, crash reporting — in its words or in the host it names); or
+//     its shape (the line with digits and hex runs folded) repeated at
+//     least noiseRepeats times in the session and it names only hosts
+//     other than the provider's (those the agent's own report names; a
+//     report that names none leaves every host possible). Noise is neither evidence nor a retry note, and never
+//     reaches safeExcerpt.
+//
+// Memory is bounded: maxTurnStderr lines per turn, and noiseShapes shape
+// counts per session tracker (the least recently seen is forgotten).
+
+// StderrWindow is how long before the answer a stderr line may be
+// evidence of the turn's failure.
+const StderrWindow = 30 * time.Second
+
+const (
+	noiseShapes  = 64  // shapes remembered, per tracker
+	noiseRepeats = 3   // occurrences of one shape that make a repeated line
+	shapeBytes   = 160 // bytes of a line its shape is taken from
+)
+
+// noiseWords names background work whose failures are not the provider's.
+var noiseWords = regexp.MustCompile(`(?i)(?:\b|_)(?:telemetry|analytics|metrics|o?tel(?:emetry)?[-_ ]?(?:exporter|collector|sdk)|otel|otlp|opentelemetry|exporter|statsig|sentry|posthog|datadog|mixpanel|amplitude|segment\.io|crash[-_ ]?report(?:er|ing)?|update[-_ ]?check(?:er)?|check(?:ing)? for updates?|failed to check for updates?)(?:\b|_)`)
+
+// hostRe finds host names a line names: in a URL, after a DNS or connect
+// error code.
+var hostRe = regexp.MustCompile(`(?i)(?:https?|wss?|grpcs?)://([a-z0-9][a-z0-9.-]*[a-z0-9])|(?:ENOTFOUND|EAI_AGAIN|getaddrinfo|lookup|resolve)\s+([a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)+)`)
+
+// stderrLine is one stderr line of a turn.
+type stderrLine struct {
+	text  string
+	at    time.Time
+	shape uint64
+}
+
+// shapeTable counts stderr line shapes, bounded.
+type shapeTable struct {
+	counts map[uint64]*shapeCount
+	tick   uint64
+}
+
+type shapeCount struct {
+	n    uint32
+	last uint64 // tick of the latest sighting
+}
+
+// see counts one sighting of shape and returns how often it was seen.
+func (s *shapeTable) see(shape uint64) uint32 {
+	if s.counts == nil {
+		s.counts = make(map[uint64]*shapeCount, noiseShapes)
+	}
+	s.tick++
+	c := s.counts[shape]
+	if c == nil {
+		if len(s.counts) >= noiseShapes {
+			var old uint64
+			oldest := s.tick
+			for k, v := range s.counts {
+				if v.last < oldest {
+					old, oldest = k, v.last
+				}
+			}
+			delete(s.counts, old)
+		}
+		c = &shapeCount{}
+		s.counts[shape] = c
+	}
+	c.n++
+	c.last = s.tick
+	return c.n
+}
+
+func (s *shapeTable) count(shape uint64) uint32 {
+	if c := s.counts[shape]; c != nil {
+		return c.n
+	}
+	return 0
+}
+
+// lineShape folds what changes between repetitions of one log line —
+// digits, hex runs, time stamps — and hashes the rest.
+func lineShape(line string) uint64 {
+	h := fnv.New64a()
+	var b [1]byte
+	prev := byte(0)
+	for i := 0; i < len(line) && i < shapeBytes; i++ {
+		c := line[i]
+		switch {
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f' && prev == '0', c >= 'A' && c <= 'F' && prev == '0':
+			c = '0'
+		case c >= 'A' && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if c == '0' && prev == '0' {
+			continue
+		}
+		prev = c
+		b[0] = c
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// backgroundWork reports whether a line names background work.
+func backgroundWork(line string) bool {
+	if len(line) > 4*shapeBytes {
+		line = line[:4*shapeBytes]
+	}
+	return noiseWords.MatchString(line)
+}
+
+// hostsOf returns the host names a line names (lower case, at most a few).
+func hostsOf(line string) []string {
+	var out []string
+	for _, m := range hostRe.FindAllStringSubmatch(headString(line, 4096), 4) {
+		h := m[1]
+		if h == "" {
+			h = m[2]
+		}
+		out = append(out, strings.ToLower(h))
+	}
+	return out
+}
+
+func headString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// StderrNear returns the turn's stderr lines that may be evidence of the
+// failure answered at now: at most StderrWindow old, and not a repeated
+// line naming a host that report (the agent's own error text) does not
+// name. Lines naming background work were never kept.
+func (t *Turn) StderrNear(now time.Time, report string) []string {
+	var out []string
+	var provider []string
+	looked := false
+	for _, l := range t.stderr {
+		if now.Sub(l.at) > StderrWindow {
+			continue
+		}
+		if t.shapes != nil && t.shapes.count(l.shape) >= noiseRepeats {
+			if !looked {
+				provider, looked = hostsOf(report), true
+			}
+			if unrelatedHost(hostsOf(l.text), provider) {
+				continue
+			}
+		}
+		out = append(out, l.text)
+	}
+	return out
+}
+
+// unrelatedHost reports whether a line names hosts and none of them is
+// the provider's (the hosts the agent's report names). Without a
+// provider host nothing is unrelated.
+func unrelatedHost(hosts, provider []string) bool {
+	if len(hosts) == 0 || len(provider) == 0 {
+		return false
+	}
+	for _, h := range hosts {
+		for _, p := range provider {
+			if h == p {
+				return false
+			}
+		}
+	}
+	return true
+}
