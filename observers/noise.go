@@ -23,7 +23,9 @@ import (
 //     analytics, metrics, OpenTelemetry and its exporters, an update
 //     check, crash reporting — in its words or in the host it names); or
 //     its shape (the line with digits and hex runs folded) repeated at
-//     least noiseRepeats times in the session and it names only hosts
+//     least noiseRepeats times in the session, and either on a timer (the
+//     latest two gaps between sightings within a third of each other —
+//     an agent's own retries back off, a timer does not) or naming only hosts
 //     other than the provider's (those the agent's own report names; a
 //     report that names none leaves every host possible). Noise is neither evidence nor a retry note, and never
 //     reaches safeExcerpt.
@@ -41,8 +43,11 @@ const (
 	shapeBytes   = 160 // bytes of a line its shape is taken from
 )
 
-// noiseWords names background work whose failures are not the provider's.
-var noiseWords = regexp.MustCompile(`(?i)(?:\b|_)(?:telemetry|analytics|metrics|o?tel(?:emetry)?[-_ ]?(?:exporter|collector|sdk)|otel|otlp|opentelemetry|exporter|statsig|sentry|posthog|datadog|mixpanel|amplitude|segment\.io|crash[-_ ]?report(?:er|ing)?|update[-_ ]?check(?:er)?|check(?:ing)? for updates?|failed to check for updates?)(?:\b|_)`)
+// noiseWords names background work whose failures are not the
+// provider's: words distinctive enough to count inside identifiers
+// (OTLPExporterError, telemetryClient), then words that count on their own.
+var noiseWords = regexp.MustCompile(`(?i)telemetry|otlp|exporter|analytics|statsig|posthog|mixpanel|datadog|` +
+	`(?:\b|_)(?:otel|metrics|sentry|amplitude|segment\.io|crash[-_ ]?report(?:er|ing|s)?|update[-_ ]?check(?:er|ing)?|check(?:ing)? for updates?)(?:\b|_)`)
 
 // hostRe finds host names a line names: in a URL, after a DNS or connect
 // error code.
@@ -62,12 +67,16 @@ type shapeTable struct {
 }
 
 type shapeCount struct {
-	n    uint32
-	last uint64 // tick of the latest sighting
+	n      uint32
+	last   uint64        // tick of the latest sighting
+	at     time.Time     // stamp of the latest sighting
+	gap    time.Duration // between the latest two sightings
+	steady bool          // the latest gap is within a third of the one before: a timer
 }
 
-// see counts one sighting of shape and returns how often it was seen.
-func (s *shapeTable) see(shape uint64) uint32 {
+// see counts one sighting of shape at now and returns how often it was
+// seen.
+func (s *shapeTable) see(shape uint64, now time.Time) uint32 {
 	if s.counts == nil {
 		s.counts = make(map[uint64]*shapeCount, noiseShapes)
 	}
@@ -87,16 +96,22 @@ func (s *shapeTable) see(shape uint64) uint32 {
 		c = &shapeCount{}
 		s.counts[shape] = c
 	}
+	if c.n > 0 {
+		gap := now.Sub(c.at)
+		c.steady = c.gap > 0 && gap > 0 && 3*gap >= 2*c.gap && 2*gap <= 3*c.gap
+		c.gap = gap
+	}
 	c.n++
-	c.last = s.tick
+	c.last, c.at = s.tick, now
 	return c.n
 }
 
-func (s *shapeTable) count(shape uint64) uint32 {
+// get returns what the table knows of shape.
+func (s *shapeTable) get(shape uint64) shapeCount {
 	if c := s.counts[shape]; c != nil {
-		return c.n
+		return *c
 	}
-	return 0
+	return shapeCount{}
 }
 
 // lineShape folds what changes between repetitions of one log line —
@@ -152,9 +167,10 @@ func headString(s string, n int) string {
 }
 
 // StderrNear returns the turn's stderr lines that may be evidence of the
-// failure answered at now: at most StderrWindow old, and not a repeated
-// line naming a host that report (the agent's own error text) does not
-// name. Lines naming background work were never kept.
+// failure answered at now: at most StderrWindow old, and not a line
+// repeated on a timer or naming only hosts that report (the agent's own
+// error text) does not name. Lines naming background work were never
+// kept.
 func (t *Turn) StderrNear(now time.Time, report string) []string {
 	var out []string
 	var provider []string
@@ -163,7 +179,10 @@ func (t *Turn) StderrNear(now time.Time, report string) []string {
 		if now.Sub(l.at) > StderrWindow {
 			continue
 		}
-		if t.shapes != nil && t.shapes.count(l.shape) >= noiseRepeats {
+		if c := t.shapes.get(l.shape); c.n >= noiseRepeats {
+			if c.steady {
+				continue // on a timer
+			}
 			if !looked {
 				provider, looked = hostsOf(report), true
 			}

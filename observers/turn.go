@@ -356,7 +356,7 @@ func (tr *Tracker) Unparseable() {
 // nor a note; every line's shape is counted.
 func (tr *Tracker) Stderr(line string, now time.Time) {
 	shape := lineShape(line)
-	tr.shapes.see(shape)
+	tr.shapes.see(shape, now)
 	if backgroundWork(line) {
 		return
 	}
