@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -405,7 +406,57 @@ func (r *compiledRule) excerpt(vw *view) string {
 			}
 		}
 	}
-	return excerptText(vw)
+	t := excerptText(vw)
+	needle := r.needle(vw)
+	if needle == "" || strings.Contains(strings.ToLower(t), needle) {
+		return t
+	}
+	// The most specific text does not hold what matched (a typed body or
+	// a status inside the data of "Internal error: Agent error"): the
+	// line that does is the excerpt.
+	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+		ft := vw.text(f)
+		if i := strings.Index(vw.lower(f), needle); i >= 0 && i < len(ft) && len(vw.lower(f)) == len(ft) {
+			if f == FieldData {
+				return lineAt(ft, i)
+			}
+			return around(ft, i)
+		}
+	}
+	return t
+}
+
+// needle is what a rule without a regex matched, as text to find in the
+// evidence (lower case): the most specific value of its field matches (a
+// provider's error type), else the HTTP status it read; "" when neither.
+func (r *compiledRule) needle(vw *view) string {
+	best := ""
+	for _, f := range r.fields {
+		for v := range f.values {
+			if len(v) > len(best) || (len(v) == len(best) && v < best) {
+				best = v
+			}
+		}
+	}
+	if len(best) >= 4 {
+		return strings.ToLower(best)
+	}
+	if r.httpSet != nil {
+		if code := vw.status().code; code != 0 {
+			return strconv.Itoa(code)
+		}
+	}
+	return ""
+}
+
+// lineAt returns the line of t holding byte i (a leaf of the data).
+func lineAt(t string, i int) string {
+	start := strings.LastIndexByte(t[:i], '\n') + 1
+	end := strings.IndexByte(t[i:], '\n')
+	if end < 0 {
+		return headBytes(t[start:], 4096)
+	}
+	return headBytes(t[start:i+end], 4096)
 }
 
 // around returns the text from the start of the line holding byte i (at
