@@ -232,12 +232,12 @@ func (e *Engine) decideText(ev *Evidence) (Verdict, []*compiledRule) {
 
 // refine returns the verdict of lower (the deciding evidence with a
 // lower rank's added) when it may replace v: v came from a phrase or a
-// status, and the refinement keeps v's class and kind.
+// status, another rule decides lower, and it keeps v's class and kind.
 func (e *Engine) refine(v Verdict, all []*compiledRule, lower *Evidence) (Verdict, []*compiledRule) {
 	if len(all) == 0 || all[0].Tier < TierPhrase {
 		return v, all
 	}
-	if fv, fall := e.decideView(newView(lower)); fv.Rule != "" && fv.Class == v.Class && SameKind(fv.Code, v.Code) {
+	if fv, fall := e.decideView(newView(lower)); fv.Rule != "" && fv.Rule != v.Rule && fv.Class == v.Class && SameKind(fv.Code, v.Code) {
 		return fv, fall
 	}
 	return v, all
