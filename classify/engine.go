@@ -393,7 +393,9 @@ func outranked(r *compiledRule, rs []*compiledRule) bool {
 }
 
 // excerpt picks the text that made r match: the suffix of a prefix match,
-// the line around a regex match, else the evidence's most specific text.
+// the line around a regex match, else the evidence's most specific text —
+// unless that is a message without what a typed-body or status rule
+// matched (r.needle), when the line of the data that holds it is.
 func (r *compiledRule) excerpt(vw *view) string {
 	if r.prefix != nil {
 		return prefixSuffix(vw.text(FieldMessage), r.prefix.Prefix)
@@ -407,21 +409,19 @@ func (r *compiledRule) excerpt(vw *view) string {
 		}
 	}
 	t := excerptText(vw)
+	if t != headBytes(vw.text(FieldMessage), 4096) {
+		return t
+	}
 	needle := r.needle(vw)
 	if needle == "" || strings.Contains(strings.ToLower(t), needle) {
 		return t
 	}
-	// The most specific text does not hold what matched (a typed body or
-	// a status inside the data of "Internal error: Agent error"): the
-	// line that does is the excerpt.
-	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
-		ft := vw.text(f)
-		if i := strings.Index(vw.lower(f), needle); i >= 0 && i < len(ft) && len(vw.lower(f)) == len(ft) {
-			if f == FieldData {
-				return lineAt(ft, i)
-			}
-			return around(ft, i)
-		}
+	// The message does not hold what matched (a typed body or a status
+	// inside the data of "Internal error: Agent error"): the line of the
+	// data that does is the excerpt.
+	dt, dl := vw.text(FieldData), vw.lower(FieldData)
+	if i := strings.Index(dl, needle); i >= 0 && len(dl) == len(dt) {
+		return lineAt(dt, i)
 	}
 	return t
 }
