@@ -108,6 +108,9 @@ func (s *shapeTable) see(shape uint64, now time.Time) uint32 {
 
 // get returns what the table knows of shape.
 func (s *shapeTable) get(shape uint64) shapeCount {
+	if s == nil {
+		return shapeCount{}
+	}
 	if c := s.counts[shape]; c != nil {
 		return *c
 	}
@@ -164,6 +167,34 @@ func headString(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// WithoutNoise returns the lines of a stderr tail (the relay's, outside
+// any turn: a set-up or launch failure) that are not noise, by the same
+// tests as StderrNear but the window: background work, a shape on a
+// timer, a repeated line naming only hosts report does not.
+func (tr *Tracker) WithoutNoise(lines []string, report string) []string {
+	var out []string
+	var provider []string
+	looked := false
+	for _, l := range lines {
+		if backgroundWork(l) {
+			continue
+		}
+		if c := tr.shapes.get(lineShape(l)); c.n >= noiseRepeats {
+			if c.steady {
+				continue
+			}
+			if !looked {
+				provider, looked = hostsOf(report), true
+			}
+			if unrelatedHost(hostsOf(l), provider) {
+				continue
+			}
+		}
+		out = append(out, l)
+	}
+	return out
 }
 
 // StderrNear returns the turn's stderr lines that may be evidence of the

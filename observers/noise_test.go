@@ -96,3 +96,15 @@ func TestShapeTableBounded(t *testing.T) {
 		t.Errorf("%d shapes remembered, want at most %d", n, noiseShapes)
 	}
 }
+
+func TestWithoutNoise(t *testing.T) {
+	tr := NewTracker(AdapterCodex, DefaultSignatures)
+	t0 := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	tail := []string{"[telemetry] export failed: getaddrinfo ENOTFOUND telemetry.example.dev", "Error: 401 Unauthorized"}
+	for i, l := range tail {
+		tr.Stderr(l, t0.Add(time.Duration(i)*time.Second))
+	}
+	if got := tr.WithoutNoise(tail, ""); !slices.Equal(got, tail[1:]) {
+		t.Errorf("got %q, want %q", got, tail[1:])
+	}
+}
