@@ -46,11 +46,10 @@ demo: build
 RACE_FREE_PKGS := ./catalogue/ ./classify/
 RACE_FREE_TESTS := ^TestCatalogueCommand$$
 
+# scripts/test.sh runs every step even when one fails and ends with a
+# summary of every failure.
 test:
-	pkgs="$$($(GO) list ./... | grep -v -e '/catalogue$$' -e '/classify$$')" && [ -n "$$pkgs" ] && \
-		$(GO) test -race -count=1 -skip '$(RACE_FREE_TESTS)' $$pkgs
-	$(GO) test -count=1 $(RACE_FREE_PKGS)
-	$(GO) test -count=1 -run '$(RACE_FREE_TESTS)' ./cmd/acp-guard/
+	GO='$(GO)' RACE_FREE_PKGS='$(RACE_FREE_PKGS)' RACE_FREE_TESTS='$(RACE_FREE_TESTS)' bash scripts/test.sh
 
 test-busy:
 	bash scripts/test-busy.sh $(RUNS) $(HOGS)

@@ -1,6 +1,6 @@
 module github.com/acp-guard/acp-guard
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/coder/acp-go-sdk v0.13.0

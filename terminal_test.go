@@ -125,6 +125,8 @@ var terminalCases = []terminalCase{
 		answers: []answer{{id: "3", reason: "overflow_after_compaction", code: "context_overflow"}}},
 	{name: "no_compaction_command", policy: compactOnly, agent: demo("compact-none"), script: onePrompt,
 		answers: []answer{{id: "3", reason: "no_compaction_command", code: "context_overflow"}}},
+	{name: "no_policy", agent: demo("fail-then-succeed", "--fail", "1", "--agent-name", "codex-acp"), script: onePrompt,
+		answers: []answer{{id: "3", reason: "no_policy", code: "agent_transport_lost"}}},
 	{name: "agent_exited", agent: demo("crash"), script: onePrompt,
 		answers: []answer{{id: "3", reason: "agent_exited"}}},
 	{name: "agent_killed", agent: demo("crash-signal"), script: onePrompt,
@@ -142,7 +144,7 @@ var terminalCases = []terminalCase{
 // fails the test.
 var requiredReasons = []string{
 	"agent_stalled", "circuit_open", "late_activity", "state_unwritable", "shutting_down", "exhausted",
-	"no_fallback", "unsafe", "unclassified", "request_class", "superseded", "agent_exited", "setup_failed",
+	"no_fallback", "no_policy", "unsafe", "unclassified", "request_class", "superseded", "agent_exited", "setup_failed",
 	"compaction_failed", "compaction_empty", "overflow_after_compaction", "no_compaction_command", "result",
 	"stop_now",
 }

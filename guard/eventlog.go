@@ -13,7 +13,11 @@ import (
 // circuit's decision), warnings for silent failures, abnormal stops,
 // stalls and refused model switches, and — at debug, when the guard emits
 // them (Config.Frames) — one line per frame saying where it went: its
-// direction, kind, method, id and size, never its content. Every line
+// direction, kind, method, id and size, never its content. A classified
+// failure's line names the verdict (code, class, rule) and the decision;
+// at debug it also carries the verdict's safe excerpt (redacted provider
+// text, the ProviderError's safeExcerpt), the only provider text the log
+// holds. Every line
 // carries pid (this process), agent (the adapter) and, when the event is
 // about one, session and id (the client's request); durations are in
 // milliseconds (keys ending in _ms).
@@ -140,6 +144,11 @@ func (l eventLog) failure(e FailureClassified) {
 	if e.Error != nil {
 		attrs = append(attrs, slog.Int("rpc_code", e.Error.Code))
 	}
+	// What the provider said, as the client's ProviderError carries it
+	// (safeExcerpt: bounded, redacted): provider text, so at debug only.
+	if v.SafeExcerpt != "" && l.log.Enabled(context.Background(), slog.LevelDebug) {
+		attrs = append(attrs, slog.String("excerpt", v.SafeExcerpt))
+	}
 	l.line(slog.LevelInfo, "failure classified", e.EventBase, attrs...)
 }
 
@@ -172,7 +181,8 @@ func (l eventLog) answered(e Answered) {
 		attrs = append(attrs, slog.Int("agent_retries", r.AgentRetries))
 	}
 	if pe := r.ProviderError; pe != nil {
-		attrs = append(attrs, slog.String("code", pe.Code), slog.String("reason", pe.Recovery.Reason))
+		attrs = append(attrs, slog.String("code", pe.Code), slog.String("class", pe.Class), slog.String("rule", pe.Rule),
+			slog.String("action", pe.Recovery.Action), slog.String("reason", pe.Recovery.Reason))
 	}
 	l.line(slog.LevelInfo, "turn settled", e.EventBase, attrs...)
 }

@@ -193,8 +193,18 @@ func TestLogEvents(t *testing.T) {
 		if m["pid"] != float64(os.Getpid()) || m["agent"] != "claude-agent-acp" {
 			t.Errorf("line without pid and agent: %s", line)
 		}
+		// The one provider text allowed: a classified failure's safe
+		// excerpt, at debug (this log's level).
+		rest := line
+		if ex, ok := m["excerpt"].(string); ok {
+			if m["msg"] != "failure classified" || !strings.Contains(ex, "Overloaded") {
+				t.Errorf("excerpt %q on a %q line", ex, m["msg"])
+			}
+			b, _ := json.Marshal(ex)
+			rest = strings.Replace(line, string(b), `""`, 1)
+		}
 		for _, content := range []string{"Answer from model-b", `"hi"`, "Overloaded"} {
-			if strings.Contains(line, content) {
+			if strings.Contains(rest, content) {
 				t.Errorf("content %q in the log: %s", content, line)
 			}
 		}
@@ -209,6 +219,17 @@ func TestLogEvents(t *testing.T) {
 		if m["session"] != "s1" || m["id"] != "2" {
 			t.Errorf("decision line without session and id: %v", m)
 		}
+	}
+	for _, m := range byMsg["failure classified"] {
+		if m["code"] != "provider_overloaded" || m["class"] != "transient" || m["rule"] != "anthropic.overloaded_error.v1" || m["excerpt"] == nil {
+			t.Errorf("failure line without its verdict and excerpt: %v", m)
+		}
+	}
+	// At info, the verdict without the provider's text.
+	var info strings.Builder
+	recovery(t, guard.LogEvents(slog.New(slog.NewJSONHandler(&info, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	if strings.Contains(info.String(), "Overloaded") || !strings.Contains(info.String(), `"rule":"anthropic.overloaded_error.v1"`) {
+		t.Errorf("info log:\n%s\nwant the verdict's rule and no excerpt", info.String())
 	}
 	if tr := byMsg["recovery transition"]; len(tr) > 0 && tr[0]["delay_ms"] != float64(5000) {
 		t.Errorf("first transition: delay_ms %v, want 5000", tr[0]["delay_ms"])

@@ -133,7 +133,8 @@ func New(cfg Config) *Guard {
 	tracker := observers.NewTracker(ag.adapter, k.bindSignatures(cfg.Signatures))
 	k.tracker, ev.tracker = tracker, tracker
 	m := &machine{prompts: make(map[*transport.Request]*prompt), doc: doc, jr: jr, log: log, ev: ev, ag: ag}
-	rc := &recovery{m: m, doc: doc, log: log, tracker: tracker, ag: ag, ev: ev, checks: k}
+	rc := &recovery{m: m, doc: doc, log: log, tracker: tracker, ag: ag, ev: ev, checks: k,
+		noPolicy: doc.Unconfigured(cfg.Fallback)}
 	if cfg.JitterSeed != 0 {
 		rc.jitter = policy.NewJitter(cfg.JitterSeed)
 	}

@@ -440,16 +440,32 @@ func TestFallbackModel(t *testing.T) {
 }
 
 func TestFallbackWithoutCandidatesStops(t *testing.T) {
-	h := newHarness(t, "claude-agent-acp", policy.Default())
-	h.start()
-	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
-	if sent := h.agentFrames(); len(sent) != 0 {
-		t.Fatalf("sent %q", sent)
-	}
-	got := h.clientFrames()
-	_, _, pe, _ := providerError(t, got[0])
-	if r := pe["recovery"].(map[string]any); r["action"] != "stop" || r["reason"] != "no_fallback" {
-		t.Errorf("recovery %v", r)
+	// A policy that recovers (the hard class waits for resets) and skips
+	// transient failures, with no model to skip to: no_fallback. Without
+	// any policy the same failure stops for want of one: no_policy.
+	waits := policy.Default()
+	waits.Hard.WaitForReset = policy.WaitForReset{Enabled: true, MaxWaitSeconds: 60}
+	for _, tt := range []struct {
+		name   string
+		doc    policy.Document
+		reason string
+	}{
+		{"policy without fallback models", waits, "no_fallback"},
+		{"no policy", policy.Default(), "no_policy"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "claude-agent-acp", tt.doc)
+			h.start()
+			h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+			if sent := h.agentFrames(); len(sent) != 0 {
+				t.Fatalf("sent %q", sent)
+			}
+			got := h.clientFrames()
+			_, _, pe, _ := providerError(t, got[0])
+			if r := pe["recovery"].(map[string]any); r["action"] != "stop" || r["reason"] != tt.reason {
+				t.Errorf("got recovery %v, want stop/%s", r, tt.reason)
+			}
+		})
 	}
 }
 

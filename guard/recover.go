@@ -21,6 +21,7 @@ const (
 	ReasonSuperseded      = "superseded"         // the client sent a new prompt to the session
 	ReasonSwitchFailed    = "switch_failed"      // the agent refused the model switch
 	ReasonNoFallback      = "no_fallback"        // skip, but no model to switch to
+	ReasonNoPolicy        = "no_policy"          // no recovery policy configured (policy.Document.Unconfigured): reported, never recovered
 	ReasonSameProvider    = "same_provider_only" // skip, but the failure never authorizes a switch
 	ReasonAgentExited     = "agent_exited"
 	ReasonClientClosed    = "client_closed" // the agent exited after the client closed its input
@@ -49,6 +50,9 @@ type recovery struct {
 	sw      *switcher
 	comp    *compactor
 	wd      *watchdog
+	// noPolicy: the session runs without a recovery policy, so a failure
+	// the default skips stops with ReasonNoPolicy, not ReasonNoFallback.
+	noPolicy bool
 }
 
 // sameProviderOnly lists semantic codes that are evidence for recovering on
@@ -127,6 +131,8 @@ func (rc *recovery) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decis
 	}
 	next, ok := rc.ag.nextCandidate(p)
 	switch {
+	case !ok && rc.noPolicy:
+		d.Action, d.Reason = policy.ActionStop, ReasonNoPolicy
 	case ok && sameProviderOnly[f.verdict.Code]:
 		d.Action, d.Reason = policy.ActionStop, ReasonSameProvider
 	case !ok:

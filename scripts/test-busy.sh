@@ -56,7 +56,7 @@ for i in $(seq "$runs"); do
 		tail -30 "$log"
 		exit 1
 	fi
-	echo "test-busy: run $i of $runs passed in $(($(date +%s) - start)) s (load $load at start; $(grep -E '^== .*done in' "$log" | sed 's/^== //' | tr '\n' ';' | sed 's/;$//'))"
+	echo "test-busy: run $i of $runs passed in $(($(date +%s) - start)) s (load $load at start; $(grep -E '^== .*: exit [0-9]+ in' "$log" | sed 's/^== //' | tr '\n' ';' | sed 's/;$//'))"
 	rm -rf "$clone" "$clone.gocache" "$clone.agents" "$clone.schema"
 done
 echo "test-busy: $runs of $runs runs passed with $hogs busy loops"

@@ -409,7 +409,12 @@ func TestE2EDuplicateProxyAnswerDropped(t *testing.T) {
 	if m := msgs[len(msgs)-1]; m.Error != nil {
 		t.Fatalf("prompt answered %s, want the retry's success", m.Raw)
 	}
-	g.CloseStdin() // the agent wrote both answers before it reads the EOF
+	// The order the scenario needs: the duplicate is read (and dropped)
+	// before the client closes its input. Waiting for the proxy's own log
+	// line enforces it; otherwise an idle SIGTERM after the client's close
+	// may end the agent before acp-guard reads its second answer.
+	g.WaitStderr("agent answered a proxy request that is not pending; dropped")
+	g.CloseStdin()
 	msgs = append(msgs, checkFrames(t, g.RestBytes())...)
 	if code := g.Wait(); code != 0 {
 		t.Errorf("exit code %d, want 0", code)

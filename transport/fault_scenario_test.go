@@ -2,7 +2,9 @@ package transport_test
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -177,8 +179,33 @@ func framesBeforeStall(actions []string) (n int, ok bool) {
 	return 0, false
 }
 
-// expectedExit is the exit code acp-guard must end with.
-func (sc faultScenario) expectedExit() int {
+// agentEnds is the exit code of the agent when the scenario has it end
+// itself (an exit, a cut, a kill in a first attempt); ok is false when it
+// does not.
+func (sc faultScenario) agentEnds() (code int, ok bool) {
+	for _, p := range sc.Agent.Prompts {
+		for _, act := range p[0] {
+			name, arg, _ := cutAction(act)
+			switch name {
+			case "exit", "cut":
+				return arg, true
+			case "kill":
+				return 128 + int(syscall.SIGKILL), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// expectedExit is the exit code acp-guard must end with, given its log
+// (stderr). Only one case depends on the order events actually took, and
+// for it the log says which: a client that closes its input right after a
+// prompt the agent ends itself on (CloseEarly) races the agent's own exit
+// against acp-guard's grace signal. When the log shows a grace signal sent
+// before the agent exited by a signal, the session ended cleanly (0);
+// otherwise the agent's own code stands. Every other scenario enforces its
+// order (the client waits for the agent's exit before it closes).
+func (sc faultScenario) expectedExit(stderr string) int {
 	if sc.Signal != "" {
 		sig := signalByName(sc.Signal)
 		if sig == syscall.SIGTERM && sc.Agent.IgnoreTerm {
@@ -186,20 +213,36 @@ func (sc faultScenario) expectedExit() int {
 		}
 		return 128 + int(sig)
 	}
-	for _, p := range sc.Agent.Prompts {
-		for _, act := range p[0] {
-			name, arg, _ := cutAction(act)
-			switch name {
-			case "exit", "cut":
-				return arg
-			case "kill":
-				return 128 + int(syscall.SIGKILL)
-			}
+	code, ends := sc.agentEnds()
+	if !ends {
+		// The client closed its input: the agent exits 0, or is ended by the
+		// grace signals — a clean session either way.
+		return 0
+	}
+	if sc.CloseEarly && graceSignalEndedAgent(stderr) {
+		return 0
+	}
+	return code
+}
+
+var agentExitedRe = regexp.MustCompile(`msg="agent exited" code=(-?\d+) signal=(\S*)`)
+
+// graceSignalEndedAgent reports whether acp-guard's log shows it sending
+// the agent a grace signal (after the client's close) before the agent
+// exited, and the agent exiting by a signal.
+func graceSignalEndedAgent(stderr string) bool {
+	exit := agentExitedRe.FindStringSubmatchIndex(stderr)
+	if exit == nil {
+		return false
+	}
+	grace := -1
+	for _, s := range []string{"; sending SIGTERM", "; sending SIGKILL"} {
+		if i := strings.Index(stderr, s); i >= 0 && (grace < 0 || i < grace) {
+			grace = i
 		}
 	}
-	// The client closed its input: the agent exits 0, or is ended by the
-	// grace signals — a clean session either way.
-	return 0
+	sig := stderr[exit[4]:exit[5]]
+	return grace >= 0 && grace < exit[0] && (sig == "terminated" || sig == "killed")
 }
 
 func cutAction(act string) (string, int, bool) {

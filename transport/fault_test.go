@@ -373,6 +373,13 @@ func (c *faultClient) script(stderr *testbin.Stream) {
 		c.sent["70"] = "x/cut"
 		c.send(`{"jsonrpc":"2.0","id":70,"method":"x/cut","par`)
 	}
+	if _, ends := sc.agentEnds(); ends {
+		// The scenario has the agent end itself: the client closes only once
+		// acp-guard has seen it go. Closing earlier races the agent's own
+		// exit against the idle SIGTERM that follows the client's close,
+		// and the exit code would depend on which came first.
+		stderr.WaitFor(`msg="agent exited"`)
+	}
 	c.p.CloseStdin()
 }
 
@@ -529,7 +536,7 @@ func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, 
 	// The exit, and what is left.
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		fail("acp-guard was killed by %v", ws.Signal())
-	} else if want := sc.expectedExit(); ps.ExitCode() != want {
+	} else if want := sc.expectedExit(res.stderr); ps.ExitCode() != want {
 		fail("exit code %d, want %d", ps.ExitCode(), want)
 	}
 	if agent.pid > 0 {

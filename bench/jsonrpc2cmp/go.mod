@@ -1,6 +1,6 @@
 module github.com/acp-guard/acp-guard/bench/jsonrpc2cmp
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/acp-guard/acp-guard v0.0.0

@@ -20,7 +20,7 @@ type classifyOptions struct {
 	catalogue  string
 	now        string
 	transcript string // --transcript: classify the turns of a recording
-	turn       int    // --turn: only this turn (1-based)
+	turn       string // --turn: only this turn (its number from 1, or its request id)
 	args       []string
 
 	in       io.Reader
@@ -46,13 +46,10 @@ or plain text, classified as the message of a JSON-RPC error.
 With --transcript FILE it replays a recorded session through the same
 pipeline as the live proxy and prints, per prompt turn (--turn N for one),
 the evidence envelope the proxy classified and the verdict; the envelope
-can be fed back to classify with --now to reproduce the verdict.
-
-Examples:
-  acp-guard classify --adapter codex-acp 'stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)'
-  acp-guard classify --adapter gemini-cli '{"source":"rpc_error","rpcCode":500,"message":"exception TypeError: fetch failed sending request"}'
-  acp-guard classify 'unexpected status 404 Not Found: The model does not exist'
-  acp-guard classify --transcript /tmp/fail.jsonl --turn 1`,
+can be fed back to classify with --now to reproduce the verdict. --turn
+takes the turn's number — from 1, in the order the turns settled, as
+` + "`acp-guard replay`" + ` numbers them — or the JSON-RPC id of its session/prompt
+request; classify says on stderr which it took.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.args, o.in, o.out, o.err = args, s.in, s.out, s.err
@@ -64,7 +61,7 @@ Examples:
 	f.StringVar(&o.catalogue, "catalogue", "", "use this operator-reviewed catalogue file instead of the embedded one")
 	f.StringVar(&o.now, "now", "", "validate timing hints against this RFC 3339 time (default: the current time)")
 	f.StringVar(&o.transcript, "transcript", "", "classify the prompt turns of this recorded transcript (JSONL) as the live proxy did")
-	f.IntVar(&o.turn, "turn", 0, "with --transcript: only this prompt turn (1-based)")
+	f.StringVar(&o.turn, "turn", "", "with --transcript: only this prompt turn: its number (from 1, as replay numbers them) or its request id")
 	return cmd
 }
 
@@ -88,9 +85,9 @@ func runClassify(_ context.Context, o *classifyOptions) error {
 		}
 		now = t
 	}
-	if o.transcript != "" || o.turn != 0 {
-		if o.transcript == "" || len(o.args) > 0 || o.turn < 0 {
-			return withCode(exitUsage, fmt.Errorf("--transcript FILE takes no TEXT; --turn needs --transcript and is 1 or more"))
+	if o.transcript != "" || o.turn != "" {
+		if o.transcript == "" || len(o.args) > 0 {
+			return withCode(exitUsage, fmt.Errorf("--transcript FILE takes no TEXT; --turn needs --transcript"))
 		}
 		e, err := loadEngine(o.catalogue)
 		if err != nil {

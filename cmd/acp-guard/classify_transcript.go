@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
@@ -73,13 +75,15 @@ func classifyTranscript(o *classifyOptions, e *classify.Engine) error {
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
-	if o.turn > len(out) {
-		return withCode(exitFailure, fmt.Errorf("--turn %d: the transcript has %d prompt turn(s)", o.turn, len(out)))
+	if o.turn != "" {
+		sel, err := selectTurns(out, o.turn)
+		if err != nil {
+			return withCode(exitFailure, err)
+		}
+		fmt.Fprintf(o.err, "acp-guard: classify: %s\n", sel.said)
+		out = sel.turns
 	}
 	for _, tv := range out {
-		if o.turn > 0 && tv.Turn != o.turn {
-			continue
-		}
 		b, err := json.Marshal(tv)
 		if err != nil {
 			return withCode(exitFailure, err)
@@ -109,4 +113,61 @@ func redactEvidence(ev classify.Evidence) classify.Evidence {
 		ev.Data = d
 	}
 	return ev
+}
+
+// selection is what --turn chose: the turns, and a sentence saying which.
+type selection struct {
+	turns []transcriptVerdict
+	said  string
+}
+
+// selectTurns picks the turns --turn names: a turn number (from 1, the
+// order the turns settled in, as `acp-guard replay` numbers them) when
+// the transcript has that many turns, else the turns whose session/prompt
+// request has that JSON-RPC id (a number, or a string with or without its
+// quotes). Neither is an error that lists the valid turns and ids.
+func selectTurns(out []transcriptVerdict, arg string) (selection, error) {
+	if n, err := strconv.Atoi(arg); err == nil && n >= 1 && n <= len(out) {
+		tv := out[n-1]
+		said := fmt.Sprintf("--turn %s: turn %d of %d (request id %s)", arg, n, len(out), tv.RequestID)
+		if byID := turnsWithID(out, arg); len(byID) > 0 && byID[0].Turn != n {
+			said += fmt.Sprintf("; the request with id %s is turn %d", arg, byID[0].Turn)
+		}
+		return selection{turns: []transcriptVerdict{tv}, said: said}, nil
+	}
+	if byID := turnsWithID(out, arg); len(byID) > 0 {
+		var nums []string
+		for _, tv := range byID {
+			nums = append(nums, strconv.Itoa(tv.Turn))
+		}
+		said := fmt.Sprintf("--turn %s: the request with id %s, turn %s of %d", arg, byID[0].RequestID, strings.Join(nums, ", "), len(out))
+		return selection{turns: byID, said: said}, nil
+	}
+	if len(out) == 0 {
+		return selection{}, fmt.Errorf("--turn %s: the transcript has no prompt turn", arg)
+	}
+	const most = 20
+	var valid []string
+	for i, tv := range out {
+		if i == most {
+			valid = append(valid, fmt.Sprintf("… (%d more)", len(out)-most))
+			break
+		}
+		valid = append(valid, fmt.Sprintf("%d (id %s)", tv.Turn, tv.RequestID))
+	}
+	return selection{}, fmt.Errorf("--turn %s: no such turn or request id; the transcript has %d prompt turn(s), by number (request id): %s",
+		arg, len(out), strings.Join(valid, ", "))
+}
+
+// turnsWithID are the turns whose request id is id: its JSON text, or a
+// string id given without its quotes.
+func turnsWithID(out []transcriptVerdict, id string) []transcriptVerdict {
+	quoted, _ := json.Marshal(id)
+	var got []transcriptVerdict
+	for _, tv := range out {
+		if r := string(tv.RequestID); r == id || r == string(quoted) {
+			got = append(got, tv)
+		}
+	}
+	return got
 }

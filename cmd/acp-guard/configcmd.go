@@ -31,7 +31,9 @@ object keyed by flag name, e.g.
   {"policy": "~/.config/acp-guard/policy.json", "log-level": "info",
    "record": "~/acp-runs/{time}-{pid}.jsonl", "fallback-models": ["model-b"]}
 
-Paths have a leading ~ and $VAR expanded.`,
+Paths have a leading ~ and $VAR expanded. Settings --help does not show
+(jitter-seed: a fixed seed for the retry jitter, for tests and replays) are
+listed too, and marked as hidden flags.`,
 		Example: "  acp-guard config\n  ACP_GUARD_LOG_LEVEL=debug acp-guard config --policy p.json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,7 +55,13 @@ Paths have a leading ~ and $VAR expanded.`,
 						st.Value = d
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", st.Name, cell(st.Value), st.From)
+				from := st.From
+				if f := cmd.Flags().Lookup(st.Name); f != nil && f.Hidden {
+					// Every setting is listed; a hidden one says why
+					// --help does not show it.
+					from += " (a hidden flag, for tests and replays: not in --help)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", st.Name, cell(st.Value), from)
 			}
 			return tw.Flush()
 		},

@@ -65,6 +65,13 @@ const demoPolicy = `{"version":1,
  "hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
  "request":{"compact_then_retry":true}}`
 
+// demoPolicyText says what demoPolicy does, as it does it: full jitter
+// draws each delay from 0 to the doubling backoff (1s, then 2s), and the
+// shared circuits the demo runs with floor it at their least cooldown,
+// 1s (docs/POLICY.md) — so the first retry comes after 1s and the second
+// after 1–2s. The notices show each drawn delay.
+const demoPolicyText = "transient → 2 retries, the first after 1s, the second after 1–2s (full jitter), then stop; context overflow → compact, retry once"
+
 func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -103,7 +110,7 @@ func runDemo(ctx context.Context, s *streams, o *demoOptions) error {
 		if st.policy {
 			ro.guard.policyFile = policyFile
 			ro.guard.stateDir = dir + "/state"
-			fmt.Fprintf(s.out, "   policy: transient → retry after 1s, 2s, then stop; context overflow → compact, retry once\n")
+			fmt.Fprintf(s.out, "   policy: %s\n", demoPolicyText)
 		}
 		if err := demoSession(ctx, s, ro, o.raw); err != nil {
 			return withCode(exitFailure, err)
@@ -196,7 +203,7 @@ func describeUpdate(w io.Writer, m map[string]any) {
 		fmt.Fprintf(w, "   agent says: %q\n", text)
 	case "agent_thought_chunk":
 		if meta, ok := u["_meta"].(map[string]any); ok && meta["acpGuard"] != nil {
-			fmt.Fprintf(w, "   ⟳ acp-guard notice: %s\n", strings.TrimSpace(text))
+			fmt.Fprintf(w, "   ⟳ acp-guard notice: %s%s\n", strings.TrimSpace(text), drawnDelay(meta["acpGuard"]))
 			return
 		}
 		fmt.Fprintf(w, "   agent thinks: %q\n", text)
@@ -218,15 +225,32 @@ func describeResponse(w io.Writer, m map[string]any) {
 		return
 	}
 	e, _ := m["error"].(map[string]any)
-	fmt.Fprintf(w, "   ✘ prompt error %v: %v\n", e["code"], e["message"])
 	data, _ := e["data"].(map[string]any)
-	if pe, ok := data["providerError"].(map[string]any); ok {
-		rec, _ := pe["recovery"].(map[string]any)
-		fmt.Fprintf(w, "     providerError: code=%v class=%v confidence=%v rule=%v\n", pe["code"], pe["class"], pe["confidence"], pe["rule"])
-		ev, _ := json.Marshal(pe["evidence"])
-		fmt.Fprintf(w, "     replaySafe=%v evidence=%s recovery=%v/%v\n", pe["replaySafe"], ev, rec["action"], rec["reason"])
-		fmt.Fprintf(w, "     safeExcerpt=%q\n", pe["safeExcerpt"])
+	pe, ok := data["providerError"].(map[string]any)
+	if !ok {
+		fmt.Fprintf(w, "   ✘ prompt error %v: %v\n", e["code"], e["message"])
+		return
 	}
+	// The verdict and what the provider said first; the JSON-RPC message
+	// (an agent's own, or a signature's fixed diagnostic) after them.
+	rec, _ := pe["recovery"].(map[string]any)
+	fmt.Fprintf(w, "   ✘ prompt failed — providerError: code=%v class=%v confidence=%v rule=%v\n", pe["code"], pe["class"], pe["confidence"], pe["rule"])
+	fmt.Fprintf(w, "     safeExcerpt=%q\n", pe["safeExcerpt"])
+	ev, _ := json.Marshal(pe["evidence"])
+	fmt.Fprintf(w, "     replaySafe=%v evidence=%s recovery=%v/%v\n", pe["replaySafe"], ev, rec["action"], rec["reason"])
+	fmt.Fprintf(w, "     JSON-RPC error %v: %v\n", e["code"], e["message"])
+}
+
+// drawnDelay is a retry notice's drawn delay (_meta.acpGuard.retry.delayMs)
+// when its text rounds it ("retrying in 1s" for 1.4 s).
+func drawnDelay(meta any) string {
+	ag, _ := meta.(map[string]any)
+	r, _ := ag["retry"].(map[string]any)
+	ms, ok := r["delayMs"].(float64)
+	if !ok || ms < 1000 || int64(ms)%1000 == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" [drawn: %.3fs]", ms/1000)
 }
 
 // checkScenarios refuses scenario names the demo agent does not know,

@@ -76,6 +76,15 @@ func TestE2EDemoMistakesAndOutput(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `evidence={"assistantOutput":false`) || strings.Contains(out, "map[") {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want evidence as JSON, no Go map syntax", code, out, stderr)
 	}
+	// The verdict and what the agent said come first, Cursor's fixed
+	// diagnostic (the JSON-RPC message) after them; no policy is said so.
+	out, stderr, code = runBin(t, nil, "", "demo", "--scenario", "cursor-retriable")
+	verdict := strings.Index(out, "✘ prompt failed — providerError: code=agent_transport_lost class=transient confidence=high rule=cursor.retriable_stream_reset.v1\n")
+	excerpt := strings.Index(out, `safeExcerpt="[unavailable] PING timed out"`)
+	message := strings.Index(out, "JSON-RPC error -32603: Error: RetriableError: HTTP/2 stream closed")
+	if code != 0 || verdict < 0 || excerpt < verdict || message < excerpt || !strings.Contains(out, "recovery=stop/no_policy") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want the verdict, the excerpt, then the message, and recovery=stop/no_policy", code, out, stderr)
+	}
 }
 
 // A file that is not a transcript gets one clear line, not one per line;

@@ -56,6 +56,8 @@ func TestE2EConfigPrecedence(t *testing.T) {
 		"record":    "/runs/{pid}.jsonl | config file",
 		"grace":     "2s | config file",
 		"max-line":  "67108864 | default",
+		// A flag --help does not show is listed, and says so.
+		"jitter-seed": "0 | default (a hidden flag, for tests and replays: not in --help)",
 	} {
 		if got := rows[name]; !strings.HasPrefix(got, want) {
 			t.Errorf("%s: got %q, want %q\n%s", name, got, want, out)

@@ -17,7 +17,11 @@ var examples = map[string]string{
 	"acp-guard catalogue lint":   `  acp-guard catalogue lint`,
 	"acp-guard catalogue export": `  acp-guard catalogue export > reviewed.json`,
 	"acp-guard classify": `  acp-guard classify 'API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}' --adapter claude-agent-acp
-  echo 'stream disconnected before completion' | acp-guard classify --adapter codex-acp`,
+  acp-guard classify --adapter codex-acp 'stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses)'
+  acp-guard classify --adapter gemini-cli '{"source":"rpc_error","rpcCode":500,"message":"exception TypeError: fetch failed sending request"}'
+  acp-guard classify 'unexpected status 404 Not Found: The model does not exist'
+  echo 'stream disconnected before completion' | acp-guard classify --adapter codex-acp
+  acp-guard classify --transcript /tmp/fail.jsonl --turn 1`,
 	"acp-guard demo": `  acp-guard demo
   acp-guard demo --scenario codex-error,fail-then-succeed --raw`,
 	"acp-guard demo-agent":     `  acp-guard -- acp-guard demo-agent --scenario fail-then-succeed --fail 2`,

@@ -39,6 +39,10 @@ fallback model, or stop). See "acp-guard policy default" for the shape.`,
 	return cmd
 }
 
+// policyHelpDoc is the document whose schedule `policy check --help`
+// shows (TestPolicyCheckHelpIsTrue checks that it prints that).
+const policyHelpDoc = `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":5},"wait_for_reset":{"max_wait_seconds":300}},"hard":{"on_exhausted":"stop"}}`
+
 func newPolicyCheckCmd(s *streams) *cobra.Command {
 	o := &policyCheckOptions{}
 	cmd := &cobra.Command{
@@ -46,10 +50,15 @@ func newPolicyCheckCmd(s *streams) *cobra.Command {
 		Short: "Validate a policy document and print the schedule it implies",
 		Long: `check validates FILE ("-" for stdin) and prints, per class, the schedule
 the document implies, then the normalized document (omitted parts filled in
-with their defaults: immediate skip, retry and reset waiting disabled), e.g.
+with their defaults: immediate skip, retry and reset waiting disabled). For
+` + policyHelpDoc + ` it prints
 
-  transient: retry after 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)
+  transient: retry after up to 5s, 10s, 20s, then skip; wait for a trusted reset up to 5m0s (once)
   hard: stop immediately
+
+"Up to": each delay is drawn with full jitter, from 0 to the doubling
+backoff, and never comes before a provider's retry-after or reset (nor,
+with shared circuits, before their least cooldown of 1s).
 
 Legacy rules ("retry_same", "try_next", "stop") are accepted and normalized.
 An invalid document is reported one problem per line, each naming its field,

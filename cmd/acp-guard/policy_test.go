@@ -121,3 +121,40 @@ func TestPolicyCheckFillsDefaults(t *testing.T) {
 		}
 	}
 }
+
+// The schedule `policy check --help` shows is what check prints for the
+// document it names.
+func TestPolicyCheckHelpIsTrue(t *testing.T) {
+	_, help, _ := runPolicyCLI(t, "", "policy", "check", "--help")
+	code, out, errOut := runPolicyCLI(t, policyHelpDoc, "policy", "check", "-")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.SplitN(out, "\n", 3)
+	for _, l := range lines[:2] {
+		if !strings.Contains(help, "\n  "+l+"\n") {
+			t.Errorf("check prints %q, which its --help does not show:\n%s", l, help)
+		}
+	}
+	if !strings.Contains(help, policyHelpDoc) {
+		t.Errorf("--help does not name the document its example is of")
+	}
+}
+
+// The demo says what its policy does: two retries from 1s, the second
+// drawn with full jitter up to 2s and floored at the circuits' least
+// cooldown (docs/POLICY.md).
+func TestDemoPolicyTextIsTrue(t *testing.T) {
+	doc, err := policy.Parse([]byte(demoPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := doc.Transient.Retry; r.MaxRetries != 2 || r.InitialIntervalSeconds != 1 || doc.Transient.OnExhausted != policy.OutcomeStop {
+		t.Fatalf("demo policy %+v changed: update demoPolicyText", doc.Transient)
+	}
+	for _, want := range []string{"2 retries", "the first after 1s", "the second after 1–2s (full jitter)", "then stop"} {
+		if !strings.Contains(demoPolicyText, want) {
+			t.Errorf("demoPolicyText %q lacks %q", demoPolicyText, want)
+		}
+	}
+}

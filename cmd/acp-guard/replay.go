@@ -55,12 +55,20 @@ func init() {
 func newReplayCmd(s *streams) *cobra.Command {
 	o := &replayOptions{}
 	cmd := &cobra.Command{
-		Use:   "replay FILE... | replay --serve FILE",
+		Use:   "replay FILE|DIR... | replay --serve FILE",
 		Short: "Judge recorded transcripts offline, or serve one to a client on stdio",
 		Long: `Without --serve, replay feeds each transcript through the pipeline the
 live proxy runs (observers, classifier, projection, policy, stall watchdog,
 circuits) on a virtual clock and prints the verdict per prompt turn (--json:
-one JSON line per turn).
+one JSON line per turn). A DIR stands for every transcript (*.jsonl, not
+*.expected.jsonl) in it and in the directories below it, sorted by path.
+The readable output has a section per file: its turns, numbered from 1 in
+the order they settled (the numbers classify --transcript --turn takes)
+beside their JSON-RPC request ids, silent failures flagged, and a summary;
+with more than one file, a total. It exits 1 when a file could not be read
+or held a bad line. When the recording's proxy decided otherwise than the
+replay, the notes on stderr say what the recording ran with and the
+command line that reproduces its decision.
 
 With --serve, replay plays the recorded agent behind that same pipeline, for
 a client on stdin/stdout: the recorded agent answers each client request with

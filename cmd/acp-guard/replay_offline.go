@@ -6,33 +6,48 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	acpguard "github.com/acp-guard/acp-guard"
-	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
 // playOffline replays each transcript through the guard pipeline
-// (replay.Play) and prints one verdict per prompt turn. Bad transcript
-// lines are reported on stderr as FILE:LINE and the rest of the file is
-// still played; the exit code is 1 when any line was bad or a file could
-// not be read. Divergences (the recording's proxy decided otherwise) are
-// notes, not failures.
-func playOffline(ctx context.Context, o *replayOptions, files []string) error {
+// (replay.Play) and prints one verdict per prompt turn: for a person, one
+// section per file with its summary, and a total when there is more than
+// one file; with --json, one line per turn. A directory stands for every
+// transcript under it (transcriptsIn). Bad transcript lines are reported on
+// stderr as FILE:LINE and the rest of the file is still played; the exit
+// code is 1 when any line was bad or a file could not be read. Divergences
+// (the recording's proxy decided otherwise) are notes, not failures, and
+// say how to reproduce the recorded decision (reproduce.go).
+func playOffline(ctx context.Context, o *replayOptions, args []string) error {
 	cfg, err := o.config(nil).Load()
 	if err != nil {
 		return withCode(exitUsage, errors.Unwrap(err))
 	}
-	failed := false
+	files, failed := expandTranscripts(o.err, args)
+	var total replayTotal
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {
 			return withCode(exitFailure, err)
 		}
-		if !playFile(o, path, cfg) {
+		if !o.json && total.files > 0 {
+			fmt.Fprintln(o.out)
+		}
+		sum := playFile(o, path, cfg)
+		total.add(sum)
+		if !sum.ok {
 			failed = true
 		}
+	}
+	if !o.json && len(files) > 1 {
+		fmt.Fprintln(o.out)
+		total.write(o.out)
 	}
 	if failed {
 		return withCode(exitFailure, nil)
@@ -40,25 +55,94 @@ func playOffline(ctx context.Context, o *replayOptions, files []string) error {
 	return nil
 }
 
-// playFile plays one transcript; it reports false when the file could not
-// be read or held bad lines.
-func playFile(o *replayOptions, path string, cfg acpguard.Config) bool {
+// expandTranscripts turns the arguments into the files to play: a file as
+// it is, a directory as every transcript under it (transcriptsIn). A
+// directory that cannot be walked or holds no transcript is reported on w,
+// and failed is then true.
+func expandTranscripts(w io.Writer, args []string) (files []string, failed bool) {
+	for _, a := range args {
+		fi, err := os.Stat(a)
+		if err != nil || !fi.IsDir() {
+			files = append(files, a) // playFile reports what cannot be read
+			continue
+		}
+		found, err := transcriptsIn(a)
+		switch {
+		case err != nil:
+			fmt.Fprintf(w, "acp-guard: replay: %v\n", err)
+			failed = true
+		case len(found) == 0:
+			fmt.Fprintf(w, "acp-guard: replay: %s: no transcripts (*.jsonl) in the directory or below\n", a)
+			failed = true
+		}
+		files = append(files, found...)
+	}
+	return files, failed
+}
+
+// transcriptsIn lists the transcripts in dir and every directory below it,
+// sorted by path (lexically, as filepath.WalkDir visits them): the files
+// named *.jsonl, except the *.expected.jsonl expectations that golden
+// directories keep beside their transcripts (replay/doc.go, "Golden
+// transcripts"). Symbolic links to directories are not followed.
+func transcriptsIn(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if !d.IsDir() && strings.HasSuffix(name, ".jsonl") && !strings.HasSuffix(name, ".expected.jsonl") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	slices.Sort(files)
+	return files, err
+}
+
+// fileSummary is what one transcript's replay came to, for the summaries.
+type fileSummary struct {
+	path     string
+	ok       bool           // read and parsed without a bad line
+	turns    int            // prompt turns
+	outcomes map[string]int // turns per outcome
+	silent   map[string]int // turns flagged silent, per kind
+	bad      int            // bad lines
+	notes    int            // divergences
+}
+
+// playFile plays one transcript and prints its turns; the summary's ok is
+// false when the file could not be read or held bad lines.
+func playFile(o *replayOptions, path string, cfg acpguard.Config) fileSummary {
+	sum := fileSummary{path: path, outcomes: map[string]int{}, silent: map[string]int{}}
+	if !o.json {
+		fmt.Fprintf(o.out, "── %s\n", path)
+	}
+	fail := func(format string, args ...any) fileSummary {
+		fmt.Fprintf(o.err, "acp-guard: replay: "+format+"\n", args...)
+		if !o.json {
+			fmt.Fprintf(o.out, "not replayed: see stderr\n")
+		}
+		return sum
+	}
 	f, err := os.Open(path)
 	if err != nil {
-		fmt.Fprintf(o.err, "acp-guard: replay: %v\n", err)
-		return false
+		return fail("%v", err)
 	}
 	events, errs := replay.ReadAll(f)
 	f.Close()
 	if notTranscript(o.err, path, events, errs) {
-		return false
+		if !o.json {
+			fmt.Fprintf(o.out, "not replayed: not a transcript\n")
+		}
+		return sum
 	}
 	res, err := acpguard.Replay(events, cfg)
 	if err != nil {
-		fmt.Fprintf(o.err, "acp-guard: replay: %s: %v\n", path, err)
-		return false
+		return fail("%s: %v", path, err)
 	}
-	ok := true
+	sum.ok = true
 	pr := &problems{w: o.err, path: path}
 	for _, e := range replay.ErrorsByLine(errs, res.Errors) {
 		var (
@@ -67,83 +151,44 @@ func playFile(o *replayOptions, path string, cfg acpguard.Config) bool {
 		)
 		switch {
 		case errors.As(e, &le):
-			ok = false
+			sum.ok = false
+			sum.bad++
 			pr.printf("%s:%d: %v", path, le.Line, le.Err)
 		case errors.As(e, &dv):
+			sum.notes++
 			pr.printf("%s:%d: note: %v", path, dv.Line, dv.Err)
 		default:
-			ok = false
+			sum.ok = false
+			sum.bad++
 			pr.printf("%s: %v", path, e)
 		}
 	}
 	pr.done()
-	for _, t := range res.Turns {
+	if sum.notes > 0 {
+		writeReproduce(o.err, o, path, events, cfg)
+	}
+	for i, t := range res.Turns {
+		sum.turns++
+		sum.outcomes[t.Outcome]++
+		if t.Silent != "" {
+			sum.silent[t.Silent]++
+		}
 		if o.json {
 			b, err := json.Marshal(t)
 			if err != nil {
+				sum.ok = false
 				fmt.Fprintf(o.err, "acp-guard: replay: %s: %v\n", path, err)
-				return false
+				return sum
 			}
 			fmt.Fprintf(o.out, "%s\n", b)
 			continue
 		}
-		writeTurn(o.out, path, t)
+		writeTurn(o.out, i+1, t)
 	}
-	return ok
-}
-
-// writeTurn prints one turn for a person.
-func writeTurn(w io.Writer, path string, t guard.TurnReport) {
-	fmt.Fprintf(w, "%s: session %s, prompt %s (generation %d): %s", path, t.SessionID, t.RequestID, t.Generation, t.Outcome)
-	switch {
-	case t.StopReason != "":
-		fmt.Fprintf(w, ", stopReason %s", t.StopReason)
-	case t.Error != nil:
-		fmt.Fprintf(w, ", error %d %q", t.Error.Code, oneLine(t.Error.Message, 120))
+	if !o.json {
+		sum.write(o.out)
 	}
-	if t.Attempts > 0 {
-		fmt.Fprintf(w, ", %d attempts", t.Attempts)
-	}
-	if t.Suppressed > 0 {
-		fmt.Fprintf(w, ", %d control chunk(s) suppressed", t.Suppressed)
-	}
-	fmt.Fprintln(w)
-	if pe := t.ProviderError; pe != nil {
-		fmt.Fprintf(w, "  %s (%s, %s confidence) rule %s, replaySafe %v\n", pe.Code, pe.Class, pe.Confidence, orNone(pe.Rule), pe.ReplaySafe)
-		if pe.SafeExcerpt != "" {
-			fmt.Fprintf(w, "  excerpt: %s\n", oneLine(pe.SafeExcerpt, 160))
-		}
-	}
-	if d := t.Decision; d != nil {
-		fmt.Fprintf(w, "  decision: %s", d.Action)
-		if d.Reason != "" {
-			fmt.Fprintf(w, " (%s)", d.Reason)
-		}
-		if d.DelayMs > 0 {
-			fmt.Fprintf(w, " after %dms", d.DelayMs)
-		}
-		if d.MaxRetries > 0 {
-			fmt.Fprintf(w, ", attempt %d/%d", d.Attempt, d.MaxRetries)
-		}
-		fmt.Fprintln(w)
-	}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-// oneLine bounds s and keeps it on one line.
-func oneLine(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > max {
-		r := []rune(s[:max])
-		s = string(r[:len(r)-1]) + "…"
-	}
-	return s
+	return sum
 }
 
 // maxProblems bounds the problems printed for one transcript; the rest are

@@ -1,6 +1,6 @@
 module github.com/acp-guard/acp-guard/telemetry/collectortest
 
-go 1.26.8
+go 1.26.0
 
 require (
 	go.opentelemetry.io/collector/component/componenttest v0.165.0
