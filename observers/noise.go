@@ -1,7 +1,7 @@
 package observers
 
 import (
-	"hash/fnv"
+	"bytes"
 	"regexp"
 	"strings"
 	"time"
@@ -43,11 +43,35 @@ const (
 	shapeBytes   = 160 // bytes of a line its shape is taken from
 )
 
-// noiseWords names background work whose failures are not the
-// provider's: words distinctive enough to count inside identifiers
-// (OTLPExporterError, telemetryClient), then words that count on their own.
-var noiseWords = regexp.MustCompile(`(?i)telemetry|otlp|exporter|analytics|statsig|posthog|mixpanel|datadog|` +
-	`(?:\b|_)(?:otel|metrics|sentry|amplitude|segment\.io|crash[-_ ]?report(?:er|ing|s)?|update[-_ ]?check(?:er|ing)?|check(?:ing)? for updates?)(?:\b|_)`)
+// noiseWord is a word that names background work whose failures are not
+// the provider's, matched in a line's ASCII-lower-cased head. inside: it
+// counts inside identifiers too (OTLPExporterError, telemetryClient);
+// otherwise at a word's start (an underscore, a dash or a dot is a word's
+// edge), and with whole also at its end.
+type noiseWord struct {
+	w             string
+	inside, whole bool
+}
+
+var noiseWordList = []noiseWord{
+	{"telemetry", true, false}, {"otlp", true, false}, {"exporter", true, false}, {"analytics", true, false},
+	{"statsig", true, false}, {"posthog", true, false}, {"mixpanel", true, false}, {"datadog", true, false},
+	{"otel", false, true}, {"metrics", false, true}, {"sentry", false, true}, {"amplitude", false, true},
+	{"segment.io", false, true},
+	{"crash report", false, false}, {"crash-report", false, false}, {"crash_report", false, false},
+	{"crashreport", false, false}, {"update check", false, false}, {"update-check", false, false},
+	{"update_check", false, false}, {"updatecheck", false, false}, {"check for update", false, false},
+	{"checking for update", false, false},
+}
+
+// noiseByFirst indexes noiseWordList by first byte: one pass over a line
+// looks only at the words that may start at each byte.
+var noiseByFirst = func() (t [256][]noiseWord) {
+	for _, w := range noiseWordList {
+		t[w.w[0]] = append(t[w.w[0]], w)
+	}
+	return t
+}()
 
 // hostRe finds host names a line names: in a URL, after a DNS or connect
 // error code.
@@ -120,8 +144,8 @@ func (s *shapeTable) get(shape uint64) shapeCount {
 // lineShape folds what changes between repetitions of one log line —
 // digits, hex runs, time stamps — and hashes the rest.
 func lineShape(line string) uint64 {
-	h := fnv.New64a()
-	var b [1]byte
+	const offset, prime = 14695981039346656037, 1099511628211 // FNV-1a
+	h := uint64(offset)
 	prev := byte(0)
 	for i := 0; i < len(line) && i < shapeBytes; i++ {
 		c := line[i]
@@ -135,19 +159,41 @@ func lineShape(line string) uint64 {
 			continue
 		}
 		prev = c
-		b[0] = c
-		h.Write(b[:])
+		h = (h ^ uint64(c)) * prime
 	}
-	return h.Sum64()
+	return h
 }
 
-// backgroundWork reports whether a line names background work.
+// backgroundWork reports whether a line names background work. It looks
+// at the line's first noiseHead bytes, lower-cased on the stack, in one
+// pass: no allocation, no regular expression.
 func backgroundWork(line string) bool {
-	if len(line) > 4*shapeBytes {
-		line = line[:4*shapeBytes]
+	var buf [noiseHead]byte
+	n := copy(buf[:], line)
+	b := buf[:n]
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
 	}
-	return noiseWords.MatchString(line)
+	for i, c := range b {
+		for _, w := range noiseByFirst[c] {
+			if !bytes.HasPrefix(b[i:], []byte(w.w)) {
+				continue
+			}
+			j := i + len(w.w)
+			if w.inside || (i == 0 || !isLetter(b[i-1])) && (!w.whole || j == len(b) || !isLetter(b[j])) {
+				return true
+			}
+		}
+	}
+	return false
 }
+
+// noiseHead is how much of a line backgroundWork reads.
+const noiseHead = 4 * shapeBytes
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
 
 // hostsOf returns the host names a line names (lower case, at most a few).
 func hostsOf(line string) []string {

@@ -108,3 +108,15 @@ func TestWithoutNoise(t *testing.T) {
 		t.Errorf("got %q, want %q", got, tail[1:])
 	}
 }
+
+// BenchmarkStderrLine is the cost of one ordinary stderr line (a log
+// line naming no background work) while a turn is open.
+func BenchmarkStderrLine(b *testing.B) {
+	tr := NewTracker(AdapterCodex, DefaultSignatures)
+	tr.Start("s", time.Time{})
+	line := "2026-12-02T06:00:00.123Z INFO some_module::thing: processed request 12345 in 23ms, status ok, bytes 4096 more text here"
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Stderr(line, time.Time{})
+	}
+}
