@@ -38,6 +38,13 @@
 //     kill-to-restart span), and after a restart how soon each proxy's
 //     store answered again.
 //
+// fleet/cmd/fleet-cluster runs the same fleet on a three-server
+// JetStream cluster across network namespaces (Config.NATSURL, Wrap:
+// each proxy under `ip netns exec` of its host) with scripted faults
+// (Config.Faults: a leader killed, a host partitioned, servers restarted,
+// a burst of writes) and measures sharing's resumption from each fault's
+// healing.
+//
 // Two front ends: the small runs in fleet_test.go (a few processes, every
 // phase ended by a condition, not by time, so they pass on a busy
 // machine) and fleet/cmd/fleet, which `make fleet` runs for N = 50, 100 and
@@ -46,6 +53,15 @@
 // conditions (every session answered once with the provider's success,
 // ≤ 2 retries per window, no fallback while the store is up) to set its
 // exit status.
+//
+// RunOverlay (fleet/cmd/fleet -overlay) measures a catalogue overlay's
+// reach instead: N proxies started with --catalogue-overlay store, each in
+// front of a demo agent whose prompts fail with an error the embedded
+// catalogue leaves unclassified; `acp-guard catalogue publish` of an
+// overlay with a rule for it; per proxy, the time from the publish to its
+// log line saying it validated the overlay (stamped when the harness read
+// it); then one prompt each, counted when the overlay's rule classified
+// it (docs/CATALOGUE.md has the figures).
 //
 // Dependencies: fleet imports the module's circuit package only to read
 // the circuit's record at the end of a run, and nats-server to run the
