@@ -1,0 +1,213 @@
+// Package browsertest drives `acp-guard console` and a `replay --html`
+// report in a real browser: Debian's headless Chromium (/usr/bin/chromium,
+// or $CHROMIUM), through the DevTools protocol (github.com/chromedp/
+// chromedp). It is a module of its own so that chromedp stays out of
+// acp-guard's go.mod; `make test-browser` runs it. Screenshots are kept
+// in artefacts/ (or $BROWSERTEST_ARTEFACTS).
+package browsertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/policy"
+)
+
+// watchdog bounds every wait on the browser: a hang guard, not a timing
+// assertion.
+const watchdog = 60 * time.Second
+
+// browser starts a fresh headless Chromium for the test and returns a tab.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := os.Getenv("CHROMIUM")
+	if path == "" {
+		path = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(path); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no Chromium at %s (apt-get install -y chromium)", path)
+		}
+		t.Skipf("no Chromium at %s (apt-get install -y chromium)", path)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelC(); cancelA() })
+	// The first Do starts the browser, for the context's whole life (no
+	// timeout on it).
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", path, err)
+	}
+	return ctx
+}
+
+// step runs actions under the watchdog.
+func step(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, watchdog)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs one action that returns a value, under the watchdog.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, watchdog)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// screenshot keeps a full-page screenshot as a test artefact.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("BROWSERTEST_ARTEFACTS")
+	if dir == "" {
+		dir = "artefacts"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	p := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}
+
+// slowSeed is a jitter seed whose first draw from backoff is at least
+// five sixths of it: the retry stays an hour off while the test acts.
+func slowSeed(backoff time.Duration) string {
+	for seed := uint64(1); ; seed++ {
+		if policy.NewJitter(seed)(backoff) >= backoff*5/6 {
+			return strconv.FormatUint(seed, 10)
+		}
+	}
+}
+
+// The console, beside a guarded session whose prompt waits an hour for
+// its retry: the browser sees the held prompt appear, clicks "retry now",
+// reads the holder's answer on the page, and the session's client gets
+// its prompt answered by the re-sent attempt.
+func TestBrowserConsoleRetryNow(t *testing.T) {
+	ctx := browser(t)
+	state := filepath.Join(t.TempDir(), "state")
+	pol := acptest.WriteFile(t, "policy.json", `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":10,"initial_interval_seconds":3600}}}`)
+	env := acptest.Options{Env: acptest.CleanEnv(t)}
+	bin := acptest.Bin(t)
+	sess := acptest.Start(t, append([]string{bin, "--state-dir", state, "--policy", pol, "--jitter-seed", slowSeed(time.Hour), "--log-level", "info", "--"},
+		acptest.DemoAgent(t, "--scenario", "fail-then-succeed", "--fail", "1", "--error", "overloaded", "--agent-name", "codex-acp")...), env)
+	con := acptest.Start(t, []string{bin, "console", "--state-dir", state, "--addr", "127.0.0.1:0", "--poll", "500ms"}, env)
+	url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(con.WaitStderr("(store "))
+
+	step(t, ctx, "open the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#held`)))
+	screenshot(t, ctx, "console-empty")
+
+	sess.Send(acptest.Initialize(1), acptest.SessionNew(2))
+	sess.Until("1")
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	frames := sess.Until("2")
+	if err := json.Unmarshal(frames[len(frames)-1].Result, &r); err != nil || r.SessionID == "" {
+		t.Fatalf("session/new answered %s", frames[len(frames)-1].Raw)
+	}
+	sess.Send(acptest.Prompt(3, r.SessionID))
+
+	row := fmt.Sprintf(`tr.held[data-session=%q][data-state="retry_wait"]`, r.SessionID)
+	step(t, ctx, "see the held prompt appear", chromedp.WaitVisible(chromedp.CSS(row)))
+	screenshot(t, ctx, "console-held")
+	step(t, ctx, "click retry now", chromedp.Click(chromedp.CSS(row+` button.act-retry_now`)), chromedp.WaitVisible(chromedp.CSS(`#flash`)))
+	flash := value(t, ctx, "read the answer", chromedp.Text(chromedp.CSS(`#flash`)))
+	screenshot(t, ctx, "console-retried")
+	if !strings.Contains(flash, "retry_wait → retrying") {
+		t.Fatalf("after retry now the page says %q", flash)
+	}
+	answer := sess.Until("3")
+	last := answer[len(answer)-1]
+	if last.Error != nil || !strings.Contains(string(last.Raw), `"stopReason":"end_turn"`) {
+		t.Errorf("the prompt was answered %s, want the re-sent attempt's result", last.Raw)
+	}
+	if !strings.Contains(sess.Stderr.String(), `msg="retry sent"`) {
+		t.Errorf("the session never re-sent the prompt:\n%s", sess.Stderr.Tail(3000))
+	}
+	step(t, ctx, "see the prompt leave the list", chromedp.WaitNotPresent(chromedp.CSS(row)))
+}
+
+// A replay --html report of the terminal transcripts, opened from a file:
+// every turn's verdict — its ProviderError code, else its outcome — is on
+// the page, in order.
+func TestBrowserReplayReport(t *testing.T) {
+	ctx := browser(t)
+	bin := acptest.Bin(t)
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "..", "testdata", "transcripts", "terminal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := filepath.Join(t.TempDir(), "report.html")
+	out, err := exec.Command(bin, "replay", "--html", dir).Output()
+	if err != nil {
+		t.Fatalf("replay --html: %v", err)
+	}
+	if err := os.WriteFile(page, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	js, err := exec.Command(bin, "replay", "--json", dir).Output()
+	if err != nil {
+		t.Fatalf("replay --json: %v", err)
+	}
+	var want []string
+	for _, ln := range strings.Split(strings.TrimSpace(string(js)), "\n") {
+		var tr struct {
+			Outcome       string
+			ProviderError *struct{ Code string }
+		}
+		if err := json.Unmarshal([]byte(ln), &tr); err != nil {
+			t.Fatal(err)
+		}
+		v := tr.Outcome
+		if tr.ProviderError != nil {
+			v = tr.ProviderError.Code
+		}
+		want = append(want, v)
+	}
+	step(t, ctx, "open the report", chromedp.Navigate("file://"+page), chromedp.WaitVisible(chromedp.CSS(`table.turns`)))
+	got := value(t, ctx, "read the verdicts", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("tr.turn")).map(function (tr) {
+			var c = tr.querySelector("code.verdict-code");
+			return c ? c.textContent : tr.querySelector(".outcome").textContent;
+		})`))
+	screenshot(t, ctx, "replay-report")
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("the page's verdicts:\n%q\nwant, from replay --json:\n%q", got, want)
+	}
+}
