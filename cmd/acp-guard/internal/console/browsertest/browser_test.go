@@ -21,7 +21,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/natstest"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -209,5 +211,87 @@ func TestBrowserReplayReport(t *testing.T) {
 	screenshot(t, ctx, "replay-report")
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("the page's verdicts:\n%q\nwant, from replay --json:\n%q", got, want)
+	}
+}
+
+// A scripted outage, written to the circuits' store as sessions would
+// write it — a failure opens the circuit, a session takes the probe lease,
+// the probe succeeds and closes it — is on the console as it happens:
+// open, probing with the lease's holder, closed. Through the file store
+// and through NATS.
+func TestBrowserConsoleCircuitOutage(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		open func(t *testing.T, state string) (circuit.Store, []string)
+	}{
+		{"file", func(t *testing.T, state string) (circuit.Store, []string) {
+			st, err := circuit.OpenFileStore(state)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, []string{"--state-dir", state}
+		}},
+		{"nats", func(t *testing.T, state string) (circuit.Store, []string) {
+			url := natstest.Start(t).URL()
+			st, err := circuit.OpenNATS(url, circuit.NATSOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st, []string{"--circuits", url, "--state-dir", state}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := browser(t)
+			st, flags := tt.open(t, filepath.Join(t.TempDir(), "state"))
+			defer st.Close()
+			con := acptest.Start(t, append([]string{acptest.Bin(t), "console", "--addr", "127.0.0.1:0", "--poll", "500ms"}, flags...),
+				acptest.Options{Env: acptest.CleanEnv(t)})
+			url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(con.WaitStderr("(store "))
+			step(t, ctx, "open the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#circuits`)))
+
+			key, err := circuit.Key{Provider: "codex-acp", Model: "gpt-5", Scope: "provider"}.Normalize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bg := context.Background()
+			write := func(change func(r *circuit.Record, now time.Time)) {
+				t.Helper()
+				cur, rev, err := st.Get(bg, key.ID())
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := circuit.Record{Key: key}
+				if cur != nil {
+					r = *cur
+				}
+				now := time.Now().UTC()
+				change(&r, now)
+				r.UpdatedAt = now
+				if err := st.CompareAndSwap(bg, key.ID(), r, rev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			row := `tr.circuit[data-key="default/codex-acp/gpt-5/provider"]`
+			write(func(r *circuit.Record, now time.Time) {
+				r.OpenUntil, r.OpenedAt, r.Code, r.Class, r.Failures, r.Epoch = now.Add(10*time.Minute), now, "provider_overloaded", "transient", 1, r.Epoch+1
+			})
+			step(t, ctx, "see the circuit open", chromedp.WaitVisible(chromedp.CSS(row+`[data-state="open"]`)))
+			screenshot(t, ctx, "circuit-"+tt.name+"-open")
+			write(func(r *circuit.Record, now time.Time) {
+				r.Lease = &circuit.Lease{Holder: "build-7/4242/probe", Until: now.Add(30 * time.Second), GrantedAt: now}
+				r.Probes++
+			})
+			step(t, ctx, "see the probe's lease", chromedp.WaitVisible(chromedp.CSS(row+`[data-state="probing"]`)))
+			holder := value(t, ctx, "read the lease holder", chromedp.Text(chromedp.CSS(row+` td:nth-child(9)`)))
+			if holder != "build-7/4242/probe" {
+				t.Errorf("lease holder on the page %q, want build-7/4242/probe", holder)
+			}
+			screenshot(t, ctx, "circuit-"+tt.name+"-probing")
+			write(func(r *circuit.Record, now time.Time) {
+				r.OpenUntil, r.ClosedAt, r.Lease, r.Failures, r.Epoch = time.Time{}, now, nil, 0, r.Epoch+1
+			})
+			step(t, ctx, "see the circuit close", chromedp.WaitVisible(chromedp.CSS(row+`[data-state="closed"]`)))
+			screenshot(t, ctx, "circuit-"+tt.name+"-closed")
+		})
 	}
 }
