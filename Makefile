@@ -93,7 +93,8 @@ bench-jsonrpc2:
 	cd bench/jsonrpc2cmp && $(GO) test -count=1 -run Fidelity -v . && $(GO) test -count=1 -run '^$$' -bench . -count 3 .
 
 # The fleet measurement of shared circuits (fleet/, docs/CIRCUITS.md):
-# FLEET_FLAGS passes flags to fleet/cmd/fleet (e.g. -n 20 -stores nats).
+# FLEET_FLAGS passes flags to fleet/cmd/fleet (e.g. -n 20 -stores nats; -overlay -n 200
+# measures a catalogue publish reaching 200 running sessions instead, docs/CATALOGUE.md).
 FLEET_FLAGS ?=
 fleet:
 	$(GO) run ./fleet/cmd/fleet $(FLEET_FLAGS)

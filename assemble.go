@@ -97,6 +97,13 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	if err != nil {
 		return nil, err
 	}
+	src, err := pl.catalogueSource(&cfg, o, engine, set)
+	if err != nil {
+		return nil, err
+	}
+	if src != nil {
+		engine = src.cur.engine // the overlay's, from the first turn
+	}
 	if !o.recorded && (set.keepLog || set.circuits == "file") {
 		// The attempt log or the file circuits need the state directory:
 		// one that cannot be written is a configuration error now, not a
@@ -110,6 +117,9 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		Identity: id, Engine: engine, Policy: set.policy, Fallback: set.fallback,
 		Notices: set.notices, StallTimeout: set.stall, Logger: pl.log,
 		CircuitNamespace: set.namespace, JitterSeed: set.jitter,
+	}
+	if src != nil {
+		gc.Catalogue = src.next
 	}
 	// The sessions' name to the circuits (probe leases and wake offsets
 	// hash it): the live proxy's own, kept in the recording, so that a
@@ -151,6 +161,12 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 			return nil, err
 		}
 		pl.closers = append(pl.closers, func() error { return pl.tap.close(pl.log) })
+		if src != nil {
+			if src.cur.doc != nil {
+				pl.tap.catalogue(0, engine.Version(), src.cur.doc)
+			}
+			src.record = pl.tap.catalogue
+		}
 	}
 	if set.keepLog {
 		gc.Attempts = pl.attemptLog(&cfg, o, set.deferLog)
@@ -164,6 +180,32 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	pl.subscribe(&cfg, &gc)
 	pl.guard = guard.New(gc)
 	return pl, nil
+}
+
+// catalogueSource is where the session's catalogue overlays come from
+// (overlay.go): a recording's catalogue events, the overlay file, the
+// circuits' store, or nowhere (nil: the guard classifies with engine
+// throughout and looks at nothing).
+func (pl *pipeline) catalogueSource(cfg *Config, o origin, engine *classify.Engine, set settings) (*overlaySource, error) {
+	switch {
+	case o.recorded:
+		src, notes, ok := recordedOverlays(o.events, engine, pl.log)
+		pl.notes = append(pl.notes, notes...)
+		if !ok {
+			return nil, nil
+		}
+		return src, nil
+	case cfg.CatalogueOverlay == "":
+		return nil, nil
+	case cfg.CatalogueOverlay == OverlayStore:
+		src, err := newStoreOverlay(cfg.Circuits, cfg.StateDir, set.namespace, cfg.version(), engine, pl.log)
+		if err != nil {
+			return nil, err
+		}
+		pl.closers = append(pl.closers, src.store.close)
+		return src, nil
+	}
+	return newFileOverlay(cfg.CatalogueOverlay, cfg.overlay, engine, pl.log)
 }
 
 // subscribe makes the guard's event stream reach its subscribers: the

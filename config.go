@@ -34,6 +34,19 @@ type Config struct {
 	// (--catalogue), else the embedded one.
 	Engine        *classify.Engine
 	CatalogueFile string
+	// CatalogueOverlay adds or overrides rules of the catalogue without a
+	// new binary (--catalogue-overlay): a file (an overlay document,
+	// docs/CATALOGUE.md), validated before the session starts — a refusal
+	// is a *ConfigError — and looked at again (a stat) at every turn's
+	// start; or OverlayStore ("store"): the overlay published in the
+	// circuits' store (`acp-guard catalogue publish`), read at the start
+	// and watched. A changed overlay is validated before use and applies
+	// from the next turn; a refused one is logged and the catalogue in
+	// use is kept. Empty: none (nothing is looked at). A recorded session
+	// classifies with the overlays its transcript recorded instead.
+	CatalogueOverlay string
+	// overlay is CatalogueOverlay's file, validated by Load.
+	overlay *catalogue.Overlay
 
 	// Adapter says which agent is behind the proxy (--adapter), e.g.
 	// cursor-acp. Empty: the agent's initialize answer (agentInfo.name),
@@ -184,6 +197,11 @@ func (c Config) Load() (Config, error) {
 		return c, &ConfigError{err}
 	}
 	c.Engine, c.CatalogueFile = e, ""
+	if c.CatalogueOverlay != "" && c.CatalogueOverlay != OverlayStore && c.overlay == nil {
+		if c.overlay, err = loadOverlayFile(c.CatalogueOverlay, e); err != nil {
+			return c, &ConfigError{err}
+		}
+	}
 	doc, err := c.policy()
 	switch {
 	case err == nil:
@@ -213,6 +231,11 @@ func (c *Config) validate() error {
 	}
 	if _, _, err := kvstore.ParseSpec(c.Circuits); err != nil {
 		return fmt.Errorf("--%w", err) // names the value, password hidden
+	}
+	if c.CatalogueOverlay == OverlayStore {
+		if k, _, _ := kvstore.ParseSpec(c.Circuits); k == kvstore.KindOff || k == kvstore.KindMemory {
+			return fmt.Errorf("--catalogue-overlay store: --circuits %s keeps no overlay (want file or a nats:// URL)", k)
+		}
 	}
 	if c.CircuitNamespace != "" {
 		if _, err := (circuit.Key{Namespace: c.CircuitNamespace, Provider: "x", Scope: "x"}).Normalize(); err != nil {

@@ -73,7 +73,8 @@
 //
 // The names this package exports — Config and its fields, Load, Run,
 // RunPipes, Replay, Serve, Command, Streams, AgentPipes, ReplayResult,
-// ConfigError, and the aliases TurnReport, ProviderError, Result,
+// ConfigError, PublishCatalogueOverlay and OverlayStore, and the aliases
+// TurnReport, ProviderError, Result,
 // ExitStatus and StartError with the JSON shapes they carry, Event and the
 // event types — are the supported API: they change only compatibly (new
 // fields, functions and event types; a subscriber ignores the event types

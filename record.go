@@ -126,6 +126,15 @@ func (t *recorderTap) attemptLogged(seq int, err error) {
 	t.rec.AttemptLogged(t.ms(), seq, err)
 }
 
+// catalogue writes that the session classifies with catalogue version
+// (the base merged with the overlay doc; nil: the base alone) from the
+// turn-th session/prompt on (0: from the start).
+func (t *recorderTap) catalogue(turn int, version string, doc []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.rec.Catalogue(t.ms(), turn, version, doc)
+}
+
 // close flushes and closes the transcript and gives it its final name.
 func (t *recorderTap) close(log *slog.Logger) error {
 	t.mu.Lock()

@@ -188,12 +188,16 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 // provider failure except by where it came from — are counted, not
 // required: the projection keeps tool output from the engine.
 func TestCorpusNegatives(t *testing.T) {
-	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl"} {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testNegatives(t, f) })
+	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl", "../testdata/corpus/holdout5.jsonl"} {
+		min := corpusMinNegatives
+		if strings.HasSuffix(f, "holdout5.jsonl") {
+			min = corpusMinNegativesHoldout5
+		}
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testNegatives(t, f, min) })
 	}
 }
 
-func testNegatives(t *testing.T, file string) {
+func testNegatives(t *testing.T, file string, minAccuracy float64) {
 	e := Default()
 	var soft, hard tally
 	for _, en := range readCorpus(t, file) {
@@ -212,8 +216,8 @@ func testNegatives(t *testing.T, file string) {
 		}
 	}
 	t.Logf("negatives unclassified: %s; hard negatives (not required): %s", soft, hard)
-	if soft.n >= 10 && soft.rate() < corpusMinNegatives {
-		t.Errorf("negatives: %s unclassified, want at least %.0f%%", soft, 100*corpusMinNegatives)
+	if soft.n >= 10 && soft.rate() < minAccuracy {
+		t.Errorf("negatives: %s unclassified, want at least %.0f%%", soft, 100*minAccuracy)
 	}
 }
 
@@ -267,3 +271,23 @@ func TestHoldout3Corpus(t *testing.T) {
 func TestHoldout4Corpus(t *testing.T) {
 	testCorpus(t, "../testdata/corpus/holdout4.jsonl", corpusMinHoldout)
 }
+
+// TestHoldout5Corpus: a fifth blind set (testdata/corpus/HOLDOUT5.md) from
+// providers, gateways and agents the earlier sets cover least, weighted to
+// the confusable kinds, frozen before it was measured. Its floor is the
+// first-contact figure rounded down, so the test records where the
+// catalogue stood; raise it as the set's misses are learned from.
+func TestHoldout5Corpus(t *testing.T) {
+	testCorpus(t, "../testdata/corpus/holdout5.jsonl", corpusMinHoldout5)
+}
+
+// corpusMinHoldout5 is holdout5's first-contact figure rounded down
+// (75.9 % envelope, 77.7 % the other shapes, catalogue at 09df262); it is a
+// floor to be raised as the set's misses are learned from, not a target.
+const corpusMinHoldout5 = 0.75
+
+// corpusMinNegativesHoldout5 is the share of holdout5's negatives (all soft:
+// maintainers' answers, pull-request prose, user chatter, MCP tool
+// transport) that stayed unclassified at first contact (16/31, 51.6 %),
+// rounded down; to be raised to corpusMinNegatives.
+const corpusMinNegativesHoldout5 = 0.5

@@ -12,6 +12,12 @@
 // is used. docs/CATALOGUE.md explains the layers and how to add a
 // provider.
 //
+// An overlay (overlay.go; --catalogue-overlay, `acp-guard catalogue
+// publish`) is a document of the same format that adds rules or replaces
+// embedded ones by id: Merge puts it over a base catalogue, MergeOverlay
+// validates the result before a running proxy uses it, and its version
+// is "<base>+<overlay>" (docs/CATALOGUE.md, "The field loop").
+//
 // # File format
 //
 // An operator's catalogue file is one JSON document (`acp-guard catalogue

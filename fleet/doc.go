@@ -47,6 +47,15 @@
 // ≤ 2 retries per window, no fallback while the store is up) to set its
 // exit status.
 //
+// RunOverlay (fleet/cmd/fleet -overlay) measures a catalogue overlay's
+// reach instead: N proxies started with --catalogue-overlay store, each in
+// front of a demo agent whose prompts fail with an error the embedded
+// catalogue leaves unclassified; `acp-guard catalogue publish` of an
+// overlay with a rule for it; per proxy, the time from the publish to its
+// log line saying it validated the overlay (stamped when the harness read
+// it); then one prompt each, counted when the overlay's rule classified
+// it (docs/CATALOGUE.md has the figures).
+//
 // Dependencies: fleet imports the module's circuit package only to read
 // the circuit's record at the end of a run, and nats-server to run the
 // store; it runs the acp-guard binary. The outage scenario's environment

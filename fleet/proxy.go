@@ -48,7 +48,7 @@ type frame struct {
 // read it.
 type LogEvent struct {
 	Proxy int
-	Kind  string // unavailable | recovered | probe
+	Kind  string // unavailable | recovered | probe | overlay
 	At    time.Time
 }
 
@@ -56,6 +56,8 @@ var logKinds = map[string]string{
 	`msg="circuit store unavailable"`: "unavailable",
 	`msg="circuit store recovered"`:   "recovered",
 	`msg="circuit probe"`:             "probe",
+	// A proxy validated a published catalogue overlay (overlay.go).
+	`msg="catalogue overlay validated`: "overlay",
 }
 
 func startProxy(ctx context.Context, i int, argv, env []string, onLog func(LogEvent)) (*proxy, error) {

@@ -17,9 +17,10 @@ import (
 // failures (setup.go), and the signatures it binds for the observers
 // (signatures.go). It decides nothing about recovery.
 type checks struct {
-	engine  *classify.Engine // nil: everything is unclassified
-	quiet   *classify.Engine // engine without its Observed callback (textreport.go)
-	doc     policy.Document  // empty_turn; recorded with a flag
+	engine  *classify.Engine        // nil: everything is unclassified
+	quiet   *classify.Engine        // engine without its Observed callback (textreport.go)
+	source  func() *classify.Engine // Config.Catalogue; nil: engine throughout
+	doc     policy.Document         // empty_turn; recorded with a flag
 	ag      *agent
 	tracker *observers.Tracker
 	jr      *journal // a flag's record (silent.go)
@@ -33,6 +34,18 @@ func (k *checks) classify(ev classify.Evidence) classify.Verdict {
 			SafeExcerpt: classify.Sanitize(ev.Message)}
 	}
 	return k.engine.Classify(ev)
+}
+
+// refresh takes the engine the catalogue source has for the turn that
+// starts (an overlay published since the last turn); without a source it
+// is a nil check.
+func (k *checks) refresh() {
+	if k.source == nil {
+		return
+	}
+	if e := k.source(); e != nil && e != k.engine {
+		k.engine, k.quiet = e, e.Quiet()
+	}
 }
 
 // catalogueVersion stamps a guard-made verdict with the catalogue in use.

@@ -29,8 +29,13 @@ type AttemptLog interface {
 
 // Config configures a Guard.
 type Config struct {
-	Identity   observers.Identity // adapter sources; AgentInfo is learned from initialize
-	Engine     *classify.Engine
+	Identity observers.Identity // adapter sources; AgentInfo is learned from initialize
+	Engine   *classify.Engine
+	// Catalogue, when set, is asked at the start of every turn for the
+	// engine to classify with from then on (a catalogue overlay, picked
+	// up between turns); nil keeps the current one. It runs on the event
+	// loop and must not block. Nil: Engine throughout.
+	Catalogue  func() *classify.Engine
 	Policy     policy.Document
 	Fallback   []string // fallback models (added after the policy document's)
 	Notices    string   // off | thought | message (default thought)
@@ -126,7 +131,7 @@ func New(cfg Config) *Guard {
 	ev := &emitter{sink: cfg.Events, frames: cfg.Frames, trace: cfg.TraceContext, notices: cfg.Notices, ag: ag}
 	ag.ev = ev
 	jr := &journal{log: cfg.Attempts, onLogged: cfg.OnAttemptLogged}
-	k := &checks{engine: cfg.Engine, doc: doc, ag: ag, jr: jr, ev: ev, log: log}
+	k := &checks{engine: cfg.Engine, source: cfg.Catalogue, doc: doc, ag: ag, jr: jr, ev: ev, log: log}
 	if cfg.Engine != nil {
 		k.quiet = cfg.Engine.Quiet()
 	}

@@ -68,6 +68,9 @@ func noticeText(p *prompt, f *failure, d policy.Decision) string {
 	if d.Action == policy.ActionWait {
 		verb, count = "waiting for the provider's reset, then retrying", "after the reset"
 	}
+	if d.Reason == policy.ReasonRetryHintHonoured {
+		count += ", as the provider asked"
+	}
 	return fmt.Sprintf("%s — %s in %s (%s)", humanCode(f.verdict.Code), verb, roundDur(d.Delay), count)
 }
 
@@ -81,7 +84,7 @@ func noticeMeta(c transport.Ctl, doc policy.Document, p *prompt, f *failure, d p
 	if d.Action == policy.ActionWait {
 		next = "wait_for_reset"
 	}
-	return map[string]any{
+	m := map[string]any{
 		"attempt":    d.Attempt, // the retry's ordinal; 0 for a reset wait
 		"maxRetries": p.maxRetries, "delayMs": d.Delay.Milliseconds(),
 		"deadline": deadline.Format(time.RFC3339), "code": f.verdict.Code, "class": string(f.verdict.Class),
@@ -89,6 +92,12 @@ func noticeMeta(c transport.Ctl, doc policy.Document, p *prompt, f *failure, d p
 		// What happens if this attempt fails too and the budget is spent.
 		"onExhausted": string(onExhausted(doc, f.verdict)),
 	}
+	if d.Reason == policy.ReasonRetryHintHonoured {
+		// The delay is the provider's hint, beyond the policy's backoff
+		// (honour_hint_up_to_seconds): the decision's reason says so.
+		m["reason"] = d.Reason
+	}
+	return m
 }
 
 func humanCode(code string) string {

@@ -64,6 +64,7 @@ var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
 func (rc *recovery) start(c transport.Ctl, req *transport.Request) {
 	rc.supersede(c, req.SessionID)
 	rc.ag.closeLate(c, req.SessionID)
+	rc.checks.refresh()
 	t := rc.tracker.Start(req.SessionID, c.Now())
 	p := &prompt{client: req, session: req.SessionID, params: req.Params, turn: t, first: t, state: stActive}
 	req.Tag = p

@@ -87,8 +87,11 @@
 // ([Failure.Jitter], seeded: [NewJitter]; nil draws the whole backoff) and
 // never earlier than a validated hint, with reset waiting enabled or not —
 // a hint longer than the longest delay the policy allows (its last
-// backoff, or max_wait_seconds) ends the retries (hint_beyond_policy);
-// then on_exhausted. The wait and its attempt do not consume the retry
+// backoff, or max_wait_seconds) ends the retries (hint_beyond_policy),
+// unless it is a relative hint (RetryAfter) within the top-level
+// "honour_hint_up_to_seconds" (0–3600, default 60, 0: off), which is
+// honoured as the delay while the budget lasts, as the vendor SDKs do
+// (retry_hint_honoured); then on_exhausted. The wait and its attempt do not consume the retry
 // budget. The caller keeps a [Route] per route cycle (per prompt turn) and
 // passes it back with each failure.
 //

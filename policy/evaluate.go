@@ -29,6 +29,11 @@ const (
 	// longer wait than any retry of the policy may take, and a retry is
 	// never sent earlier than the hint: on_exhausted decides.
 	ReasonHintBeyondPolicy = "hint_beyond_policy"
+	// ReasonRetryHintHonoured: a retry within the budget, delayed to the
+	// provider's validated relative hint although that is longer than
+	// the policy's last backoff, because it is within
+	// honour_hint_up_to_seconds (the vendor SDKs' rule).
+	ReasonRetryHintHonoured = "retry_hint_honoured"
 	// ReasonDiagnosticMismatch: the agent's retry note named another
 	// class of failure than the error that followed.
 	ReasonDiagnosticMismatch = "diagnostic_mismatch"
@@ -92,7 +97,10 @@ func (d Document) PolicyFor(class, code string) (cp ClassPolicy, key string, ok 
 //     hint, wait_for_reset or not: the delay is raised to the hint, and a
 //     hint beyond the longest delay the policy allows (its last backoff,
 //     or max_wait_seconds when waiting is enabled) ends the retries
-//     (hint_beyond_policy);
+//     (hint_beyond_policy) — unless it is a relative hint (RetryAfter,
+//     not a ResetAt deadline) no longer than honour_hint_up_to_seconds
+//     ([Document.HonourHintUpTo], default 60 s), which is honoured as
+//     the delay (retry_hint_honoured);
 //  5. otherwise on_exhausted: skip or stop.
 //
 // The policy is the failure's class's, or the document's per-code
@@ -165,10 +173,14 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 	if hint := hintOf(f); hint > delay {
 		// Never earlier than the provider asked; when that is longer than
 		// the policy would ever wait before a retry, no retry.
-		if hint > retryCap(cp) {
+		switch {
+		case hint <= retryCap(cp):
+			delay, reason = hint, ReasonRetryHint
+		case honoured(doc, f, hint):
+			delay, reason = hint, ReasonRetryHintHonoured
+		default:
 			return exhausted(cp, f, ReasonHintBeyondPolicy), next
 		}
-		delay, reason = hint, ReasonRetryHint
 	}
 	next.Retries[key] = used + 1
 	return Decision{
@@ -181,6 +193,14 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 		Class:      f.Class,
 		Reason:     reason,
 	}, next
+}
+
+// honoured reports whether hint, longer than the policy's last backoff,
+// is still honoured as a retry's delay: it is the failure's relative hint
+// (a reset deadline further away is not) and within
+// honour_hint_up_to_seconds.
+func honoured(doc Document, f Failure, hint time.Duration) bool {
+	return f.RetryAfter != nil && *f.RetryAfter == hint && hint <= doc.HonourHintUpTo()
 }
 
 // exhausted is the on_exhausted decision.

@@ -145,6 +145,9 @@ func (d Document) Validate() error {
 	if d.StallTimeoutSeconds < 0 || d.StallTimeoutSeconds > MaxStallTimeoutSeconds {
 		add("stall_timeout_seconds", "must be 0 (off) to %d (got %d)", MaxStallTimeoutSeconds, d.StallTimeoutSeconds)
 	}
+	if h := d.HonourHintUpToSeconds; h != nil && (*h < 0 || *h > MaxHonourHintUpToSeconds) {
+		add("honour_hint_up_to_seconds", "must be 0 (off) to %d (got %d)", MaxHonourHintUpToSeconds, *h)
+	}
 	seen := map[string]int{}
 	for i, m := range d.FallbackModels {
 		f := fmt.Sprintf("fallback_models[%d]", i)
@@ -484,6 +487,7 @@ func (p *parser) document(raw json.RawMessage) Document {
 		fallbackRaw                json.RawMessage
 		emptyTurn                  string
 		stallSeconds               int
+		honourHint                 *int
 		unknownClass, unknownField []string
 	)
 	for _, m := range members {
@@ -506,6 +510,9 @@ func (p *parser) document(raw json.RawMessage) Document {
 			p.stringField("empty_turn", m.raw, &emptyTurn)
 		case "stall_timeout_seconds":
 			p.intField("stall_timeout_seconds", m.raw, &stallSeconds)
+		case "honour_hint_up_to_seconds":
+			honourHint = new(int)
+			p.intField("honour_hint_up_to_seconds", m.raw, honourHint)
 		case classRequest:
 			d.Request = p.request(m.raw)
 		case classUnclassified:
@@ -547,12 +554,12 @@ func (p *parser) document(raw json.RawMessage) Document {
 	if hasFallback {
 		d.FallbackModels = p.models(fallbackRaw)
 	}
-	d.EmptyTurn, d.StallTimeoutSeconds = emptyTurn, stallSeconds
+	d.EmptyTurn, d.StallTimeoutSeconds, d.HonourHintUpToSeconds = emptyTurn, stallSeconds, honourHint
 	for _, name := range unknownClass {
 		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
 	}
 	for _, name := range unknownField {
-		p.fail(name, "unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds or legacy)")
+		p.fail(name, "unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds, honour_hint_up_to_seconds or legacy)")
 	}
 	return d
 }

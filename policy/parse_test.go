@@ -152,7 +152,7 @@ func TestParseInvalid(t *testing.T) {
 				"transient.retry.max: unknown field (want enabled, max_retries or initial_interval_seconds)",
 				"transient.wait_for_reset.seconds: unknown field (want enabled or max_wait_seconds)",
 				"transient.mode: unknown field (want retry, wait_for_reset or on_exhausted)",
-				"extra: unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds or legacy)",
+				"extra: unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds, honour_hint_up_to_seconds or legacy)",
 			}},
 		{"wrong types",
 			`{"version":"1","transient":{"retry":{"enabled":"yes","max_retries":1.5,"initial_interval_seconds":null},"on_exhausted":7},"hard":[]}`,

@@ -21,6 +21,7 @@ type route struct {
 	outcome   func(attempt int, now time.Time) *policy.Failure // nil: success
 	attempts  []time.Duration                                  // offsets from start
 	decisions []string
+	reasons   []string
 	final     policy.Decision
 	succeeded bool
 }
@@ -38,6 +39,7 @@ func (r *route) attempt() {
 	d, next := policy.Evaluate(r.doc, *f, r.state)
 	r.state = next
 	r.decisions = append(r.decisions, describe(d))
+	r.reasons = append(r.reasons, d.Reason)
 	switch d.Action {
 	case policy.ActionRetry, policy.ActionWait:
 		if !d.Deadline.Equal(now.Add(d.Delay)) {

@@ -12,22 +12,38 @@ import (
 
 // A Retry-After or reset hint is a floor for plain retries too.
 // With reset waiting off, a 3 s hint is never retried after 1 s: it is
-// retried after 3 s; a hint beyond the longest backoff the policy allows
-// is not retried at all.
+// retried after 3 s; a relative hint beyond the longest backoff the policy
+// allows is honoured while the budget lasts when it is within
+// honour_hint_up_to_seconds (default 60 s, the vendor SDKs' rule), and
+// not retried at all beyond it.
 func TestHintIsAFloorWithWaitsOff(t *testing.T) {
-	doc := mustParse(t, `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":1},"on_exhausted":"stop"}}`)
+	const retries = `{"transient":{"retry":{"max_retries":3,"initial_interval_seconds":1},"on_exhausted":"stop"}`
+	doc := mustParse(t, retries+`}`)
+	off := mustParse(t, retries+`,"honour_hint_up_to_seconds":0}`)
+	short := mustParse(t, `{"transient":{"retry":{"max_retries":2,"initial_interval_seconds":1},"on_exhausted":"stop"}}`)
 	for _, tt := range []struct {
 		name      string
+		doc       policy.Document
 		hint      time.Duration
 		attempts  []time.Duration
 		decisions []string
+		reasons   []string
 	}{
-		{"3 s hint", 3 * time.Second, secs(0, 3, 6, 10),
-			[]string{"retry 1/3 in 3s", "retry 2/3 in 3s", "retry 3/3 in 4s", "stop (exhausted)"}},
-		{"hint beyond the last backoff", 10 * time.Second, secs(0), []string{"stop (hint_beyond_policy)"}},
-		{"no hint", 0, secs(0, 1, 3, 7), []string{"retry 1/3 in 1s", "retry 2/3 in 2s", "retry 3/3 in 4s", "stop (exhausted)"}},
+		{"3 s hint", doc, 3 * time.Second, secs(0, 3, 6, 10),
+			[]string{"retry 1/3 in 3s", "retry 2/3 in 3s", "retry 3/3 in 4s", "stop (exhausted)"},
+			[]string{"retry_hint", "retry_hint", "retry", "exhausted"}},
+		{"3 s hint beyond a 1 s/2-retry policy", short, 3 * time.Second, secs(0, 3, 6),
+			[]string{"retry 1/2 in 3s", "retry 2/2 in 3s", "stop (exhausted)"},
+			[]string{"retry_hint_honoured", "retry_hint_honoured", "exhausted"}},
+		{"hint beyond the last backoff, within 60 s", doc, 10 * time.Second, secs(0, 10, 20, 30),
+			[]string{"retry 1/3 in 10s", "retry 2/3 in 10s", "retry 3/3 in 10s", "stop (exhausted)"},
+			[]string{"retry_hint_honoured", "retry_hint_honoured", "retry_hint_honoured", "exhausted"}},
+		{"hint beyond 60 s", doc, 61 * time.Second, secs(0), []string{"stop (hint_beyond_policy)"}, nil},
+		{"honouring off", off, 10 * time.Second, secs(0), []string{"stop (hint_beyond_policy)"}, nil},
+		{"no hint", doc, 0, secs(0, 1, 3, 7), []string{"retry 1/3 in 1s", "retry 2/3 in 2s", "retry 3/3 in 4s", "stop (exhausted)"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			doc := tt.doc
 			f := policy.Failure{Class: "transient", Code: "rate_limited", Safe: true}
 			if tt.hint > 0 {
 				f.RetryAfter = &tt.hint
@@ -38,6 +54,9 @@ func TestHintIsAFloorWithWaitsOff(t *testing.T) {
 			}
 			if !reflect.DeepEqual(r.decisions, tt.decisions) {
 				t.Errorf("decisions %q, want %q", r.decisions, tt.decisions)
+			}
+			if tt.reasons != nil && !reflect.DeepEqual(r.reasons, tt.reasons) {
+				t.Errorf("reasons %q, want %q", r.reasons, tt.reasons)
 			}
 		})
 	}

@@ -65,6 +65,30 @@ type Document struct {
 	EmptyTurn string `json:"empty_turn,omitempty"`
 	// StallTimeoutSeconds arms the stall watchdog (0: off).
 	StallTimeoutSeconds int `json:"stall_timeout_seconds,omitempty"`
+	// HonourHintUpToSeconds is the longest validated relative hint
+	// (Retry-After, "try again in 3s") that is honoured as a retry's
+	// delay even when it is longer than the policy's last backoff, as
+	// the vendor SDKs do (retry_hint_honoured). nil: 60
+	// (DefaultHonourHintUpToSeconds); 0: off (such a hint ends the
+	// retries: hint_beyond_policy).
+	HonourHintUpToSeconds *int `json:"honour_hint_up_to_seconds,omitempty"`
+}
+
+// DefaultHonourHintUpToSeconds is honour_hint_up_to_seconds when the
+// document does not set it: the vendor SDKs' bound on a Retry-After they
+// honour.
+const DefaultHonourHintUpToSeconds = 60
+
+// MaxHonourHintUpToSeconds bounds honour_hint_up_to_seconds (one hour).
+const MaxHonourHintUpToSeconds = 3600
+
+// HonourHintUpTo is the longest relative hint honoured beyond the
+// policy's last backoff (HonourHintUpToSeconds, default 60 s).
+func (d Document) HonourHintUpTo() time.Duration {
+	if d.HonourHintUpToSeconds == nil {
+		return DefaultHonourHintUpToSeconds * time.Second
+	}
+	return time.Duration(*d.HonourHintUpToSeconds) * time.Second
 }
 
 // Request is the request section. Request-class failures are never

@@ -22,7 +22,7 @@
 //	t_ms        integer ≥ 0, milliseconds since the recording started.
 //	            Required except on "meta" (where it is written as 0).
 //	dir         required: "meta" | "c2a" | "a2c" | "stderr" | "exit" |
-//	            "stop" | "attempt_log".
+//	            "stop" | "attempt_log" | "catalogue".
 //	code        exit only, required: the agent's exit code (-1 when it
 //	            was killed by a signal and no code exists).
 //	signal      exit only, optional: the signal that killed the agent
@@ -35,10 +35,18 @@
 //	            record, from 1 in the order the proxy appended them.
 //	err         attempt_log only, optional: why the record could not be
 //	            written (absent: it was).
+//	turn        catalogue only, required: the session/prompt (from 1, in
+//	            the order the proxy saw them; 0: before the first) from
+//	            which the proxy classified with this catalogue.
+//	overlay     catalogue only, optional: the catalogue overlay merged over
+//	            the base catalogue (the document itself, a JSON object on
+//	            one line; absent: the base alone, an overlay cleared).
 //	argv        meta only: the agent command line (redacted).
 //	adapter     meta only: the adapter identity, e.g. "cursor-acp".
 //	version     meta only: the acp-guard version that recorded.
-//	catalogue   meta only: the classifier catalogue version in use.
+//	catalogue   meta: the classifier catalogue version in use at the start;
+//	            catalogue: the version from its turn on
+//	            (<base>+<overlay>).
 //	start       meta only, optional: when the recording started (RFC 3339,
 //	            UTC); t_ms counts from it.
 //	notices     meta only, optional: the retry-notice channel in effect.
@@ -98,6 +106,18 @@
 //	{"t_ms":44,"dir":"attempt_log","seq":1}
 //	{"t_ms":45,"dir":"attempt_log","seq":2,"err":"attempt log: state directory: …: not a directory"}
 //	{"t_ms":47,"dir":"stop"}
+//
+// and, with a catalogue overlay (--catalogue-overlay), which catalogue it
+// classified with from which turn: the overlay in effect at the start
+// (turn 0), and every overlay taken up between turns, with the document
+// itself — operator-written rules and fixtures, not provider text — so
+// that a replay needs nothing but the transcript: it validates and merges
+// each recorded overlay over its own base catalogue and classifies with it
+// from the same turn, reaching the same verdicts (a recorded overlay that
+// no longer validates over the replay's catalogue is reported and the
+// catalogue before it stays):
+//
+//	{"t_ms":3030,"dir":"catalogue","catalogue":"2026.12.01-3+field-1","turn":2,"overlay":{"version":"field-1","rules":[…],"fixtures":[…]}}
 //
 // What each side saw follows from the marks: the client received the a2c
 // frames that are not suppressed; the agent sent the a2c frames without via;

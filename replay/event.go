@@ -23,6 +23,11 @@ const (
 	// DirAttemptLog: the proxy learned the result of writing a record to
 	// its attempt log.
 	DirAttemptLog = "attempt_log"
+	// DirCatalogue: the proxy classifies with another catalogue from the
+	// Turn-th session/prompt on (0: from the start): Catalogue is its
+	// version, Overlay the overlay document it merged over the base
+	// catalogue (absent: the base alone, an overlay cleared).
+	DirCatalogue = "catalogue"
 )
 
 // ViaGuard marks a frame that acp-guard emitted itself or rewrote.
@@ -88,6 +93,13 @@ type Event struct {
 	// or, with Err (redacted), that it could not be.
 	Seq int
 	Err string
+
+	// Turn and Overlay describe a catalogue event (Catalogue is its
+	// version): from the Turn-th session/prompt the guard saw (from 1; 0:
+	// before the first), it classified with the base catalogue merged
+	// with Overlay (a JSON object on one line; nil: the base alone).
+	Turn    int
+	Overlay json.RawMessage
 
 	// Line is the 1-based line number the Reader read the event from; 0 for
 	// events that were not read. It is not part of the format.
@@ -215,6 +227,14 @@ func (e Event) appendJSON(dst []byte) []byte {
 		dst = append(dst, `,"err":`...)
 		dst = appendString(dst, e.Err)
 	}
+	if e.Dir == DirCatalogue {
+		dst = append(dst, `,"turn":`...)
+		dst = strconv.AppendInt(dst, int64(e.Turn), 10)
+	}
+	if e.Overlay != nil {
+		dst = append(dst, `,"overlay":`...)
+		dst = append(dst, e.Overlay...)
+	}
 	if e.Suppressed {
 		dst = append(dst, `,"suppressed":true`...)
 	}
@@ -262,6 +282,8 @@ type wireEvent struct {
 	JitterSeed   uint64          `json:"jitter_seed"`
 	Seq          int             `json:"seq"`
 	Err          string          `json:"err"`
+	Turn         int             `json:"turn"`
+	Overlay      json.RawMessage `json:"overlay"`
 }
 
 // UnmarshalJSON decodes and validates one transcript line. Msg keeps the
@@ -282,6 +304,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		Notices: w.Notices, StallTimeoutMs: w.StallMs, Circuits: w.Circuits, CircuitNamespace: w.Namespace, CircuitHolder: w.Holder, AttemptLog: w.AttemptLog,
 		JitterSeed: w.JitterSeed,
 		Seq:        w.Seq, Err: w.Err,
+		Turn: w.Turn, Overlay: w.Overlay,
 	}
 	if w.Start != "" {
 		t, err := time.Parse(time.RFC3339Nano, w.Start)
@@ -335,6 +358,13 @@ func (e Event) validate() error {
 	case DirAttemptLog:
 		if e.Seq < 1 {
 			return errors.New(`attempt_log event: "seq" must be a record number from 1`)
+		}
+	case DirCatalogue:
+		if e.Catalogue == "" || e.Turn < 0 {
+			return errors.New(`catalogue event: want "catalogue" (a version) and "turn" ≥ 0`)
+		}
+		if e.Overlay != nil && (len(e.Overlay) == 0 || e.Overlay[0] != '{' || bytes.IndexByte(e.Overlay, '\n') >= 0) {
+			return errors.New(`catalogue event: "overlay" must be a JSON object on one line`)
 		}
 	default:
 		return fmt.Errorf(`unknown "dir" %q`, e.Dir)

@@ -123,6 +123,27 @@ func (r *Recorder) Meta(m MetaInfo) {
 		JitterSeed: m.JitterSeed})
 }
 
+// Catalogue records that the proxy classifies with catalogue version
+// from the turn-th session/prompt on (0: from the start), the base
+// catalogue merged with overlay (a JSON document, compacted here; nil:
+// the base alone). The overlay is operator-written rules and fixtures,
+// not provider text: it is recorded as it is, so that a replay merges the
+// same rules.
+func (r *Recorder) Catalogue(tMs int64, turn int, version string, overlay []byte) {
+	if r.err != nil {
+		return
+	}
+	var ov json.RawMessage
+	if overlay != nil {
+		var b bytes.Buffer
+		if err := json.Compact(&b, overlay); err != nil {
+			return
+		}
+		ov = b.Bytes()
+	}
+	r.write(Event{TMs: tMs, Dir: DirCatalogue, Turn: turn, Catalogue: version, Overlay: ov})
+}
+
 // StartFailed records that the agent could not be started (code 127: not
 // found, 126: not executable), and why, and flushes.
 func (r *Recorder) StartFailed(tMs int64, code int, err error) {

@@ -44,7 +44,7 @@ docs/CATALOGUE.md).`,
 	}
 	list := sub("list", "List the rules in evaluation order", cobra.NoArgs, runCatalogueList)
 	list.Flags().BoolVar(&o.json, "json", false, "print one JSON rule per line")
-	test := sub("test", "Run every fixture and print per-rule results (exit 1 on failure)", cobra.NoArgs, runCatalogueTest)
+	test := sub("test [OVERLAY]", "Run every fixture and print per-rule results (exit 1 on failure); with OVERLAY, of the catalogue merged with that overlay, linted too", cobra.MaximumNArgs(1), runCatalogueTest)
 	test.Flags().BoolVar(&o.json, "json", false, "print the report as JSON")
 	cmd.AddCommand(
 		list,
@@ -53,6 +53,7 @@ docs/CATALOGUE.md).`,
 		sub("lint", "Report unreachable rules, missing fixtures, codes without a class (exit 1 on findings)", cobra.NoArgs, runCatalogueLint),
 		sub("export", "Print the catalogue with its fixtures as one document, a start for --catalogue FILE", cobra.NoArgs, runCatalogueExport),
 	)
+	cmd.AddCommand(catalogueFieldCmds(s)...)
 	return cmd
 }
 
@@ -137,8 +138,15 @@ func runCatalogueShow(o *catalogueOptions, args []string) error {
 	return err
 }
 
-func runCatalogueTest(o *catalogueOptions, _ []string) error {
-	e, err := catalogueEngine(o)
+func runCatalogueTest(o *catalogueOptions, args []string) error {
+	var e *classify.Engine
+	var err error
+	var findings []classify.Finding
+	if len(args) == 1 {
+		e, findings, err = overlayEngine(o, args[0])
+	} else {
+		e, err = catalogueEngine(o)
+	}
 	if err != nil {
 		return err
 	}
@@ -162,7 +170,10 @@ func runCatalogueTest(o *catalogueOptions, _ []string) error {
 		}
 		fmt.Fprintf(o.out, "catalogue %s: %d rules, %d fixtures, %d failed\n", rep.Version, len(rep.Rules), rep.Fixtures, rep.Failed)
 	}
-	if !rep.OK() {
+	for _, f := range findings {
+		fmt.Fprintf(o.err, "lint: %s\n", f)
+	}
+	if !rep.OK() || len(findings) > 0 {
 		return withCode(exitFailure, nil)
 	}
 	return nil

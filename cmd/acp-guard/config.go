@@ -27,7 +27,7 @@ import (
 //     "fallback-models": ["model-b"]}. ACP_GUARD_CONFIG names another file.
 //
 // Precedence: flag > environment > config file > default. Path values
-// (policy, state-dir, log-file, record, catalogue) from any source have a
+// (policy, state-dir, log-file, record, catalogue, catalogue-overlay) from any source have a
 // leading ~ and $VAR / ${VAR} expanded, since editors pass arguments
 // without a shell. `acp-guard config` prints the effective values and where
 // each came from.
@@ -35,7 +35,7 @@ import (
 const envPrefix = "ACP_GUARD_"
 
 // pathFlags hold file or directory paths, expanded after resolution.
-var pathFlags = map[string]bool{"policy": true, "state-dir": true, "log-file": true, "record": true, "catalogue": true}
+var pathFlags = map[string]bool{"policy": true, "state-dir": true, "log-file": true, "record": true, "catalogue": true, "catalogue-overlay": true}
 
 // notConfigurable are flags only the command line sets.
 var notConfigurable = map[string]bool{"help": true, "version": true}

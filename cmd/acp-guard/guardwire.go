@@ -16,6 +16,7 @@ import (
 type guardOptions struct {
 	adapter    string
 	catalogue  string
+	overlay    string
 	policyFile string
 	fallback   []string
 	notices    string
@@ -30,6 +31,7 @@ type guardOptions struct {
 func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 	fs.StringVar(&o.adapter, "adapter", "", "which agent is behind the proxy, e.g. cursor-acp, codex-acp (default: initialize's agentInfo.name, else the command's basename)")
 	fs.StringVar(&o.catalogue, "catalogue", "", "load an operator-reviewed catalogue (JSON) instead of the embedded one; it must pass its own fixtures")
+	fs.StringVar(&o.overlay, "catalogue-overlay", "", "add or override catalogue rules without a new binary: an overlay file (validated at start, looked at again at every turn), or \"store\" for the one published in the circuits' store (acp-guard catalogue publish)")
 	fs.StringVar(&o.policyFile, "policy", "", "recovery policy document (JSON); default: no retries, stop (skip with no fallback)")
 	fs.StringSliceVar(&o.fallback, "fallback-models", nil, "models to fall back to, in order, when a policy says skip")
 	fs.StringVar(&o.notices, "notices", acpguard.NoticesThought, "retry notices to the client: off, thought or message")
@@ -46,7 +48,7 @@ func bindGuardFlags(fs *pflag.FlagSet, o *guardOptions) {
 func (o *runOptions) config(log *slog.Logger) acpguard.Config {
 	g := &o.guard
 	return acpguard.Config{
-		PolicyFile: g.policyFile, CatalogueFile: g.catalogue, Adapter: g.adapter, Fallback: g.fallback,
+		PolicyFile: g.policyFile, CatalogueFile: g.catalogue, CatalogueOverlay: g.overlay, Adapter: g.adapter, Fallback: g.fallback,
 		Notices: g.notices, StallTimeout: g.stall, StateDir: g.stateDir,
 		Circuits: o.circuits.store, CircuitNamespace: o.circuits.namespace,
 		Record: g.record, RecordRaw: g.recordRaw, RecordOverwrite: g.recordOver,

@@ -34,6 +34,7 @@ type options struct {
 	outage           time.Duration
 	restart          bool
 	small, baseline  bool
+	overlay          bool
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -50,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.restart, "restart", true, "also run the largest size through NATS with the server killed at +4 s and started again at +7 s")
 	fs.BoolVar(&o.small, "small", true, "also run 20 sessions, 3 retries, a 5 s outage (nats and file)")
 	fs.BoolVar(&o.baseline, "baseline", true, "also run the largest size with circuits off")
+	fs.BoolVar(&o.overlay, "overlay", false, "instead: measure from `acp-guard catalogue publish` to every session classifying with the overlay, for each size and store")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -82,7 +84,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if o.overlay {
+		return measureOverlay(ctx, o, stdout, stderr)
+	}
 	return measure(ctx, o, stdout, stderr)
+}
+
+// measureOverlay prints, per size and store, how long after the start of
+// `catalogue publish` the sessions took up the overlay (p50, max) and how
+// many classified their next failing turn with its rule.
+func measureOverlay(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	fmt.Fprintln(stdout, "| N | store | publish command | taken up after the publish (p50; p90; max) | next turn classified by the overlay's rule | load avg (1 min, start → end) |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|")
+	status := 0
+	ms := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s" }
+	for _, n := range o.sizes {
+		for _, st := range o.stores {
+			res, err := fleet.RunOverlay(ctx, fleet.OverlayConfig{Bin: o.bin, N: n, Store: st, Overlay: []byte(fleet.DemoOverlay),
+				Rule: fleet.DemoOverlayRule, Dir: filepath.Join(o.dir, fmt.Sprintf("overlay-%s-%d", st, n)),
+				Log: func(format string, args ...any) { fmt.Fprintf(stderr, "fleet: "+format+"\n", args...) }})
+			if err != nil {
+				fmt.Fprintf(stderr, "fleet: overlay N=%d %s: %v\n", n, st, err)
+				status = 1
+				if ctx.Err() != nil {
+					return status
+				}
+				continue
+			}
+			fmt.Fprintf(stdout, "| %d | %s | %s | %s; %s; %s | %d of %d | %.1f → %.1f |\n", res.N, res.Store, ms(res.Publish),
+				ms(fleet.Quantile(res.Ready, 0.5)), ms(fleet.Quantile(res.Ready, 0.9)), ms(res.Ready[len(res.Ready)-1]),
+				res.Classified, res.N, res.Load[0][0], res.Load[1][0])
+			if res.Classified != res.N {
+				status = 1
+			}
+		}
+	}
+	return status
 }
 
 type plan struct {
