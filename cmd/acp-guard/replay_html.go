@@ -41,8 +41,8 @@ var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 }).Parse(reportTemplate))
 
-// maxShape bounds a frame's shape on the page.
-const maxShape = 240
+// maxFrameShape bounds a frame's shape on the page.
+const maxFrameShape = 240
 
 // shapeKeys are the keys whose string values a frame's shape keeps: the
 // protocol's vocabulary, not content.
@@ -304,6 +304,12 @@ func recordedRow(ev replay.Event, ft *frameTurns) reportRow {
 			row.What += " written"
 		}
 		return row
+	case replay.DirCatalogue:
+		row.What = "classifying with catalogue " + ev.Catalogue
+		if ev.Overlay != nil {
+			row.What += " (an overlay merged)"
+		}
+		return row
 	case replay.DirC2A, replay.DirA2C:
 	default:
 		row.What = ev.Dir
@@ -450,7 +456,7 @@ func decisionText(d policy.Decision) string {
 }
 
 // frameShape is a frame's JSON with every string value replaced by its
-// length, except under shapeKeys, compact and bounded to maxShape.
+// length, except under shapeKeys, compact and bounded to maxFrameShape.
 func frameShape(b []byte) string {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
@@ -463,8 +469,8 @@ func frameShape(b []byte) string {
 		return ""
 	}
 	s := string(out)
-	if len(s) > maxShape {
-		s = s[:maxShape] + "…"
+	if len(s) > maxFrameShape {
+		s = s[:maxFrameShape] + "…"
 	}
 	return s
 }
