@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/guard"
@@ -470,7 +471,11 @@ func frameShape(b []byte) string {
 	}
 	s := string(out)
 	if len(s) > maxFrameShape {
-		s = s[:maxFrameShape] + "…"
+		n := maxFrameShape
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n-- // cut at a character, not inside one
+		}
+		s = s[:n] + "…"
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // replayHTMLGolden is one transcript's --html page, regenerated with
@@ -56,6 +57,9 @@ func TestHTMLReportEveryTranscript(t *testing.T) {
 			if !strings.Contains(page.String(), want) {
 				t.Errorf("%s: the page lacks a turn's verdict %s", path, want)
 			}
+		}
+		if !utf8.ValidString(page.String()) {
+			t.Errorf("%s: the page is not valid UTF-8", path)
 		}
 		// Self-contained: nothing loads (an excerpt may name a URL, as text).
 		for _, bad := range []string{"<script", "<link", "<img", "src=", "href=", "url(", "@import"} {

@@ -92,6 +92,12 @@ func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Act
 // screenshot keeps a full-page screenshot as a test artefact.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	keep(t, name, value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100)))
+}
+
+// keep writes a screenshot to the artefacts directory.
+func keep(t *testing.T, name string, png []byte) {
+	t.Helper()
 	dir := os.Getenv("BROWSERTEST_ARTEFACTS")
 	if dir == "" {
 		dir = "artefacts"
@@ -99,7 +105,6 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
 	p := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Fatal(err)
@@ -208,7 +213,8 @@ func TestBrowserReplayReport(t *testing.T) {
 			var c = tr.querySelector("code.verdict-code");
 			return c ? c.textContent : tr.querySelector(".outcome").textContent;
 		})`))
-	screenshot(t, ctx, "replay-report")
+	// The report runs long: the window's worth is enough to look at.
+	keep(t, "replay-report", value(t, ctx, "screenshot replay-report", chromedp.CaptureScreenshot()))
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("the page's verdicts:\n%q\nwant, from replay --json:\n%q", got, want)
 	}
