@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strings"
 	"time"
 
@@ -72,8 +74,7 @@ prompts' codes and states, never frame or provider text.`,
 			return runConsole(cmd.Context(), o)
 		},
 	}
-	o.held.bind(cmd, true)
-	_ = cmd.Flags().MarkHidden("json")
+	o.held.bindStore(cmd)
 	f := cmd.Flags()
 	f.StringVar(&o.addr, "addr", defaultConsoleAddr, "listen on this address (HOST:PORT); anything but loopback needs --token")
 	f.StringVar(&o.token, "token", "", "require this token of every request (needed off loopback)")
@@ -120,6 +121,10 @@ func consoleSource(o *consoleOptions) (console.Source, string, func(), error) {
 }
 
 func runConsole(ctx context.Context, o *consoleOptions) error {
+	// Ctrl-C ends the console cleanly: the server shuts down, the stores
+	// close.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
 	src, desc, closeStores, err := consoleSource(o)
 	if err != nil {
 		return err

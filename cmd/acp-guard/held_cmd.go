@@ -92,15 +92,21 @@ never sent again) and writes back the resulting state, which is printed.`,
 
 func (o *heldOptions) bind(cmd *cobra.Command, list bool) {
 	f := cmd.Flags()
-	f.StringVar(&o.store.store, "circuits", "", "the store: file (default), or nats://HOST:PORT")
-	f.StringVar(&o.store.namespace, "circuit-namespace", "", "the namespace (default \"default\")")
-	f.StringVar(&o.stateDir, "state-dir", "", "state directory holding the file store (default: $XDG_STATE_HOME/acp-guard)")
+	o.bindStore(cmd)
 	if list {
 		f.BoolVar(&o.json, "json", false, "print one JSON entry per line")
 		return
 	}
 	f.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for the holding process's answer")
 	f.StringVar(&o.holder, "holder", "", "the holding process (host/pid, as listed) when several hold a prompt of SESSION")
+}
+
+// bindStore binds the flags that name the store (also the console's).
+func (o *heldOptions) bindStore(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.store.store, "circuits", "", "the store: file (default), or nats://HOST:PORT")
+	f.StringVar(&o.store.namespace, "circuit-namespace", "", "the namespace (default \"default\")")
+	f.StringVar(&o.stateDir, "state-dir", "", "state directory holding the file store (default: $XDG_STATE_HOME/acp-guard)")
 }
 
 func (o *heldOptions) configure(cmd *cobra.Command, s *streams) error {
