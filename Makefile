@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # resident pages (docs/PERFORMANCE.md, "Footprint: binary and memory").
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet bench-jsonrpc2 test-collector test-browser
+.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet fleet-cluster bench-jsonrpc2 test-collector test-browser
 
 help:
 	@echo "make build        build $(BIN)"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-browser    the console and a replay --html report in headless Chromium (a module of its own)"
 	@echo "make bench-jsonrpc2  the relay against a sourcegraph/jsonrpc2 forwarder (ARCHITECTURE.md)"
 	@echo "make fleet        shared circuits at N = 50/100/200 acp-guard processes (NATS, file store, a store restart)"
+	@echo "make fleet-cluster  the fleet on a 3-server NATS cluster over network namespaces, with faults (root)"
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
 	@echo "make interop      the interop suite against real agents (needs Node and npm)"
@@ -98,6 +99,14 @@ bench-jsonrpc2:
 FLEET_FLAGS ?=
 fleet:
 	$(GO) run ./fleet/cmd/fleet $(FLEET_FLAGS)
+
+# The fleet on a three-server NATS cluster across network namespaces, with
+# faults (needs root; fleet/cmd/fleet-cluster, docs/CIRCUITS.md).
+# FLEET_CLUSTER_FLAGS passes flags (e.g. -n 500 -hosts 5).
+FLEET_CLUSTER_FLAGS ?=
+fleet-cluster:
+	$(GO) build -o bin/fleet-cluster ./fleet/cmd/fleet-cluster
+	./bin/fleet-cluster $(FLEET_CLUSTER_FLAGS)
 
 clean:
 	rm -rf bin

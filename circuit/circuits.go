@@ -20,7 +20,7 @@ const (
 	DefaultMaxCooldown   = 24 * time.Hour
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultMaxOpTimeout  = 30 * time.Second
-	DefaultStoreRetry    = 8 * time.Second
+	DefaultStoreRetry    = 4 * time.Second
 )
 
 // maxHolder bounds a lease holder id.
@@ -101,8 +101,20 @@ type Circuits struct {
 	health *kvstore.Health // a failed store is left alone for a while (asked again at once after a reconnect)
 
 	mu         sync.Mutex
-	srtt, rttv time.Duration // smoothed store call latency and its deviation (0: no sample yet)
+	srtt, rttv time.Duration   // smoothed store call latency and its deviation (0: no sample yet)
+	views      map[string]view // the last record the store answered with, per key id
 }
+
+// view is a record as the store last answered (nil: none there) and the
+// operation's now when it did.
+type view struct {
+	rec *Record
+	at  time.Time
+}
+
+// maxViews bounds the views one process keeps (a process has a handful
+// of circuits; beyond that, the oldest is forgotten).
+const maxViews = 1024
 
 // New returns the circuit layer over cfg.Store.
 func New(cfg Config) *Circuits {
@@ -172,9 +184,54 @@ func (c *Circuits) Acquire(ctx context.Context, key Key, holder string, now time
 		until := now.Add(c.p.parkPoll/2 + c.p.jitter(holder, 0, c.p.parkPoll/2))
 		return Decision{Action: Park, Until: until, Wait: WaitProbe, Circuit: d.Circuit}, err
 	case err != nil:
-		return Decision{Action: Go, Circuit: (*Record)(nil).SnapshotAt(key, now)}, err
+		return c.local(key, holder, now), err
 	}
 	return d, nil
+}
+
+// local is Acquire's decision when the store cannot answer (unreachable,
+// read-only without a quorum, between leaders): taken on this process's
+// last view of the circuit, never waiting for the store. No view, a
+// closed one, or one older than LeaseTTL (by the operations' clock): Go,
+// as without circuits. An open one: park as that view says — on its
+// cooldown, or behind its probe — and where it would grant this session
+// the probe lease, which only the store can grant, park one poll instead
+// and ask again: a session cut off from the others neither probes for
+// them nor stampedes with the rest of its host, and sharing resumes with
+// the store's first answer. The view ages out after LeaseTTL, so a store
+// that stays away leaves every session to its own schedule.
+func (c *Circuits) local(key Key, holder string, now time.Time) Decision {
+	c.mu.Lock()
+	v, ok := c.views[key.ID()]
+	c.mu.Unlock()
+	if !ok || v.rec == nil || now.Sub(v.at) > c.p.leaseTTL || now.Before(v.at) {
+		return Decision{Action: Go, Circuit: v.rec.SnapshotAt(key, now)}
+	}
+	d, _ := c.p.acquire(v.rec, key, holder, now)
+	if d.Action == Probe {
+		until := now.Add(c.p.parkPoll/2 + c.p.jitter(holder, uint64(now.UnixNano()), c.p.parkPoll/2))
+		return Decision{Action: Park, Until: until, Wait: WaitProbe, Circuit: v.rec.SnapshotAt(key, now)}
+	}
+	return d
+}
+
+// see keeps rec as the store's latest answer on id.
+func (c *Circuits) see(id string, rec *Record, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.views == nil {
+		c.views = map[string]view{}
+	}
+	if _, ok := c.views[id]; !ok && len(c.views) >= maxViews {
+		oldest := ""
+		for k, v := range c.views {
+			if oldest == "" || v.at.Before(c.views[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(c.views, oldest)
+	}
+	c.views[id] = view{rec: rec, at: now}
 }
 
 // Fail records a classified failure of a turn on key: a transient or hard
@@ -288,6 +345,9 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 		}
 		next, err := fn(cur)
 		if err != nil || next == nil {
+			if err == nil {
+				c.see(id, cur, now) // an operation the store served whole: a view to decide on if it fails later
+			}
 			c.storeAnswered()
 			return cur, err
 		}
@@ -300,6 +360,7 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 		if err != nil {
 			return nil, c.storeFailed(op, now, err)
 		}
+		c.see(id, next, now)
 		c.storeAnswered()
 		return next, nil
 	}

@@ -235,9 +235,12 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 	c.sleep = func(context.Context, time.Duration) {}
 	mustFail(t, c, transient(t0.Add(time.Hour)), "a", t0)
 	st.setFail(errors.New("disk on fire"))
+	// The decision is the process's last view's (the circuit it saw open
+	// an hour long: park on its cooldown), at once, with ErrStore; a view
+	// older than LeaseTTL (30 s) is no guide: Go, as without circuits.
 	d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second))
-	if !errors.Is(err, ErrStore) || d.Action != Go || d.Circuit.State != StateClosed {
-		t.Fatalf("Acquire on a failing store = %+v, %v; want go and ErrStore", d, err)
+	if !errors.Is(err, ErrStore) || d.Action != Park || d.Wait != WaitCooldown || d.Circuit.State != StateOpen {
+		t.Fatalf("Acquire on a failing store = %+v, %v; want park on the last view and ErrStore", d, err)
 	}
 	// The store is left alone for 0.5 s, then asked again with a doubling
 	// pause (1 s, 2 s, … capped at StoreRetry, 30 s here).
@@ -246,8 +249,12 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 		at := t0.Add(time.Duration(ms) * time.Millisecond)
 		before, _ := st.counts()
 		d, err = c.Acquire(ctx, testKey, "b", at)
-		if !errors.Is(err, ErrStore) || d.Action != Go {
-			t.Fatalf("Acquire while the store is down = %+v, %v", d, err)
+		want := Go
+		if at.Sub(t0) <= DefaultLeaseTTL {
+			want = Park
+		}
+		if !errors.Is(err, ErrStore) || d.Action != want {
+			t.Fatalf("Acquire while the store is down at +%v = %+v, %v; want %v", at.Sub(t0), d, err, want)
 		}
 		if after, _ := st.counts(); after != before {
 			asked = append(asked, at.Sub(t0))

@@ -102,9 +102,13 @@
 // at most 250 ms) and decides again on the fresh record; after casRounds
 // lost rounds it gives up with ErrContended (Acquire then parks one
 // poll), still without touching the store's health. When a call fails,
-// the operation returns the decision a guard without circuits would take
-// (Acquire: Go) together with an error wrapping [ErrStore], and the store
-// is left alone for 0.5 s, then 1 s, 2 s … up to StoreRetry (8 s):
+// the operation returns at once, with an error wrapping [ErrStore]:
+// Acquire decides on the process's last view of the circuit (the record
+// of its last operation the store served whole) — parking as it says,
+// never taking the lease, Go when there is none, it is closed, or it is
+// older than LeaseTTL — and the other operations change nothing; the store
+// is left alone for 0.5 s, then 1 s, 2 s … up to StoreRetry (4 s, so that sharing resumes within about 4 s of a
+// store coming back):
 // operations in between answer at once. A store that reconnects (NATS) is
 // asked at once. The Logger gets "circuit store unavailable" once per store
 // outage and "circuit store recovered" when it answers again — sharing

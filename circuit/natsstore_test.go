@@ -147,8 +147,9 @@ func TestNATSStoreLeaseTakeoverAfterTTL(t *testing.T) {
 	}
 }
 
-// TestNATSStoreServerGoesAway: with the server gone a turn proceeds as if
-// there were no circuit (Go, ErrStore, no waiting); once a restarted server
+// TestNATSStoreServerGoesAway: with the server gone a turn is decided at
+// once on the process's last view (ErrStore, no waiting; Go, as if there
+// were no circuit, once the view is older than LeaseTTL); once a restarted server
 // is back, the circuit it kept applies again.
 func TestNATSStoreServerGoesAway(t *testing.T) {
 	ns := natstest.Start(t)
@@ -167,8 +168,11 @@ func TestNATSStoreServerGoesAway(t *testing.T) {
 	ns.Stop()
 	<-disconnected // the client noticed (the test's own timeout is the hang guard)
 	d, err := c.Acquire(ctx, testKey, "b", t0.Add(time.Second))
-	if !errors.Is(err, ErrStore) || d.Action != Go {
-		t.Fatalf("Acquire with the server gone = %+v, %v; want go and ErrStore", d, err)
+	if !errors.Is(err, ErrStore) || d.Action != Park || d.Wait != WaitCooldown {
+		t.Fatalf("Acquire with the server gone = %+v, %v; want park on the last view and ErrStore", d, err)
+	}
+	if d, err := c.Acquire(ctx, testKey, "c", t0.Add(DefaultLeaseTTL+2*time.Second)); !errors.Is(err, ErrStore) || d.Action != Go {
+		t.Fatalf("Acquire with the server gone, the view older than LeaseTTL = %+v, %v; want go and ErrStore", d, err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire waited for its timeout: %v; want an immediate failure while disconnected", err)

@@ -38,6 +38,13 @@
 //     kill-to-restart span), and after a restart how soon each proxy's
 //     store answered again.
 //
+// fleet/cmd/fleet-cluster runs the same fleet on a three-server
+// JetStream cluster across network namespaces (Config.NATSURL, Wrap:
+// each proxy under `ip netns exec` of its host) with scripted faults
+// (Config.Faults: a leader killed, a host partitioned, servers restarted,
+// a burst of writes) and measures sharing's resumption from each fault's
+// healing.
+//
 // Two front ends: the small runs in fleet_test.go (a few processes, every
 // phase ended by a condition, not by time, so they pass on a busy
 // machine) and fleet/cmd/fleet, which `make fleet` runs for N = 50, 100 and

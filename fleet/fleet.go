@@ -40,9 +40,38 @@ type Config struct {
 	// StoreDown and StoreUp kill the NATS server and start it again (same
 	// port, same store directory) when they hold. Nil: never.
 	StoreDown, StoreUp Cond
-	Dir                string        // work directory (created)
-	Log                io.Writer     // progress lines; nil: none
-	Timeout            time.Duration // hang guard for the whole run; 0: 10 minutes
+	// NATSURL is the server list of a NATS store run outside the harness
+	// (a cluster); empty: the harness runs one server itself.
+	NATSURL string
+	// Wrap is the command proxy i runs under (e.g. `ip netns exec NS`:
+	// its host); nil: none.
+	Wrap func(i int) []string
+	// Faults are applied, each once, when their condition holds.
+	Faults []Fault
+	// ReadStore opens the store the circuits are read from at the end
+	// (nil: NATSURL or the harness's server, or the file store).
+	ReadStore func() (circuit.Store, error)
+	// DebugLog runs the proxies at --log-level debug, so that every
+	// failed circuit call is seen (Result.FailedAfterHeal).
+	DebugLog bool
+	// Sample, when set, is called once with every proxy's process id
+	// when the outage ends (to measure them while they are parked).
+	Sample  func(pids []int)
+	Dir     string        // work directory (created)
+	Log     io.Writer     // progress lines; nil: none
+	Timeout time.Duration // hang guard for the whole run; 0: 10 minutes
+}
+
+// Fault is a scripted disturbance of the store. Disturbs marks the
+// moment the store may stop answering (proxies logging it unavailable
+// from then until Heals plus a grace have not fallen back while it was
+// up); Heals the moment it is whole again, from which sharing's resumption
+// is measured (Result.Resumed…).
+type Fault struct {
+	Name            string
+	When            Cond
+	Do              func() error
+	Disturbs, Heals bool
 }
 
 // Cond is a condition on the run so far.
@@ -94,6 +123,7 @@ type run struct {
 	mu                       sync.Mutex
 	logs                     []LogEvent
 	outageEnded, storeKilled bool
+	faultsDone               []bool
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -117,7 +147,7 @@ func (r *run) setup() error {
 	if err := os.WriteFile(r.outage, nil, 0o600); err != nil {
 		return err
 	}
-	if r.cfg.Store == "nats" {
+	if r.cfg.Store == "nats" && r.cfg.NATSURL == "" {
 		ns, err := startNATS(-1, filepath.Join(r.cfg.Dir, "nats"))
 		if err != nil {
 			return err
@@ -140,6 +170,9 @@ func (r *run) teardown() {
 func (r *run) circuitsFlag() string {
 	switch r.cfg.Store {
 	case "nats":
+		if r.cfg.NATSURL != "" {
+			return r.cfg.NATSURL
+		}
 		return r.nats.url()
 	case "off":
 		return "off"
@@ -172,10 +205,18 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 func (r *run) startProxies(ctx context.Context) error {
 	env := append(os.Environ(), envOutage+"="+r.outage, envAttempts+"="+r.attempts,
 		"XDG_CONFIG_HOME="+filepath.Join(r.cfg.Dir, "config"), "XDG_STATE_HOME="+filepath.Join(r.cfg.Dir, "xdg-state"))
-	argv := []string{r.cfg.Bin, "--log-level", "info", "--notices", "off", "--policy", r.policy,
+	level := "info"
+	if r.cfg.DebugLog {
+		level = "debug" // the failed circuit calls too (Result.FailedAfterHeal)
+	}
+	argv := []string{r.cfg.Bin, "--log-level", level, "--notices", "off", "--policy", r.policy,
 		"--state-dir", r.state, "--circuits", r.circuitsFlag(), "--circuit-namespace", Namespace,
 		"--", r.cfg.Bin, "demo-agent", "--scenario", "outage", "--agent-name", "codex-acp"}
 	for i := range r.cfg.N {
+		argv := argv
+		if r.cfg.Wrap != nil {
+			argv = append(r.cfg.Wrap(i), argv...)
+		}
 		p, err := startProxy(ctx, i, argv, env, r.logEvent)
 		if err != nil {
 			return err
@@ -238,7 +279,34 @@ func (r *run) step(st *State) error {
 		r.nats, r.storeUp = ns, time.Now()
 		r.logf("NATS started again at +%v", r.storeUp.Sub(r.sent).Round(time.Millisecond))
 	}
+	if r.faultsDone == nil {
+		r.faultsDone = make([]bool, len(r.cfg.Faults))
+	}
+	for i, f := range r.cfg.Faults {
+		if r.faultsDone[i] || !f.When(st) {
+			continue
+		}
+		r.faultsDone[i] = true
+		at := time.Now()
+		if f.Disturbs && !r.storeKilled {
+			r.storeKilled, r.storeDown = true, at
+		}
+		if err := f.Do(); err != nil {
+			return fmt.Errorf("fault %s: %w", f.Name, err)
+		}
+		if f.Heals {
+			r.storeUp = time.Now()
+		}
+		r.logf("%s at +%v (%v)", f.Name, at.Sub(r.sent).Round(time.Millisecond), time.Since(at).Round(time.Millisecond))
+	}
 	if !r.outageEnded && r.cfg.Outage != nil && r.cfg.Outage(st) {
+		if r.cfg.Sample != nil {
+			var pids []int
+			for _, p := range r.proxies {
+				pids = append(pids, p.cmd.Process.Pid)
+			}
+			r.cfg.Sample(pids)
+		}
 		if err := os.Remove(r.outage); err != nil {
 			return err
 		}
@@ -286,10 +354,12 @@ func (r *run) finish() int {
 func (r *run) finalCircuits() ([]circuit.Record, error) {
 	var st circuit.Store
 	var err error
-	switch r.cfg.Store {
-	case "nats":
-		st, err = circuit.OpenNATS(r.nats.url(), circuit.NATSOptions{Name: "fleet"})
-	case "file":
+	switch {
+	case r.cfg.ReadStore != nil:
+		st, err = r.cfg.ReadStore()
+	case r.cfg.Store == "nats":
+		st, err = circuit.OpenNATS(r.circuitsFlag(), circuit.NATSOptions{Name: "fleet"})
+	case r.cfg.Store == "file":
 		st, err = circuit.OpenFileStore(r.state)
 	default:
 		return nil, nil

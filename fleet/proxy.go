@@ -48,7 +48,7 @@ type frame struct {
 // read it.
 type LogEvent struct {
 	Proxy int
-	Kind  string // unavailable | recovered | probe | overlay
+	Kind  string // unavailable | recovered | probe | failed | overlay
 	At    time.Time
 }
 
@@ -56,6 +56,8 @@ var logKinds = map[string]string{
 	`msg="circuit store unavailable"`: "unavailable",
 	`msg="circuit store recovered"`:   "recovered",
 	`msg="circuit probe"`:             "probe",
+	`msg="circuit acquire"`:           "failed", // debug: a circuit call that failed
+	`msg="circuit fail"`:              "failed",
 	// A proxy validated a published catalogue overlay (overlay.go).
 	`msg="catalogue overlay validated`: "overlay",
 }

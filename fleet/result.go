@@ -91,6 +91,12 @@ type Result struct {
 	// recovered" (first and last of them; Resumers how many logged it).
 	ResumedFirst, ResumedLast time.Duration
 	Resumers                  int
+	// FailedAfterHeal: the circuit calls that failed after the store's
+	// restart (or a fault's healing), and the last of them, from it — the
+	// time it took the proxies that needed the store to have it again
+	// (seen with Config.DebugLog only).
+	FailedAfterHeal     int
+	LastFailedAfterHeal time.Duration
 	// RetriesAfterRestart are the retries per policy window from the
 	// restart to the end of the outage (sharing again: at most 2 each).
 	MaxPerWindowAfterRestart int
@@ -247,6 +253,11 @@ func (r *run) logFigures(res *Result) {
 			}
 			if !r.storeKilled || e.At.Before(r.storeDown) || (!r.storeUp.IsZero() && e.At.After(r.storeUp.Add(r.storeGrace()))) {
 				fell[e.Proxy] = true
+			}
+		case "failed":
+			if !r.storeUp.IsZero() && e.At.After(r.storeUp) {
+				res.FailedAfterHeal++
+				res.LastFailedAfterHeal = max(res.LastFailedAfterHeal, e.At.Sub(r.storeUp))
 			}
 		case "recovered":
 			if !r.storeUp.IsZero() && e.At.After(r.storeUp) {

@@ -47,6 +47,7 @@ var rules = map[string][]string{
 	// Beside the core: tools and tests that use it from outside.
 	"fleet":                    {"circuit"}, // a load generator against the circuit store
 	"fleet/cmd/fleet":          {"fleet"},
+	"fleet/cmd/fleet-cluster":  {"fleet", "circuit"}, // the fleet on a NATS cluster across network namespaces
 	"bench":                    {},
 	"bench/cmd/bytecopy":       {"bench"},
 	"bench/cmd/e2ebench":       {"bench"},

@@ -1,11 +1,13 @@
 package kvstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,6 +18,12 @@ import (
 // attempts (the client adds its own jitter): a restarted server is found
 // within about a second.
 const ReconnectWait = time.Second
+
+// ClusterReplicas is the replication of a bucket the store creates on a
+// clustered server (one that names its cluster); on a single server, one.
+// An existing bucket is used as it is: on a cluster of fewer than three
+// servers, create it first (`nats kv add --replicas`).
+const ClusterReplicas = 3
 
 // DialNATS connects to url (nats://host:port or tls://…, comma-separated
 // servers allowed) the way every acp-guard store connection behaves: it
@@ -73,8 +81,12 @@ type NATS struct {
 	js  jetstream.JetStream
 	o   NATSOptions
 
-	mu sync.Mutex
-	kv jetstream.KeyValue // bound on first use; nil until then and after a loss
+	checking atomic.Bool  // a check of a connection that may have stalled is running
+	left     atomic.Int64 // unix ns of leaveServer's last reconnect
+
+	mu    sync.Mutex
+	kv    jetstream.KeyValue // bound on first use; nil until then and after a loss
+	stale jetstream.KeyValue // the binding dropped after a no-responders answer, kept in case the bucket is still there
 }
 
 // OpenNATS opens the bucket o names on o.Conn, or on a connection of its
@@ -120,15 +132,31 @@ func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		return nil, fmt.Errorf("nats: not connected (%s)", s.nc.Status())
 	}
 	kv, err := s.js.KeyValue(ctx, s.o.Bucket)
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && s.stale != nil {
+		// The server could not say (a cluster electing its meta leader
+		// answers "temporarily unavailable"): the bucket dropped after
+		// no-responders is most likely there still — a stream between
+		// leaders — so keep using it rather than fail for the lookup.
+		s.kv, s.stale = s.stale, nil
+		return s.kv, nil
+	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = s.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		cfg := jetstream.KeyValueConfig{
 			Bucket:       s.o.Bucket,
 			Description:  s.o.Description,
 			History:      1,
 			TTL:          s.o.TTL,
 			MaxValueSize: s.o.MaxValue,
 			Storage:      jetstream.FileStorage,
-		})
+			Replicas:     1,
+		}
+		if s.nc.ConnectedClusterName() != "" {
+			cfg.Replicas = ClusterReplicas // a cluster: replicated, so that losing a server loses nothing
+		}
+		kv, err = s.js.CreateKeyValue(ctx, cfg) // a cluster still forming fails: asked again by the next operation
+		if err == nil && cfg.Replicas > 1 {
+			kv, err = s.leaderReads(ctx)
+		}
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = s.js.KeyValue(ctx, s.o.Bucket) // created concurrently
 		}
@@ -140,6 +168,26 @@ func (s *NATS) bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
+// leaderReads turns the replicated bucket's direct gets off, so that
+// every read is answered by the stream's leader — the one that orders the
+// writes — and a lagging replica never answers one (a session decides on
+// what the majority stored, or, when no leader answers, on its own last
+// view), then binds it again.
+func (s *NATS) leaderReads(ctx context.Context) (jetstream.KeyValue, error) {
+	st, err := s.js.Stream(ctx, "KV_"+s.o.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s.js.KeyValue(ctx, s.o.Bucket)
+}
+
 // failed forgets the bound bucket after an error saying the server no
 // longer has it (a direct get then has no responders), so that the next
 // operation binds it again, and returns err described by what.
@@ -148,10 +196,70 @@ func (s *NATS) failed(what string, err error) error {
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
 		errors.Is(err, nats.ErrNoResponders) {
 		s.mu.Lock()
+		if s.kv != nil {
+			s.stale = s.kv
+		}
 		s.kv = nil
 		s.mu.Unlock()
 	}
+	var apiErr *jetstream.APIError
+	switch {
+	case unknownOutcome(err):
+		s.checkConn()
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == clusterUnavailable:
+		s.leaveServer()
+	}
 	return fmt.Errorf("nats %s: %w", what, err)
+}
+
+// clusterUnavailable is the JetStream error of a server that is not
+// current with its cluster (one that rejoined after a partition and is
+// catching up, one without a meta leader): "JetStream system temporarily
+// unavailable".
+const clusterUnavailable jetstream.ErrorCode = 10008
+
+// leaveServer moves the connection to the next server of the list when
+// the connected one says it is not current with its cluster (at most once
+// per leaveEvery): a server that was cut off answers so for seconds after
+// the network healed, while the others serve.
+func (s *NATS) leaveServer() {
+	now := time.Now().UnixNano()
+	last := s.left.Load()
+	if now-last < int64(leaveEvery) || !s.left.CompareAndSwap(last, now) {
+		return
+	}
+	if len(s.nc.Servers()) > 1 {
+		_ = s.nc.ForceReconnect()
+	}
+}
+
+// leaveEvery spaces leaveServer's reconnects.
+const leaveEvery = 2 * time.Second
+
+// stallCheck bounds the round trip that tells a stalled connection from a
+// slow server.
+const stallCheck = time.Second
+
+// checkConn, after a call timed out, pings the server (in the
+// background, one check at a time): a server that answers the ping is
+// only slow (a stream without a leader, a busy machine) and the
+// connection stays; one that does not is behind a connection that
+// stalled — a network cut off, its packets lost, TCP retransmitting ever
+// more slowly — so the client reconnects at once, to the next server of
+// the list, and keeps trying every ReconnectWait. A cut-off host thus
+// finds the cluster again within about ReconnectWait of healing instead
+// of after TCP's backed-off retransmission, and the reconnect has
+// failed stores asked at once (Health).
+func (s *NATS) checkConn() {
+	if !s.checking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.checking.Store(false)
+		if s.nc.IsConnected() && s.nc.FlushTimeout(stallCheck) != nil && s.nc.IsConnected() {
+			_ = s.nc.ForceReconnect()
+		}
+	}()
 }
 
 // Get implements Store.
@@ -185,10 +293,52 @@ func (s *NATS) CompareAndSwap(ctx context.Context, key string, value []byte, rev
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return ErrConflict
 	}
+	if err != nil && unknownOutcome(err) {
+		// The request may have reached the stream's leader and been
+		// stored after all (a leader that moved, a reply lost): read the
+		// key back before anyone decides again, so the change is never
+		// made twice or taken for undone.
+		rctx, cancel := context.WithTimeout(context.Background(), readBackTimeout)
+		defer cancel()
+		err = readBack(err, value, rev, func() ([]byte, uint64, error) { return s.Get(rctx, key) })
+	}
 	if err != nil {
 		return s.failed("put", err)
 	}
 	return nil
+}
+
+// readBackTimeout bounds the read that settles a swap whose answer was
+// lost.
+const readBackTimeout = 2 * time.Second
+
+// unknownOutcome reports whether a swap's error leaves open whether the
+// server stored it: a timeout (the request went out, no answer came).
+// Every other error was an answer, or means the request never left (not
+// connected, no responders: nobody received it).
+func unknownOutcome(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)
+}
+
+// readBack settles a compare-and-swap of value at rev that failed with
+// the unknown outcome err, from the key as it is now (get): stored there
+// with value, past rev — the swap landed (nil); still at rev (or absent
+// for a create) — it did not, and err stands; anything else — another
+// writer came first (ErrConflict: the caller re-reads and decides
+// again). When the read fails too, err stands: the caller treats the
+// store as unavailable and asks it again later, always reading first.
+func readBack(err error, value []byte, rev uint64, get func() ([]byte, uint64, error)) error {
+	cur, curRev, gerr := get()
+	switch {
+	case gerr != nil:
+		return fmt.Errorf("%w (read back: %v)", err, gerr)
+	case curRev > rev && bytes.Equal(cur, value):
+		return nil
+	case curRev == rev:
+		return err
+	default:
+		return ErrConflict
+	}
 }
 
 // Delete implements Store.
