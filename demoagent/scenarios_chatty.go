@@ -54,14 +54,7 @@ func (t *turn) chattyTick() error {
 	if d <= 0 {
 		d = DefaultChattyTick
 	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-t.ctx.Done():
-		return t.ctx.Err()
-	}
+	return t.sleep(d)
 }
 
 func chattyScript(text string, cut bool) func(t *turn) error {
