@@ -26,9 +26,14 @@
 // that could decide another rule's fixture with another class. The status is derived from wherever the evidence carries it
 // (status.go: envelope, a JSON-RPC code in 400–599, status fields, the
 // text, names that stand for one); JSON and Python-repr bodies embedded in
-// text are decoded (view.go, pyrepr.go). The agent's report is classified
-// before its stderr, which may only refine the verdict within its class and
-// never through the agent's own retry notes (retrynote.go). Stale evidence,
+// text are decoded (view.go, pyrepr.go). Evidence is ranked: the agent's
+// report (its JSON-RPC error or exit) before its error text in chunks
+// (Evidence.Chunk) before its stderr; a lower rank decides only when
+// nothing above it speaks, and otherwise may only refine a phrase or status
+// verdict within its class and kind (SameKind), never through the agent's
+// own retry notes (retrynote.go). Which stderr lines are evidence at all —
+// near the answer, not background noise — the observers decide
+// (observers/noise.go). Stale evidence,
 // evidence no rule matches and conflicting evidence are unclassified;
 // unclassified never authorizes recovery. Input is bounded: at most
 // MaxScanBytes of each text field (the most recent stderr), a few embedded

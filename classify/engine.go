@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -14,6 +15,9 @@ const (
 	ReasonNoMatch  = "no_match"
 	ReasonStale    = "stale"
 	ReasonConflict = "conflict"
+	// ReasonClientClosed: the agent exited after the client closed its
+	// input (a guard-made verdict; no rule produces it).
+	ReasonClientClosed = "client_closed"
 )
 
 // Engine classifies evidence with a compiled catalogue. It is immutable and
@@ -166,31 +170,89 @@ func (e *Engine) Classify(ev Evidence) Verdict {
 
 // classify also returns every rule that matched, in evaluation order, for
 // fixture collision checks.
+//
+// Evidence is ranked (docs/CATALOGUE.md, "Precedence"): 1 the agent's
+// report for the request — its JSON-RPC error (code, message, data, a
+// status inside the text), or the exit and its summary; 2 the turn's error
+// text in message chunks (Evidence.Chunk); 3 stderr. The highest rank
+// whose evidence a rule recognises decides. A lower rank only refines that
+// verdict, and only when it is about the same failure: the verdict came
+// from a phrase or a status (typed structure and signatures are final),
+// and the refinement keeps both its class and its kind (SameKind: a
+// provider that answered with a status is not refined into a connection
+// that never reached it). Stderr's retry notes never refine: they name
+// failures the agent already handled. When no rank speaks alone, the
+// report and stderr are read together (a status in one, its words in the
+// other), as the unclassified fallback.
 func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
-	// The agent's own report (message, data, status) speaks first. Stderr
-	// holds the agent's logs of the whole turn, so it decides only when the
-	// report says nothing, and otherwise may only refine a phrase or status
-	// verdict within its class (a lost stream whose log names the DNS
-	// failure behind it) — and not with the agent's retry notes, which name
-	// failures the agent already handled.
+	if len(ev.Stderr) == 0 && ev.Chunk == "" {
+		return e.decideView(newView(ev))
+	}
+	report := *ev
+	report.Chunk, report.Stderr = "", nil
+	v, all := e.decideView(newView(&report))
+	base := &report // the evidence that decided, which lower ranks refine
+	var chunk Evidence
+	if ev.Chunk != "" {
+		chunk = Evidence{Source: SourceMessageChunk, Adapter: ev.Adapter, Message: ev.Chunk, Headers: ev.Headers,
+			Phase: ev.Phase, Generation: ev.Generation, Stale: ev.Stale, Now: ev.Now}
+		if v.Rule == "" {
+			if cv, call := e.decideText(&chunk); cv.Rule != "" {
+				v, all, base = cv, call, &chunk
+			}
+		} else {
+			both := report
+			both.Message = joinText(report.Message, ev.Chunk)
+			v, all = e.refine(v, all, &both)
+		}
+	}
+	if v.Rule == "" {
+		full := *ev
+		full.Chunk = ""
+		return e.decideView(newView(&full))
+	}
 	if len(ev.Stderr) == 0 {
-		return e.decideView(newView(ev))
+		return v, all
 	}
-	primary := *ev
-	primary.Stderr = nil
-	pv, pall := e.decideView(newView(&primary))
-	if pv.Rule == "" {
-		return e.decideView(newView(ev))
-	}
-	if pall[0].Tier < TierPhrase {
-		return pv, pall
-	}
-	refined := *ev
+	refined := *base
 	refined.Stderr = withoutRetryNotes(ev.Stderr)
-	if fv, fall := e.decideView(newView(&refined)); fv.Rule != "" && fv.Class == pv.Class {
+	return e.refine(v, all, &refined)
+}
+
+// decideText classifies text an agent printed (a chunk) as a message
+// chunk, and as an error message when no chunk rule speaks (ClassifyText).
+func (e *Engine) decideText(ev *Evidence) (Verdict, []*compiledRule) {
+	v, all := e.decideView(newView(ev))
+	if v.Rule != "" || v.Reason == ReasonStale {
+		return v, all
+	}
+	alt := *ev
+	alt.Source = SourceRPCError
+	if av, aall := e.decideView(newView(&alt)); av.Rule != "" {
+		return av, aall
+	}
+	return v, all
+}
+
+// refine returns the verdict of lower (the deciding evidence with a
+// lower rank's added) when it may replace v: v came from a phrase or a
+// status, another rule decides lower, and it keeps v's class and kind.
+func (e *Engine) refine(v Verdict, all []*compiledRule, lower *Evidence) (Verdict, []*compiledRule) {
+	if len(all) == 0 || all[0].Tier < TierPhrase {
+		return v, all
+	}
+	if fv, fall := e.decideView(newView(lower)); fv.Rule != "" && fv.Rule != v.Rule && fv.Class == v.Class && SameKind(fv.Code, v.Code) {
 		return fv, fall
 	}
-	return pv, pall
+	return v, all
+}
+
+// joinText appends b to a on a line of its own.
+func joinText(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
 }
 
 // decideView classifies one view of the evidence.
@@ -372,7 +434,9 @@ func outranked(r *compiledRule, rs []*compiledRule) bool {
 }
 
 // excerpt picks the text that made r match: the suffix of a prefix match,
-// the line around a regex match, else the evidence's most specific text.
+// the line around a regex match, else the evidence's most specific text —
+// unless that is a message without what a typed-body or status rule
+// matched (r.needle), when the line of the data that holds it is.
 func (r *compiledRule) excerpt(vw *view) string {
 	if r.prefix != nil {
 		return prefixSuffix(vw.text(FieldMessage), r.prefix.Prefix)
@@ -385,7 +449,55 @@ func (r *compiledRule) excerpt(vw *view) string {
 			}
 		}
 	}
-	return excerptText(vw)
+	t := excerptText(vw)
+	if t != headBytes(vw.text(FieldMessage), 4096) {
+		return t
+	}
+	needle := r.needle(vw)
+	if needle == "" || strings.Contains(strings.ToLower(t), needle) {
+		return t
+	}
+	// The message does not hold what matched (a typed body or a status
+	// inside the data of "Internal error: Agent error"): the line of the
+	// data that does is the excerpt.
+	dt, dl := vw.text(FieldData), vw.lower(FieldData)
+	if i := strings.Index(dl, needle); i >= 0 && len(dl) == len(dt) {
+		return lineAt(dt, i)
+	}
+	return t
+}
+
+// needle is what a rule without a regex matched, as text to find in the
+// evidence (lower case): the most specific value of its field matches (a
+// provider's error type), else the HTTP status it read; "" when neither.
+func (r *compiledRule) needle(vw *view) string {
+	best := ""
+	for _, f := range r.fields {
+		for v := range f.values {
+			if len(v) > len(best) || (len(v) == len(best) && v < best) {
+				best = v
+			}
+		}
+	}
+	if len(best) >= 4 {
+		return strings.ToLower(best)
+	}
+	if r.httpSet != nil {
+		if code := vw.status().code; code != 0 {
+			return strconv.Itoa(code)
+		}
+	}
+	return ""
+}
+
+// lineAt returns the line of t holding byte i (a leaf of the data).
+func lineAt(t string, i int) string {
+	start := strings.LastIndexByte(t[:i], '\n') + 1
+	end := strings.IndexByte(t[i:], '\n')
+	if end < 0 {
+		return headBytes(t[start:], 4096)
+	}
+	return headBytes(t[start:i+end], 4096)
 }
 
 // around returns the text from the start of the line holding byte i (at

@@ -277,3 +277,57 @@ func TestMentionIsNotTheError(t *testing.T) {
 		})
 	}
 }
+
+// TestEvidenceRank: the agent's report outranks its error text in chunks,
+// which outranks stderr; a lower rank refines only a phrase or status
+// verdict, within its class and its kind.
+func TestEvidenceRank(t *testing.T) {
+	rule := func(id, code, re string) Rule {
+		return Rule{ID: id, Tier: TierPhrase, Adapter: AnyAdapter, Sources: []Source{SourceRPCError, SourceStderr, SourceMessageChunk, SourceExit},
+			Code: code, Confidence: "medium", Scope: "provider", Match: Match{Regex: re}}
+	}
+	e := mustCompileNoFixtures(t, Catalogue{Version: "r-1", Rules: []Rule{
+		rule("r.dns.v1", CodeNetworkUnavailable, `ENOTFOUND`), // the more specific first, as in the phrase table
+		rule("r.stream.v1", CodeAgentTransportLost, `stream disconnected`),
+		rule("r.overloaded.v1", CodeProviderOverloaded, `overloaded`),
+		rule("r.server.v1", CodeProviderUnavailable, `Error: 5\d\d`),
+		rule("r.rate.v1", CodeRateLimited, `Error: 429`),
+	}})
+	telemetry := []string{"export failed: getaddrinfo ENOTFOUND telemetry.example.dev"}
+	internal := "Internal error: Agent error"
+	for _, tt := range []struct {
+		name    string
+		ev      Evidence
+		rule    string
+		excerpt string
+	}{
+		{"the report decides; a DNS line does not refine a provider's answer",
+			Evidence{Source: SourceRPCError, Message: internal, Data: []byte(`{"details":"Error: 500 {}"}`), Stderr: telemetry},
+			"r.server.v1", "Error: 500 {}"},
+		{"the chunk speaks when the report does not",
+			Evidence{Source: SourceRPCError, Message: internal, Chunk: "Error: 429 slow down", Stderr: telemetry},
+			"r.rate.v1", "Error: 429 slow down"},
+		{"the chunk refines the report within its class and kind",
+			Evidence{Source: SourceRPCError, Message: "Error: 503", Chunk: "the model is overloaded"},
+			"r.overloaded.v1", ""},
+		{"stderr decides only when nothing above speaks",
+			Evidence{Source: SourceRPCError, Message: internal, Chunk: "Error: something odd", Stderr: telemetry},
+			"r.dns.v1", ""},
+		{"stderr refines a connection failure into a connection failure",
+			Evidence{Source: SourceRPCError, Message: "stream disconnected", Stderr: []string{"getaddrinfo ENOTFOUND api.example.com"}},
+			"r.dns.v1", ""},
+		{"a chunk is not refined by stderr of another kind",
+			Evidence{Source: SourceRPCError, Message: internal, Chunk: "Error: 502 bad gateway", Stderr: telemetry},
+			"r.server.v1", "Error: 502 bad gateway"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := e.Classify(tt.ev)
+			if v.Rule != tt.rule {
+				t.Fatalf("rule %q (code %s, excerpt %q), want %q", v.Rule, v.Code, v.SafeExcerpt, tt.rule)
+			}
+			if tt.excerpt != "" && v.SafeExcerpt != tt.excerpt {
+				t.Errorf("safeExcerpt %q, want %q", v.SafeExcerpt, tt.excerpt)
+			}
+		})
+	}
+}
