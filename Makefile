@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # resident pages (docs/PERFORMANCE.md, "Footprint: binary and memory").
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet fleet-cluster bench-jsonrpc2 test-collector
+.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet fleet-cluster bench-jsonrpc2 test-collector test-browser
 
 help:
 	@echo "make build        build $(BIN)"
@@ -20,6 +20,7 @@ help:
 	@echo "make bench        end-to-end relay benchmark and micro-benchmarks"
 	@echo "make bench-otel   the end-to-end benchmark with OpenTelemetry export on"
 	@echo "make test-collector  acp-guard against the OpenTelemetry Collector's own OTLP receiver (a module of its own)"
+	@echo "make test-browser    the console and a replay --html report in headless Chromium (a module of its own)"
 	@echo "make bench-jsonrpc2  the relay against a sourcegraph/jsonrpc2 forwarder (ARCHITECTURE.md)"
 	@echo "make fleet        shared circuits at N = 50/100/200 acp-guard processes (NATS, file store, a store restart)"
 	@echo "make fleet-cluster  the fleet on a 3-server NATS cluster over network namespaces, with faults (root)"
@@ -70,6 +71,12 @@ test-short:
 test-collector:
 	cd telemetry/collectortest && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -tags otlpgrpc -run GRPC ./telemetry
+
+# The console and the replay report in a real browser (Debian's chromium,
+# driven by chromedp): a module of its own, so chromedp stays out of go.mod.
+# Screenshots land in its artefacts/ (BROWSERTEST_ARTEFACTS overrides).
+test-browser:
+	cd cmd/acp-guard/internal/console/browsertest && $(GO) test -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

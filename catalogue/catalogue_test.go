@@ -166,8 +166,12 @@ func TestConflictingEvidenceIsUnclassified(t *testing.T) {
 		{"two anthropic bodies", classify.Evidence{Source: classify.SourceRPCError,
 			Message: `API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
 			Data:    json.RawMessage(`{"previous":{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}}`)}},
-		{"openai quota and rate limit", classify.Evidence{Source: classify.SourceHTTP, HTTPStatus: 429,
-			Data: json.RawMessage(`[{"error":{"code":"insufficient_quota"}},{"error":{"code":"rate_limit_exceeded"}}]`)}},
+		{"openai quota and an overloaded server", classify.Evidence{Source: classify.SourceHTTP, HTTPStatus: 429,
+			Data: json.RawMessage(`[{"error":{"code":"insufficient_quota"}},{"error":{"type":"server_error","code":"server_overloaded"}}]`)}},
+		// Two kinds of the phrase table that disagree, neither declared
+		// the more specific: a wrong class would be worse.
+		{"a wrong key and a prompt too long", classify.Evidence{Source: classify.SourceRPCError,
+			Message: "Incorrect API key provided. Also: maximum context length is 8192 tokens"}},
 	} {
 		v := e.Classify(tt.ev)
 		if v.Code != classify.CodeUnclassified || v.Reason != classify.ReasonConflict || len(v.Conflicts) < 2 {
@@ -199,6 +203,12 @@ var prose = []string{
 	"The connection pool was resized",
 	"The service layer was refactored",
 	"The request handler was rewritten",
+	// Prose that names a failure in its own words (classify/mention.go).
+	"If you get 'rate limit exceeded', lower the concurrency and try again.",
+	"That 'invalid api key' message usually means the key was revoked.",
+	"I got 'context length exceeded' on the big file, so I split it first.",
+	"When the server returns 503 Service Unavailable the client backs off.",
+	"// retry when the provider is overloaded",
 }
 
 func TestAgentProseNeverClassifies(t *testing.T) {

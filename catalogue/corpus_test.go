@@ -133,21 +133,25 @@ func TestPublicCorpus(t *testing.T) { testCorpus(t, corpusFile, corpusMinAccurac
 // collected by someone else from sources public.jsonl does not use, and
 // measured before any rule was written for it (66–73 % by shape at first
 // contact); since then its misses taught the phrase table too, so it
-// guards against losing what it taught, at a lower bar.
+// guards against losing what it taught.
 func TestHoldoutCorpus(t *testing.T) {
 	testCorpus(t, "../testdata/corpus/holdout.jsonl", corpusMinHoldout)
 }
 
-// corpusMinHoldout is the share of holdout entries every shape must get right.
-const corpusMinHoldout = 0.85
+// corpusMinHoldout is the share of holdout entries every shape must get
+// right, once learned from: every corpus at least 95 %.
+const corpusMinHoldout = 0.95
 
-func testCorpus(t *testing.T, file string, minAccuracy float64) {
+// testCorpus scores the file in every shape, fails a shape below
+// minAccuracy, and returns the misses of another class than the label.
+func testCorpus(t *testing.T, file string, minAccuracy float64) (wrongClass int) {
 	entries := readCorpus(t, file)
 	e := Default()
 	shapes := map[string]*tally{}
 	families := map[string]*tally{}
 	codes := map[string]*tally{}
 	var misses []string
+	var unclassified int // misses by kind: another class (wrongClass, costly), or no verdict (safe)
 	for _, en := range entries {
 		if en.Code == "none" {
 			continue // TestCorpusNegatives
@@ -164,6 +168,12 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 			count(families, corpusFamily(en.Provider), right)
 			count(codes, en.Code, right)
 			if !right {
+				switch {
+				case v.Code == classify.CodeUnclassified:
+					unclassified++
+				case v.Class != classify.ClassOf(en.Code):
+					wrongClass++
+				}
 				misses = append(misses, fmt.Sprintf("%s [%s] want %s, got %s (rule %q reason %q %v): %.160q", en.ID, sh.name, en.Code, v.Code, v.Rule, v.Reason, v.Conflicts, en.Text))
 			}
 		}
@@ -171,6 +181,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 	t.Logf("%s: %d entries, by shape:\n%s", file, len(entries), table(shapes))
 	t.Logf("by provider family:\n%s", table(families))
 	t.Logf("by code:\n%s", table(codes))
+	t.Logf("misses over all shapes: %d wrong class, %d unclassified, %d the right class with another code", wrongClass, unclassified, len(misses)-wrongClass-unclassified)
 	if os.Getenv("CORPUS_MISSES") != "" {
 		sort.Strings(misses)
 		t.Logf("misses:\n%s", strings.Join(misses, "\n"))
@@ -180,6 +191,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) {
 			t.Errorf("shape %s: %s right, want at least %.0f%% (CORPUS_MISSES=1 lists the misses)", name, s, 100*minAccuracy)
 		}
 	}
+	return wrongClass
 }
 
 // TestCorpusNegatives: text that only looks like a provider failure
@@ -274,20 +286,20 @@ func TestHoldout4Corpus(t *testing.T) {
 
 // TestHoldout5Corpus: a fifth blind set (testdata/corpus/HOLDOUT5.md) from
 // providers, gateways and agents the earlier sets cover least, weighted to
-// the confusable kinds, frozen before it was measured. Its floor is the
-// first-contact figure rounded down, so the test records where the
-// catalogue stood; raise it as the set's misses are learned from.
+// the confusable kinds, frozen before it was measured. At first contact
+// 75.9–77.7 % (catalogue at 09df262) and, with the kinds, conflicts and
+// mention guard in, 79.3–79.6 % (docs/CATALOGUE.md); its misses then
+// taught the kinds, and it is held to the bar of every corpus and to no
+// wrong class.
 func TestHoldout5Corpus(t *testing.T) {
-	testCorpus(t, "../testdata/corpus/holdout5.jsonl", corpusMinHoldout5)
+	if wrong := testCorpus(t, "../testdata/corpus/holdout5.jsonl", corpusMinHoldout); wrong > 0 {
+		t.Errorf("%d misses of another class than the label, want none (CORPUS_MISSES=1 lists them)", wrong)
+	}
 }
-
-// corpusMinHoldout5 is holdout5's first-contact figure rounded down
-// (75.9 % envelope, 77.7 % the other shapes, catalogue at 09df262); it is a
-// floor to be raised as the set's misses are learned from, not a target.
-const corpusMinHoldout5 = 0.75
 
 // corpusMinNegativesHoldout5 is the share of holdout5's negatives (all soft:
 // maintainers' answers, pull-request prose, user chatter, MCP tool
-// transport) that stayed unclassified at first contact (16/31, 51.6 %),
-// rounded down; to be raised to corpusMinNegatives.
-const corpusMinNegativesHoldout5 = 0.5
+// transport) that must stay unclassified: all of them, since the mention
+// guard learned from them (16/31 at first contact, 19/31 with the guard's
+// first version).
+const corpusMinNegativesHoldout5 = 1.0

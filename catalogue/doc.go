@@ -50,7 +50,8 @@
 //	   "scope": "provider",                     // provider | account | model | request | agent | network
 //	   "timing": ["headers", "json", "text"],   // extractors, in order; also "claude_epoch"
 //	   "note": "where the signature comes from",
-//	   "outranks": ["anthropic.rate_limit_error.v1"], // same-rank rules this one is more specific than (tiers 1–2)
+//	   "outranks": ["anthropic.rate_limit_error.v1"], // rules (of any tier but the status tier) this one is more specific than
+//	   "general": true,                         // a broad kind: any specific rule of another class refines it, and so does a disagreeing status
 //	   "overridesStatus": [429]}],              // statuses whose class this rule may change
 //	 "fixtures": [{
 //	   "name": "anthropic.overloaded_error.v1 +1",
@@ -67,7 +68,10 @@
 // and 2, no other rule of the same rank (tier, then adapter-scoped before
 // "any") matches it unless the rule declares it outranks that rule (the
 // collision test; each declaration needs such a collision fixture); in the
-// ordered tiers 3 and 4 the first matching rule wins. Each overridesStatus
+// ordered tiers 3 and 4 the first matching rule wins among rules of one
+// class. In every tier, a matched rule of another class that is neither
+// outranked nor general makes the evidence a conflict, and Lint reports
+// it by name against the fixture (docs/CATALOGUE.md "Precedence"). Each overridesStatus
 // entry needs a positive fixture whose evidence carries that status. A
 // negative fixture passes when its rule does not match it (and, with
 // "code", when the verdict has that code). See docs/CATALOGUE.md for adding

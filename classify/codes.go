@@ -68,6 +68,19 @@ func ClassOf(code string) Class {
 	return ClassUnclassified
 }
 
+// SameKind reports whether two codes name the same kind of failure, the
+// test a lower-ranked piece of evidence passes to refine a verdict
+// (Engine.Classify): a connection that never got an answer from the
+// provider (network_unavailable, agent_transport_lost) is one kind, a
+// provider's answer (a status, an error body) another. A 500 the agent
+// reports is not refined into a DNS failure its stderr names: that line is
+// about another request (a telemetry export, an update check).
+func SameKind(a, b string) bool { return connectionKind(a) == connectionKind(b) }
+
+func connectionKind(code string) bool {
+	return code == CodeNetworkUnavailable || code == CodeAgentTransportLost
+}
+
 // KnownCode reports whether code is in the registry.
 func KnownCode(code string) bool {
 	_, ok := registry[code]

@@ -16,13 +16,24 @@
 // outranks and overridesStatus) and returns an Engine. Engine.Classify
 // evaluates rules in tiers — 1 typed structure, 2 exact signatures, 3
 // the provider-agnostic phrase table, 4 the HTTP status — and the first
-// tier with a matching rule decides (Engine.Classify spells out the
-// precedence). The status is derived from wherever the evidence carries it
+// tier with a matching rule decides, unless a matched rule of any tier
+// below the status says another class: two kinds that disagree are a
+// conflict (unclassified, reason conflict) unless one declares it outranks
+// the other or the other is General (a broad kind, or a typed code that
+// only restates a status); a General rule that disagrees with the status
+// yields to it (Engine.Classify, decide). Words-only rules do not count
+// in prose that only mentions a failure (mention.go). Lint fails a rule
+// that could decide another rule's fixture with another class. The status is derived from wherever the evidence carries it
 // (status.go: envelope, a JSON-RPC code in 400–599, status fields, the
 // text, names that stand for one); JSON and Python-repr bodies embedded in
-// text are decoded (view.go, pyrepr.go). The agent's report is classified
-// before its stderr, which may only refine the verdict within its class and
-// never through the agent's own retry notes (retrynote.go). Stale evidence,
+// text are decoded (view.go, pyrepr.go). Evidence is ranked: the agent's
+// report (its JSON-RPC error or exit) before its error text in chunks
+// (Evidence.Chunk) before its stderr; a lower rank decides only when
+// nothing above it speaks, and otherwise may only refine a phrase or status
+// verdict within its class and kind (SameKind), never through the agent's
+// own retry notes (retrynote.go). Which stderr lines are evidence at all —
+// near the answer, not background noise — the observers decide
+// (observers/noise.go). Stale evidence,
 // evidence no rule matches and conflicting evidence are unclassified;
 // unclassified never authorizes recovery. Input is bounded: at most
 // MaxScanBytes of each text field (the most recent stderr), a few embedded

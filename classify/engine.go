@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -14,6 +15,9 @@ const (
 	ReasonNoMatch  = "no_match"
 	ReasonStale    = "stale"
 	ReasonConflict = "conflict"
+	// ReasonClientClosed: the agent exited after the client closed its
+	// input (a guard-made verdict; no rule produces it).
+	ReasonClientClosed = "client_closed"
 )
 
 // Engine classifies evidence with a compiled catalogue. It is immutable and
@@ -95,7 +99,8 @@ func compileWith(c Catalogue, check bool) (*Engine, []string) {
 }
 
 // checkOutranks validates the declared specificity: every rule named
-// exists and has the same rank, and no two rules outrank each other.
+// exists and is not a status rule (overridesStatus says that), and no
+// two rules outrank each other.
 func (e *Engine) checkOutranks() []string {
 	var errs []string
 	for _, r := range e.rules {
@@ -104,8 +109,10 @@ func (e *Engine) checkOutranks() []string {
 			switch {
 			case !ok:
 				errs = append(errs, fmt.Sprintf("rule %q: outranks unknown rule %q", r.ID, id))
-			case o.rank() != r.rank():
-				errs = append(errs, fmt.Sprintf("rule %q: outranks %q of another rank (tier and adapter scope already order them)", r.ID, id))
+			case o.Tier == TierStatus:
+				errs = append(errs, fmt.Sprintf("rule %q: outranks status rule %q (declare overridesStatus instead)", r.ID, id))
+			case o.rank() < r.rank() && r.Tier == TierStatus:
+				errs = append(errs, fmt.Sprintf("rule %q: a status rule cannot outrank %q", r.ID, id))
 			case o.beats[r.ID]:
 				errs = append(errs, fmt.Sprintf("rule %q: outranks %q, which outranks it", r.ID, id))
 			}
@@ -141,17 +148,18 @@ func (e *Engine) Catalogue() Catalogue { return e.cat }
 // Classify returns the verdict for ev. Precedence, most specific first:
 // typed structure (tier 1) > signatures (tier 2) > intent phrases (tier 3)
 // > the HTTP status (tier 4); within a tier, rules scoped to the agent's
-// adapter before rules for any adapter. Only the matches of the strongest
-// rank count. In tiers 1 and 2 a rule's declared Outranks removes the
-// rules it is more specific than, and the first remaining rule wins when
-// all remaining rules agree on the class; rules pointing to different
-// classes there are a conflict. Tiers 3 and 4 are ordered tables: the
-// first matching rule wins. The winner may refine what the evidence's HTTP
-// status means within its class, and change the class only for statuses
-// it declares (OverridesStatus); otherwise the evidence is conflicting.
-// Conflicts are unclassified with Reason conflict and Conflicts naming the
-// rules. Stale evidence and evidence no rule matches are unclassified too.
-// The result depends only on ev (including ev.Now) and the catalogue.
+// adapter before rules for any adapter, then catalogue order. A rule that
+// another matched rule declares it outranks drops out, whatever the tiers;
+// a General rule drops out beside a specific rule of another class. The
+// first remaining rule wins when every remaining rule below the status
+// tier agrees with it on the class; two kinds that disagree are a
+// conflict. The winner may refine what the evidence's HTTP status means
+// within its class, and change the class only for statuses it declares
+// (OverridesStatus); otherwise the evidence is conflicting — except that a
+// General winner yields to the status. Conflicts are unclassified with
+// Reason conflict and Conflicts naming the rules. Stale evidence and
+// evidence no rule matches are unclassified too. The result depends only
+// on ev (including ev.Now) and the catalogue.
 func (e *Engine) Classify(ev Evidence) Verdict {
 	v, _ := e.classify(&ev)
 	if e.observe != nil {
@@ -162,31 +170,89 @@ func (e *Engine) Classify(ev Evidence) Verdict {
 
 // classify also returns every rule that matched, in evaluation order, for
 // fixture collision checks.
+//
+// Evidence is ranked (docs/CATALOGUE.md, "Precedence"): 1 the agent's
+// report for the request — its JSON-RPC error (code, message, data, a
+// status inside the text), or the exit and its summary; 2 the turn's error
+// text in message chunks (Evidence.Chunk); 3 stderr. The highest rank
+// whose evidence a rule recognises decides. A lower rank only refines that
+// verdict, and only when it is about the same failure: the verdict came
+// from a phrase or a status (typed structure and signatures are final),
+// and the refinement keeps both its class and its kind (SameKind: a
+// provider that answered with a status is not refined into a connection
+// that never reached it). Stderr's retry notes never refine: they name
+// failures the agent already handled. When no rank speaks alone, the
+// report and stderr are read together (a status in one, its words in the
+// other), as the unclassified fallback.
 func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
-	// The agent's own report (message, data, status) speaks first. Stderr
-	// holds the agent's logs of the whole turn, so it decides only when the
-	// report says nothing, and otherwise may only refine a phrase or status
-	// verdict within its class (a lost stream whose log names the DNS
-	// failure behind it) — and not with the agent's retry notes, which name
-	// failures the agent already handled.
+	if len(ev.Stderr) == 0 && ev.Chunk == "" {
+		return e.decideView(newView(ev))
+	}
+	report := *ev
+	report.Chunk, report.Stderr = "", nil
+	v, all := e.decideView(newView(&report))
+	base := &report // the evidence that decided, which lower ranks refine
+	var chunk Evidence
+	if ev.Chunk != "" {
+		chunk = Evidence{Source: SourceMessageChunk, Adapter: ev.Adapter, Message: ev.Chunk, Headers: ev.Headers,
+			Phase: ev.Phase, Generation: ev.Generation, Stale: ev.Stale, Now: ev.Now}
+		if v.Rule == "" {
+			if cv, call := e.decideText(&chunk); cv.Rule != "" {
+				v, all, base = cv, call, &chunk
+			}
+		} else {
+			both := report
+			both.Message = joinText(report.Message, ev.Chunk)
+			v, all = e.refine(v, all, &both)
+		}
+	}
+	if v.Rule == "" {
+		full := *ev
+		full.Chunk = ""
+		return e.decideView(newView(&full))
+	}
 	if len(ev.Stderr) == 0 {
-		return e.decideView(newView(ev))
+		return v, all
 	}
-	primary := *ev
-	primary.Stderr = nil
-	pv, pall := e.decideView(newView(&primary))
-	if pv.Rule == "" {
-		return e.decideView(newView(ev))
-	}
-	if pall[0].Tier < TierPhrase {
-		return pv, pall
-	}
-	refined := *ev
+	refined := *base
 	refined.Stderr = withoutRetryNotes(ev.Stderr)
-	if fv, fall := e.decideView(newView(&refined)); fv.Rule != "" && fv.Class == pv.Class {
+	return e.refine(v, all, &refined)
+}
+
+// decideText classifies text an agent printed (a chunk) as a message
+// chunk, and as an error message when no chunk rule speaks (ClassifyText).
+func (e *Engine) decideText(ev *Evidence) (Verdict, []*compiledRule) {
+	v, all := e.decideView(newView(ev))
+	if v.Rule != "" || v.Reason == ReasonStale {
+		return v, all
+	}
+	alt := *ev
+	alt.Source = SourceRPCError
+	if av, aall := e.decideView(newView(&alt)); av.Rule != "" {
+		return av, aall
+	}
+	return v, all
+}
+
+// refine returns the verdict of lower (the deciding evidence with a
+// lower rank's added) when it may replace v: v came from a phrase or a
+// status, another rule decides lower, and it keeps v's class and kind.
+func (e *Engine) refine(v Verdict, all []*compiledRule, lower *Evidence) (Verdict, []*compiledRule) {
+	if len(all) == 0 || all[0].Tier < TierPhrase {
+		return v, all
+	}
+	if fv, fall := e.decideView(newView(lower)); fv.Rule != "" && fv.Rule != v.Rule && fv.Class == v.Class && SameKind(fv.Code, v.Code) {
 		return fv, fall
 	}
-	return pv, pall
+	return v, all
+}
+
+// joinText appends b to a on a line of its own.
+func joinText(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n" + b
 }
 
 // decideView classifies one view of the evidence.
@@ -218,6 +284,12 @@ func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
 	win, conflicts := decide(all)
 	if win != nil {
 		conflicts = statusConflict(win, all, vw.status().code)
+		if len(conflicts) == 2 && win.General {
+			// A general rule is no more specific than the status it
+			// disagrees with ("Server returned 401 — the endpoint may be
+			// temporarily unavailable"): the status decides.
+			win, conflicts = ruleByID(all, conflicts[1]), nil
+		}
 	}
 	if len(conflicts) > 0 {
 		v := unclassified(ReasonConflict)
@@ -260,43 +332,64 @@ func lifting(v Verdict, now time.Time) time.Duration {
 	return d
 }
 
-// decide picks the winner among the matched rules (in evaluation order):
-// only the strongest rank counts; a rule another matched rule of that rank
-// outranks drops out; of the rest the first wins when all of them agree on
-// the class. Rules that point to different classes at equal precedence
-// are a conflict: win is nil and conflicts holds their IDs.
+// decide picks the winner among the matched rules (in evaluation order).
+// A rule another matched rule declares it outranks drops out, whatever
+// their tiers (Outranks is a reviewed statement of specificity with a
+// collision fixture), and a General rule drops out when a rule that is
+// not general matched below the status tier. Of the rest, the strongest by rank wins — in the
+// ordered tiers the first in catalogue order — when every remaining rule
+// below the status tier agrees with it on the class. Two kinds that
+// disagree (a phrase and a typed code, two phrases, two signatures) are a
+// conflict: win is nil and conflicts holds the winner and the rules that
+// disagree with it. Status rules never conflict here; statusConflict
+// weighs the status against the winner.
 func decide(all []*compiledRule) (win *compiledRule, conflicts []string) {
-	if ordered(all[0].Tier) {
-		return all[0], nil
-	}
-	top := all[0].rank()
-	var cands []*compiledRule
-	for _, r := range all {
-		if r.rank() != top {
-			break
-		}
-		cands = append(cands, r)
-	}
 	var live []*compiledRule
-	for _, r := range cands {
-		if !outranked(r, cands) {
+	for _, r := range all {
+		if !outranked(r, all) {
 			live = append(live, r)
 		}
 	}
 	if len(live) == 0 {
 		// Unreachable with a compiled catalogue (no mutual outranking);
 		// fall back to evaluation order.
-		live = cands
+		live = all
 	}
-	for _, r := range live[1:] {
-		if ClassOf(r.Code) != ClassOf(live[0].Code) {
-			for _, c := range live {
-				conflicts = append(conflicts, c.ID)
+	win = live[0]
+	if win.General {
+		// A general winner stays when what else matched agrees with it
+		// (the order of the table picks the code); a specific rule of
+		// another class refines it.
+		for _, r := range live[1:] {
+			if r.Tier < TierStatus && !r.General && ClassOf(r.Code) != ClassOf(win.Code) {
+				win = firstSpecific(live)
+				break
 			}
-			return nil, conflicts
 		}
 	}
-	return live[0], nil
+	for _, r := range live {
+		if r == win || r.Tier == TierStatus || (r.General && !win.General) {
+			continue
+		}
+		if ClassOf(r.Code) != ClassOf(win.Code) {
+			conflicts = append(conflicts, r.ID)
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, append([]string{win.ID}, conflicts...)
+	}
+	return win, nil
+}
+
+// firstSpecific returns the first rule of rs below the status tier that
+// is not General (the caller knows there is one).
+func firstSpecific(rs []*compiledRule) *compiledRule {
+	for _, r := range rs {
+		if r.Tier < TierStatus && !r.General {
+			return r
+		}
+	}
+	return rs[0]
 }
 
 // statusConflict checks the winner against the evidence's HTTP status: the
@@ -320,6 +413,16 @@ func statusConflict(win *compiledRule, all []*compiledRule, status int) []string
 	return nil
 }
 
+// ruleByID returns the rule of rs with the given id.
+func ruleByID(rs []*compiledRule, id string) *compiledRule {
+	for _, r := range rs {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
 // outranked reports whether another rule of rs declares it outranks r.
 func outranked(r *compiledRule, rs []*compiledRule) bool {
 	for _, o := range rs {
@@ -331,7 +434,9 @@ func outranked(r *compiledRule, rs []*compiledRule) bool {
 }
 
 // excerpt picks the text that made r match: the suffix of a prefix match,
-// the line around a regex match, else the evidence's most specific text.
+// the line around a regex match, else the evidence's most specific text —
+// unless that is a message without what a typed-body or status rule
+// matched (r.needle), when the line of the data that holds it is.
 func (r *compiledRule) excerpt(vw *view) string {
 	if r.prefix != nil {
 		return prefixSuffix(vw.text(FieldMessage), r.prefix.Prefix)
@@ -344,7 +449,55 @@ func (r *compiledRule) excerpt(vw *view) string {
 			}
 		}
 	}
-	return excerptText(vw)
+	t := excerptText(vw)
+	if t != headBytes(vw.text(FieldMessage), 4096) {
+		return t
+	}
+	needle := r.needle(vw)
+	if needle == "" || strings.Contains(strings.ToLower(t), needle) {
+		return t
+	}
+	// The message does not hold what matched (a typed body or a status
+	// inside the data of "Internal error: Agent error"): the line of the
+	// data that does is the excerpt.
+	dt, dl := vw.text(FieldData), vw.lower(FieldData)
+	if i := strings.Index(dl, needle); i >= 0 && len(dl) == len(dt) {
+		return lineAt(dt, i)
+	}
+	return t
+}
+
+// needle is what a rule without a regex matched, as text to find in the
+// evidence (lower case): the most specific value of its field matches (a
+// provider's error type), else the HTTP status it read; "" when neither.
+func (r *compiledRule) needle(vw *view) string {
+	best := ""
+	for _, f := range r.fields {
+		for v := range f.values {
+			if len(v) > len(best) || (len(v) == len(best) && v < best) {
+				best = v
+			}
+		}
+	}
+	if len(best) >= 4 {
+		return strings.ToLower(best)
+	}
+	if r.httpSet != nil {
+		if code := vw.status().code; code != 0 {
+			return strconv.Itoa(code)
+		}
+	}
+	return ""
+}
+
+// lineAt returns the line of t holding byte i (a leaf of the data).
+func lineAt(t string, i int) string {
+	start := strings.LastIndexByte(t[:i], '\n') + 1
+	end := strings.IndexByte(t[i:], '\n')
+	if end < 0 {
+		return headBytes(t[start:], 4096)
+	}
+	return headBytes(t[start:i+end], 4096)
 }
 
 // around returns the text from the start of the line holding byte i (at
@@ -441,6 +594,9 @@ func (r *compiledRule) matches(vw *view) bool {
 	if r.httpSet != nil && !r.httpSet[vw.status().code] {
 		return false
 	}
+	if r.httpSet != nil && vw.status().fromWords() && vw.mentionOnly() {
+		return false // "when the server returns 503 …" (mention.go)
+	}
 	if r.prefix != nil && !prefixMatches(vw.text(FieldMessage), r.prefix) {
 		return false
 	}
@@ -450,6 +606,9 @@ func (r *compiledRule) matches(vw *view) bool {
 		}
 		if !r.anyText(vw, r.re.MatchString) {
 			return false
+		}
+		if r.wordsOnly() && vw.mentionOnly() {
+			return false // prose that names the failure (mention.go)
 		}
 	}
 	if len(r.fields) > 0 && !r.fieldsMatch(vw) {

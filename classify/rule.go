@@ -61,6 +61,12 @@ type Rule struct {
 	// is more specific than: when both match, this one wins. Each entry
 	// needs a positive collision fixture (one both rules match).
 	Outranks []string `json:"outranks,omitempty"`
+	// General marks a rule that states only a broad kind of failure, as a
+	// status does: a request rejected, a limit hit, a server failing, a
+	// typed code that restates one status (anthropic's rate_limit_error
+	// is any 429). Any other matched rule below the status tier that is
+	// not general refines it, whatever its tier and class; see decide.
+	General bool `json:"general,omitempty"`
 	// OverridesStatus lists the HTTP statuses whose class this rule may
 	// change (a 429 whose body says the daily quota is gone is hard, not
 	// transient; a 429 "Request too large" is a request to change). Without

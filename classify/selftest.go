@@ -29,7 +29,9 @@ func (f Finding) String() string {
 // (unknown code, i.e. a code without a class; bad regex; unknown adapter or
 // source; duplicate id), fixtures naming unknown rules or with undecodable
 // evidence, rules without a positive or a negative fixture, and unreachable
-// rules (no positive fixture is won by the rule).
+// rules (no positive fixture is won by the rule), and rules that could
+// decide another rule's positive fixture with a different class
+// (crossClass).
 func Lint(c Catalogue) []Finding {
 	e, errs := compile(c)
 	var out []Finding
@@ -76,6 +78,7 @@ func (e *Engine) lint() []Finding {
 			for _, m := range matched {
 				collided[f.Rule+" "+m.ID] = true
 			}
+			out = append(out, e.crossClass(f, name, matched)...)
 			if st := newView(&ev).status().code; st != 0 {
 				collided[fmt.Sprintf("%s status %d", f.Rule, st)] = true
 			}
@@ -102,6 +105,40 @@ func (e *Engine) lint() []Finding {
 				out = append(out, Finding{Rule: r.ID, Problem: fmt.Sprintf("outranks %q without a collision fixture (a positive fixture both rules match)", id)})
 			}
 		}
+	}
+	return out
+}
+
+// crossClass reports the rules that could decide a positive fixture of
+// another rule with a different class: rules below the status tier that
+// match it, say another class than the fixture expects, are not outranked
+// by a rule that matched, and are not General beside a specific match.
+// Such a rule is a wrong class waiting for the fixture's rule to be
+// vetoed or reordered; the engine already makes the evidence a conflict,
+// and the lint names the rule so the catalogue says which is more
+// specific (outranks, with this fixture), narrows one (veto) or marks
+// the broad one General.
+func (e *Engine) crossClass(f Fixture, name string, matched []*compiledRule) []Finding {
+	own := e.byID[f.Rule]
+	want := ClassOf(own.Code)
+	if f.Code != "" {
+		want = ClassOf(f.Code)
+	}
+	specific := false
+	for _, m := range matched {
+		if m.Tier < TierStatus && !m.General && !outranked(m, matched) {
+			specific = true
+		}
+	}
+	var out []Finding
+	for _, m := range matched {
+		// A general rule yields to a specific one, and to a status it
+		// disagrees with (decideView).
+		if m == own || m.Tier == TierStatus || ClassOf(m.Code) == want || outranked(m, matched) || (m.General && (specific || own.Tier == TierStatus)) {
+			continue
+		}
+		out = append(out, Finding{Rule: m.ID, Fixture: name, Problem: fmt.Sprintf(
+			"can classify fixture %q of rule %q as %s (class %s, the fixture's is %s): declare which rule is more specific (outranks, with this fixture as the collision fixture), add a veto, or mark the broader rule general", name, f.Rule, m.Code, ClassOf(m.Code), want)})
 	}
 	return out
 }

@@ -83,6 +83,10 @@ var (
 			// "…request: 400 Invalid 'messages'" — after a colon or dash, followed
 			// by a capitalised word (a lower-case one is prose: "500 lines")
 			regexp.MustCompile(`[:\-]\s+([45]\d\d)\s+[A-Z]`),
+			// botocore's "An error occurred (404) when calling the … operation",
+			// and a log's "POST /v1/chat → 404" / "-> 404"
+			regexp.MustCompile(`(?i)\bAn error occurred \(([45]\d\d)\)`),
+			regexp.MustCompile(`(?:→|->)\s*([45]\d\d)\b`),
 			// "503 status code (no body)" (openai-node)
 			regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
 			// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"

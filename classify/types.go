@@ -37,13 +37,18 @@ type Evidence struct {
 	Data       json.RawMessage   `json:"data,omitempty"`    // JSON-RPC error data as sent by the agent
 	HTTPStatus int               `json:"httpStatus,omitempty"`
 	Headers    map[string]string `json:"headers,omitempty"` // HTTP headers, canonical or lower-case keys
-	Stderr     []string          `json:"stderr,omitempty"`  // stderr lines seen during the turn (already ANSI-stripped)
-	ExitCode   *int              `json:"exitCode,omitempty"`
-	Signal     string            `json:"signal,omitempty"`
-	Phase      string            `json:"phase,omitempty"` // "prompt", "initialize", "session", ...
-	Generation int64             `json:"generation,omitempty"`
-	Stale      bool              `json:"stale,omitempty"` // evidence is not tied to the current generation
-	Now        time.Time         `json:"-"`
+	// Chunk is the turn's error text in message chunks, beside the
+	// JSON-RPC error or the exit that ended the turn: evidence of rank 2,
+	// below the report (Message, Data, RPCCode, HTTPStatus) and above
+	// Stderr (Engine.Classify).
+	Chunk      string    `json:"chunk,omitempty"`
+	Stderr     []string  `json:"stderr,omitempty"` // stderr lines near the answer, noise left out (already ANSI-stripped)
+	ExitCode   *int      `json:"exitCode,omitempty"`
+	Signal     string    `json:"signal,omitempty"`
+	Phase      string    `json:"phase,omitempty"` // "prompt", "initialize", "session", ...
+	Generation int64     `json:"generation,omitempty"`
+	Stale      bool      `json:"stale,omitempty"` // evidence is not tied to the current generation
+	Now        time.Time `json:"-"`
 }
 
 // Verdict is the engine's deterministic answer.
@@ -57,7 +62,7 @@ type Verdict struct {
 	RetryAfter       *time.Duration `json:"-"` // validated, positive, relative to Evidence.Now
 	ResetAt          *time.Time     `json:"-"` // validated, in the future of Evidence.Now, UTC
 	SafeExcerpt      string         `json:"safeExcerpt"`
-	Reason           string         `json:"reason,omitempty"`    // why unclassified: no_match | stale | conflict
+	Reason           string         `json:"reason,omitempty"`    // why unclassified: no_match | stale | conflict | client_closed
 	Conflicts        []string       `json:"conflicts,omitempty"` // rule IDs that disagreed (Reason conflict)
 }
 

@@ -31,6 +31,8 @@ type view struct {
 	objectsOK bool
 	st        derivedStatus // status.go
 	statusOK  bool
+	mention   bool // mention.go
+	mentionOK bool
 }
 
 func newView(ev *Evidence) *view {

@@ -302,3 +302,6 @@ func (a *agent) call(ctx context.Context, method string, params any) (*inbound, 
 		return nil, fmt.Errorf("%s: stdin closed before the client answered", method)
 	}
 }
+
+// logRaw writes one line to stderr as an agent's own log would carry it.
+func (a *agent) logRaw(line string) { fmt.Fprintln(a.errOut, line) }

@@ -108,6 +108,11 @@ func (t *turn) pause() error {
 	if err := t.a.w.flush(); err != nil {
 		return err
 	}
+	return t.sleep(d)
+}
+
+// sleep waits d; it fails when the turn is cancelled first.
+func (t *turn) sleep(d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

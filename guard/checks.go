@@ -61,7 +61,7 @@ func (k *checks) markerFailure(c transport.Ctl, t *observers.Turn) *failure {
 	sig := t.Marker
 	ev := classify.Evidence{
 		Source: classify.SourceMessageChunk, Adapter: k.ag.adapter, Message: sig.EvidenceText(t.MarkerText),
-		Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now(),
+		Phase: "prompt", Generation: t.Generation, Stderr: t.StderrNear(c.Now(), t.MarkerText), Now: c.Now(),
 	}
 	f := &failure{source: classify.SourceMessageChunk, rewrite: sig.Diagnostic, signature: sig, excerpt: t.MarkerSuffix, turn: t}
 	if sig.ClassifyText {
@@ -78,12 +78,13 @@ func (k *checks) markerFailure(c transport.Ctl, t *observers.Turn) *failure {
 func (k *checks) rpcFailure(c transport.Ctl, t *observers.Turn, m *transport.Msg, e *rpcErrorObject) *failure {
 	ev := classify.Evidence{
 		Source: classify.SourceRPCError, Adapter: k.ag.adapter, Phase: "prompt", Generation: t.Generation,
-		Stderr: t.Stderr(), Now: c.Now(),
+		Now: c.Now(), Chunk: t.ReportedText(),
 	}
 	if e.codeOK {
 		ev.RPCCode = &e.Code
 	}
 	ev.Message, ev.Data = e.Message, e.Data
+	ev.Stderr = t.StderrNear(c.Now(), e.Message+"\n"+string(e.Data)+"\n"+ev.Chunk)
 	t.StatedRetries = max(classify.StatedRetries(e.Message), classify.StatedRetries(string(e.Data)))
 	// The relay reuses m and its buffer: keep a copy of the frame, and of
 	// its parsed error pointing into it.
@@ -97,7 +98,8 @@ func (k *checks) exitFailure(c transport.Ctl, t *observers.Turn, st transport.Ex
 	ev := classify.Evidence{
 		Source:     classify.SourceExit,
 		Adapter:    k.ag.adapter,
-		Stderr:     t.Stderr(),
+		Chunk:      t.ReportedText(),
+		Stderr:     t.StderrNear(c.Now(), t.ReportedText()),
 		Signal:     st.Signal,
 		Phase:      "prompt",
 		Generation: t.Generation,
@@ -113,3 +115,17 @@ func (k *checks) exitFailure(c transport.Ctl, t *observers.Turn, st transport.Ex
 	}
 	return &failure{verdict: k.classify(ev), source: classify.SourceExit, turn: t}
 }
+
+// clientClosedFailure is the failure of turn t when the agent exited
+// after the client had closed its input: the agent saw its stdin end (or
+// acp-guard stopped it for the client's close), which says nothing about
+// the provider. It is never classified from stderr, and never recovered.
+func (k *checks) clientClosedFailure(t *observers.Turn) *failure {
+	v := classify.Verdict{Code: classify.CodeUnclassified, Class: classify.ClassUnclassified, Confidence: "low", Scope: "agent",
+		Reason: classify.ReasonClientClosed, SafeExcerpt: clientClosedExcerpt}
+	k.catalogueVersion(&v)
+	return &failure{verdict: v, source: classify.SourceExit, turn: t}
+}
+
+// clientClosedExcerpt is the excerpt of a clientClosedFailure.
+const clientClosedExcerpt = "the client closed its input before the agent answered"

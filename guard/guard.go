@@ -317,7 +317,7 @@ func (g *Guard) ProxyResponse(c transport.Ctl, m *transport.Msg, req *transport.
 }
 
 // Stderr adds the line to open turns' evidence.
-func (g *Guard) Stderr(c transport.Ctl, line string) { g.tracker.Stderr(line) }
+func (g *Guard) Stderr(c transport.Ctl, line string) { g.tracker.Stderr(line, c.Now()) }
 
 // ClientClosed stops every pending timer: nobody is left to answer.
 func (g *Guard) ClientClosed(c transport.Ctl) {

@@ -24,6 +24,7 @@ const (
 	ReasonNoPolicy        = "no_policy"          // no recovery policy configured (policy.Document.Unconfigured): reported, never recovered
 	ReasonSameProvider    = "same_provider_only" // skip, but the failure never authorizes a switch
 	ReasonAgentExited     = "agent_exited"
+	ReasonClientClosed    = "client_closed" // the agent exited after the client closed its input
 	ReasonSessionEnded    = "session_ended"
 	ReasonShuttingDown    = "shutting_down" // a signal to acp-guard: no new attempt starts
 )
@@ -255,20 +256,25 @@ func (rc *recovery) supersede(c transport.Ctl, sessionID string) {
 func (rc *recovery) exited(c transport.Ctl, p *prompt, st transport.ExitStatus, base map[string]any) map[string]any {
 	rc.checks.settleErrorLine(c, p.turn, "") // the text so far: a diagnostic error line, or output
 	f := rc.checks.exitFailure(c, p.turn, st)
+	reason := ReasonAgentExited
 	held := p.state.waiting() && p.last != nil
-	if held {
+	switch {
+	case held:
 		// The agent died while the guard held the prompt for recovery: the
 		// failure the client is owed is the one recovery was for.
 		f = p.last
+	case rc.m.closed:
+		// The client closed its input first: the exit is its doing.
+		f, reason = rc.checks.clientClosedFailure(p.turn), ReasonClientClosed
 	}
-	d := policy.Decision{Action: policy.ActionStop, Reason: ReasonAgentExited, Class: string(f.verdict.Class)}
+	d := policy.Decision{Action: policy.ActionStop, Reason: reason, Class: string(f.verdict.Class)}
 	if !held {
 		rc.ev.classified(c, p, f, d)
 	}
 	if !rc.m.transit(c, p, step{on: onAgentExit, f: f, d: d}, nil) {
 		return nil
 	}
-	pe := rc.providerError(c, p, f, string(policy.ActionStop), ReasonAgentExited)
+	pe := rc.providerError(c, p, f, string(policy.ActionStop), reason)
 	base["providerError"] = pe
 	rc.respond(c, p, TurnReport{Outcome: OutcomeFailed, Error: &RPCError{Code: -32603, Message: "agent exited"}, ProviderError: &pe}, nil)
 	return base

@@ -44,13 +44,14 @@ func (k *checks) setupFailure(c transport.Ctl, req *transport.Request, m *transp
 	}
 	ev := classify.Evidence{
 		Source: classify.SourceRPCError, Adapter: k.ag.adapter, Phase: PhaseSessionSetup,
-		Stderr: c.StderrTail(), Now: c.Now(),
+		Now: c.Now(),
 	}
 	e := decodeRPCError(m.Error)
 	if e.codeOK {
 		ev.RPCCode = &e.Code
 	}
 	ev.Message, ev.Data = e.Message, e.Data
+	ev.Stderr = k.tracker.WithoutNoise(c.StderrTail(), e.Message+"\n"+string(e.Data))
 	pe := k.setupProviderError(c, req, ev, &e, "setup_failed")
 	line := m.Line
 	if ed, ok := annotateEdit(m.Line, &e, pe); ok {
@@ -71,7 +72,7 @@ func (k *checks) launchFailure(c transport.Ctl, req *transport.Request, st trans
 	code := st.Code
 	ev := classify.Evidence{
 		Source: classify.SourceExit, Adapter: k.ag.adapter, Phase: PhaseLaunch,
-		Stderr: c.StderrTail(), ExitCode: &code, Signal: st.Signal, Now: c.Now(),
+		Stderr: k.tracker.WithoutNoise(c.StderrTail(), ""), ExitCode: &code, Signal: st.Signal, Now: c.Now(),
 	}
 	if st.StartErr != nil {
 		ev.Message = st.StartErr.Error()

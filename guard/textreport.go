@@ -97,7 +97,7 @@ func (k *checks) settleErrorLine(c transport.Ctl, t *observers.Turn, stopReason 
 		t.SettleErrorLine(false)
 		return nil
 	}
-	ev := classify.Evidence{Adapter: k.ag.adapter, Message: text, Phase: "prompt", Generation: t.Generation, Stderr: t.Stderr(), Now: c.Now()}
+	ev := classify.Evidence{Adapter: k.ag.adapter, Message: text, Phase: "prompt", Generation: t.Generation, Stderr: t.StderrNear(c.Now(), text), Now: c.Now()}
 	l, v, ok := k.acceptErrorLine(ev)
 	ok = ok && !k.vetoedErrorLine(text)
 	t.SettleErrorLine(ok)

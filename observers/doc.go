@@ -11,7 +11,9 @@
 // the agents' retry notes (diagnostics: classify.ParseNote, in text before
 // any output and on stderr), late output (text after the prompt
 // returned), the repeated-text detector (repeat.go: a fixed 64-byte
-// opening per turn), the agent's visible retries (Turn.AgentRetries), and
+// opening per turn), the agent's visible retries (Turn.AgentRetries), the
+// stderr lines that may be evidence of a turn's failure (noise.go: near the
+// answer, StderrWindow; background noise recognised by shape, bounded), and
 // the frame count and last frame kind the stall watchdog reads.
 //
 // Everything here is called from the relay's hooks, which are serialized

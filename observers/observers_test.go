@@ -184,7 +184,7 @@ func TestEvidenceGate(t *testing.T) {
 		{"unparseable line", func(tr *Tracker) { tr.Unparseable() }, false},
 		{"cancel", func(tr *Tracker) { tr.Cancel("s") }, false},
 		{"agent exit", func(tr *Tracker) { tr.Exit() }, false},
-		{"stderr alone", func(tr *Tracker) { tr.Stderr("warning: slow") }, true},
+		{"stderr alone", func(tr *Tracker) { tr.Stderr("warning: slow", time.Time{}) }, true},
 		{"plan", func(tr *Tracker) {
 			observe(t, tr, []byte(`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`))
 		}, false},
@@ -207,7 +207,7 @@ func TestStderrBounded(t *testing.T) {
 	tr := NewTracker("", nil)
 	turn := tr.Start("s", time.Time{})
 	for i := 0; i < 1000; i++ {
-		tr.Stderr(strings.Repeat("x", 10))
+		tr.Stderr(strings.Repeat("x", 10), time.Time{})
 	}
 	if got := len(turn.Stderr()); got != maxTurnStderr {
 		t.Errorf("kept %d stderr lines, want %d", got, maxTurnStderr)

@@ -45,7 +45,9 @@ func (t *Turn) Repeats() (times, bytes int) { return int(t.repeat.times), int(t.
 
 // observeText feeds one visible message chunk's raw JSON string to the
 // detector. It looks at no more than the bytes it still needs (at most
-// repeatHead), compared and copied in bulk.
+// repeatHead), compared and copied in bulk. A restart may be set off from
+// the cut answer by a line break or spaces at the start of its first
+// chunk: the restatement is matched after them.
 func (t *Turn) observeText(raw []byte) {
 	in := rawInner(raw)
 	r := &t.repeat
@@ -59,22 +61,45 @@ func (t *Turn) observeText(raw []byte) {
 			r.target = r.run // later passes restate the same run
 		}
 	}
-	if r.target != 0 && r.m == 0 && r.n == repeatHead && (len(in) == 0 || in[0] != r.head[0]) {
+	match := in
+	if r.target != 0 && r.m == 0 {
+		match = skipSpace(in)
+	}
+	if r.target != 0 && r.m == 0 && r.n == repeatHead && (len(match) == 0 || match[0] != r.head[0]) {
 		r.target = 0 // the common case: this chunk does not restate the opening
 		return
 	}
-	need := repeatHead - int(r.n)
 	if r.target != 0 {
-		need = max(need, int(r.target-r.m))
+		need := int(r.target - r.m)
+		seg := match[:min(need, len(match))]
+		if bytes.IndexByte(seg, '"') >= 0 {
+			seg = seg[:stringEnd(seg)]
+		}
+		r.match(seg)
 	}
-	if need <= 0 {
-		return
+	if need := repeatHead - int(r.n); need > 0 {
+		seg := in[:min(need, len(in))]
+		if bytes.IndexByte(seg, '"') >= 0 {
+			seg = seg[:stringEnd(seg)] // the string may end inside the window
+		}
+		r.n += uint8(copy(r.head[r.n:], seg))
 	}
-	seg := in[:min(need, len(in))]
-	if bytes.IndexByte(seg, '"') >= 0 {
-		seg = seg[:stringEnd(seg)] // the string may end inside the window
+}
+
+// skipSpace returns b (a JSON string's inner bytes) after its leading
+// spaces, tabs and escaped line breaks.
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 {
+		switch {
+		case b[0] == ' ' || b[0] == '\t':
+			b = b[1:]
+		case len(b) > 1 && b[0] == '\\' && (b[1] == 'n' || b[1] == 'r' || b[1] == 't'):
+			b = b[2:]
+		default:
+			return b
+		}
 	}
-	r.take(seg)
+	return b
 }
 
 // stringEnd returns the offset of the first unescaped quote in b (the
@@ -91,27 +116,22 @@ func stringEnd(b []byte) int {
 	return len(b)
 }
 
-// take matches seg against the opening (when a restatement is being
-// matched) and keeps it while the opening is not full.
-func (r *repeatState) take(seg []byte) {
-	if r.target != 0 {
-		want := r.head[r.m:r.target]
-		k := min(len(seg), len(want))
-		switch {
-		case !bytes.Equal(seg[:k], want[:k]):
-			r.target, r.m = 0, 0
-		case int(r.m)+k == int(r.target):
-			r.times++
-			r.longest = max(r.longest, r.target)
-			if r.run == 0 {
-				r.run = r.target
-			}
-			r.target, r.m = 0, 0
-		default:
-			r.m += uint8(k)
+// match matches seg against the opening while a restatement is being
+// matched.
+func (r *repeatState) match(seg []byte) {
+	want := r.head[r.m:r.target]
+	k := min(len(seg), len(want))
+	switch {
+	case !bytes.Equal(seg[:k], want[:k]):
+		r.target, r.m = 0, 0
+	case int(r.m)+k == int(r.target):
+		r.times++
+		r.longest = max(r.longest, r.target)
+		if r.run == 0 {
+			r.run = r.target
 		}
-	}
-	if int(r.n) < repeatHead {
-		r.n += uint8(copy(r.head[r.n:], seg))
+		r.target, r.m = 0, 0
+	default:
+		r.m += uint8(k)
 	}
 }

@@ -22,6 +22,9 @@ func TestRepeatedOpening(t *testing.T) {
 		{"opening words reused", []string{"I will read the file now. ", "Done. ", "I will read the other file."}, 0},
 		{"restatement cut short", []string{"Hello from ", "the fake ", "Hello from ", "the"}, 0},
 		{"restatement mid-chunk does not count", []string{"Hello from the fake ", "so: Hello from the fake "}, 0},
+		{"restart set off by a line break", []string{"Hello from ", "the fake ", "\n\nHello from ", "the fake provider."}, 1},
+		{"restart set off by spaces, re-chunked", []string{"Hello from the fake ", "  Hello ", "from the fake provider."}, 1},
+		{"opening words reused after a line break", []string{"I will read the file now. ", "\nI will read the other file."}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -84,12 +84,18 @@ func (t *Turn) ErrorLineText() (string, bool) {
 // else was assistant output. Either way the candidate is closed.
 func (t *Turn) SettleErrorLine(report bool) {
 	if report {
+		t.reported = strings.TrimFunc(string(t.text.buf), unicode.IsSpace)
 		t.Evidence.ErrorLine = false
 		t.text = errorLineState{closed: true}
 		return
 	}
 	t.closeErrorLine()
 }
+
+// ReportedText returns the turn's error line once the guard settled it as
+// a failure report (SettleErrorLine), "" otherwise: the agent's error
+// text in message chunks, evidence beside its JSON-RPC error or exit.
+func (t *Turn) ReportedText() string { return t.reported }
 
 // LastNote returns the turn's latest retry note in assistant text (an ACP
 // diagnostic the client saw), "" when there was none.

@@ -133,9 +133,9 @@ func TestAgentRetries(t *testing.T) {
 	tr := NewTracker(AdapterGemini, bound(t))
 	turn := tr.Start(s, time.Time{})
 	for i := range 3 {
-		tr.Stderr("Attempt " + string(rune('1'+i)) + " failed with status 502. Retrying with backoff... _ApiError: {\"error\":{\"code\":502}}" + strings.Repeat(" ", 2000))
+		tr.Stderr("Attempt "+string(rune('1'+i))+" failed with status 502. Retrying with backoff... _ApiError: {\"error\":{\"code\":502}}"+strings.Repeat(" ", 2000), time.Time{})
 	}
-	tr.Stderr("    at async retryWithBackoff (file:///x/chunk.js:1:2)") // not a note
+	tr.Stderr("    at async retryWithBackoff (file:///x/chunk.js:1:2)", time.Time{}) // not a note
 	if turn.Evidence.StderrNotes != 3 || turn.AgentRetries() != 3 {
 		t.Errorf("stderr notes %d, agent retries %d; want 3 and 3", turn.Evidence.StderrNotes, turn.AgentRetries())
 	}

@@ -54,9 +54,11 @@ type Turn struct {
 	// StopReason is the result's stopReason, once the prompt returned.
 	StopReason string
 	Returned   bool
-	stderr     []string
+	stderr     []stderrLine // noise.go
+	shapes     *shapeTable  // the tracker's stderr shapes
 	repeat     repeatState
 	text       errorLineState // report.go
+	reported   string         // the settled error line (ReportedText)
 	lastNote   string         // the latest retry note in assistant text (an ACP diagnostic), trimmed
 	endNotes   int            // notes that close a retry loop ("Retry finished, resuming.")
 	// Frames counts the agent's frames for the turn (updates, requests)
@@ -83,8 +85,14 @@ var kindNames = [...]string{UpdateOther: "session_update", UpdateMessage: "agent
 const maxTurnStderr = 20
 
 // Stderr returns the stderr lines that arrived during the turn (bounded:
-// the last few).
-func (t *Turn) Stderr() []string { return append([]string(nil), t.stderr...) }
+// the last few), noise left out; StderrNear is what may be evidence.
+func (t *Turn) Stderr() []string {
+	out := make([]string, len(t.stderr))
+	for i, l := range t.stderr {
+		out[i] = l.text
+	}
+	return out
+}
 
 // AgentRetries is the count of the agent's own visible retries in the
 // turn: the most of its retry notes in assistant text, its retry notes on
@@ -116,6 +124,7 @@ type Tracker struct {
 	Signatures []ControlSignature
 	sessions   map[string]*session
 	cache      layoutCache
+	shapes     shapeTable // stderr line shapes (noise.go)
 
 	// LastKind is the kind of the latest session/update Observe saw.
 	LastKind UpdateKind
@@ -139,7 +148,7 @@ func (tr *Tracker) session(id string) *session {
 func (tr *Tracker) Start(sessionID string, now time.Time) *Turn {
 	s := tr.session(sessionID)
 	s.generation++
-	t := &Turn{SessionID: sessionID, Generation: s.generation, Started: now}
+	t := &Turn{SessionID: sessionID, Generation: s.generation, Started: now, shapes: &tr.shapes}
 	s.active = t
 	return t
 }
@@ -338,12 +347,19 @@ func (tr *Tracker) Unparseable() {
 	tr.each(func(t *Turn) { t.Evidence.Unparseable++ })
 }
 
-// Stderr records a stderr line in every open turn (bounded); a retry
-// note on stderr is counted as one of the agent's retries
-// (classify.ParseNote on the line's first MaxNoteBytes, escape sequences
-// removed). A stderr note is not an ACP diagnostic: the client never saw
-// it, so it is never weighed against the failure (LastNote).
-func (tr *Tracker) Stderr(line string) {
+// Stderr records a stderr line, read by the event stamped now, in every
+// open turn (bounded); a retry note on stderr is counted as one of the
+// agent's retries (classify.ParseNote on the line's first MaxNoteBytes,
+// escape sequences removed). A stderr note is not an ACP diagnostic: the
+// client never saw it, so it is never weighed against the failure
+// (LastNote). A line naming background work (noise.go) is neither kept
+// nor a note; every line's shape is counted.
+func (tr *Tracker) Stderr(line string, now time.Time) {
+	shape := lineShape(line)
+	tr.shapes.see(shape, now)
+	if backgroundWork(line) {
+		return
+	}
 	note := false
 	head := line
 	if len(head) > 4*classify.MaxNoteBytes {
@@ -365,7 +381,7 @@ func (tr *Tracker) Stderr(line string) {
 			copy(t.stderr, t.stderr[1:])
 			t.stderr = t.stderr[:maxTurnStderr-1]
 		}
-		t.stderr = append(t.stderr, line)
+		t.stderr = append(t.stderr, stderrLine{text: line, at: now, shape: shape})
 	})
 }
 

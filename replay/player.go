@@ -223,6 +223,11 @@ func (p *player) step(ev *Event, first bool) {
 		p.relay.Stderr(ev.Text())
 	case DirExit:
 		p.exited = true
+		if ev.ClientClosed {
+			// The recorded client had closed its input before the exit:
+			// the pipeline learns it in the same order as live.
+			p.relay.ClientClosed()
+		}
 		st := transport.ExitStatus{Code: *ev.Code, Signal: ev.Signal}
 		if ev.StartError != "" {
 			st.StartErr = errors.New(ev.StartError)

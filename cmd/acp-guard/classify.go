@@ -40,8 +40,10 @@ scope, rule, catalogueVersion, retryAfterMs, resetAt, safeExcerpt).
 
 The evidence is either an evidence envelope, a JSON object such as
   {"source":"rpc_error","adapter":"codex-acp","rpcCode":-32603,"message":"…","data":{…},
-   "httpStatus":429,"headers":{"retry-after":"20"},"stderr":["…"],"exitCode":1,"stale":false}
-or plain text, classified as the message of a JSON-RPC error.
+   "httpStatus":429,"headers":{"retry-after":"20"},"chunk":"…","stderr":["…"],"exitCode":1,"stale":false}
+or plain text, classified as the message of a JSON-RPC error. Evidence is
+ranked: the report (rpcCode, message, data, httpStatus) before the turn's
+error text in chunks ("chunk") before stderr (docs/CATALOGUE.md, "Precedence").
 
 With --transcript FILE it replays a recorded session through the same
 pipeline as the live proxy and prints, per prompt turn (--turn N for one),

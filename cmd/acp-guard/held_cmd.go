@@ -92,15 +92,21 @@ never sent again) and writes back the resulting state, which is printed.`,
 
 func (o *heldOptions) bind(cmd *cobra.Command, list bool) {
 	f := cmd.Flags()
-	f.StringVar(&o.store.store, "circuits", "", "the store: file (default), or nats://HOST:PORT")
-	f.StringVar(&o.store.namespace, "circuit-namespace", "", "the namespace (default \"default\")")
-	f.StringVar(&o.stateDir, "state-dir", "", "state directory holding the file store (default: $XDG_STATE_HOME/acp-guard)")
+	o.bindStore(cmd)
 	if list {
 		f.BoolVar(&o.json, "json", false, "print one JSON entry per line")
 		return
 	}
 	f.DurationVar(&o.wait, "wait", 10*time.Second, "how long to wait for the holding process's answer")
 	f.StringVar(&o.holder, "holder", "", "the holding process (host/pid, as listed) when several hold a prompt of SESSION")
+}
+
+// bindStore binds the flags that name the store (also the console's).
+func (o *heldOptions) bindStore(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.store.store, "circuits", "", "the store: file (default), or nats://HOST:PORT")
+	f.StringVar(&o.store.namespace, "circuit-namespace", "", "the namespace (default \"default\")")
+	f.StringVar(&o.stateDir, "state-dir", "", "state directory holding the file store (default: $XDG_STATE_HOME/acp-guard)")
 }
 
 func (o *heldOptions) configure(cmd *cobra.Command, s *streams) error {
@@ -196,51 +202,87 @@ func runHeldAction(ctx context.Context, o *heldOptions, action, session string) 
 		return err
 	}
 	defer b.Close()
-	ctx, cancel := context.WithTimeout(ctx, o.wait+held.CallTimeout)
-	defer cancel()
-	list, err := b.Held(ctx, prefix, time.Now())
-	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("listing held prompts: %w", err))
-	}
-	st, err := o.pick(list, session)
+	out, err := askHeld(ctx, b, prefix, heldTarget{Session: session, Holder: o.holder}, action, o.wait)
 	if err != nil {
 		return withCode(exitFailure, err)
 	}
-	req := held.Request{ID: newRequestID(), Action: action, By: "operator", At: time.Now().UTC()}
-	if _, err := b.Ask(ctx, st.ID, req, time.Now()); err != nil {
-		return withCode(exitFailure, fmt.Errorf("%s %s: %w", action, session, err))
-	}
-	wctx, wcancel := context.WithTimeout(ctx, o.wait)
-	defer wcancel()
-	res, err := b.Await(wctx, st.ID, req.ID, 100*time.Millisecond)
-	if err != nil {
-		return withCode(exitFailure, fmt.Errorf("%s %s: no answer from %s/%d within %s (the request stays on the entry until the prompt's hold ends)",
-			action, session, st.Entry.Host, st.Entry.PID, o.wait))
-	}
-	if res.Error != "" {
-		return withCode(exitFailure, fmt.Errorf("%s %s: refused by %s/%d: %s (state %s)", action, session, st.Entry.Host, st.Entry.PID, res.Error, res.State))
-	}
-	fmt.Fprintf(o.out, "%s %s: %s → %s\n", action, cell(session), st.Entry.State, res.State)
+	fmt.Fprintf(o.out, "%s %s: %s → %s\n", action, cell(session), out.From, out.To)
 	return nil
 }
 
-// pick finds the one held prompt of session (of --holder's process when
-// given).
-func (o *heldOptions) pick(list []held.Stored, session string) (held.Stored, error) {
+// heldTarget names the held prompt an action is for: its session, the
+// holding process (host/pid) when several hold one, and — from a page that
+// showed one particular hold — that hold's number, so that an action on a
+// prompt whose session has moved on is refused rather than applied to
+// whatever the session holds now.
+type heldTarget struct {
+	Session string
+	Holder  string // "" : the one process holding a prompt of Session
+	Hold    uint64 // 0 : the prompt's current hold
+}
+
+// heldOutcome is a taken action: the prompt's state before and after.
+type heldOutcome struct{ From, To string }
+
+// askHeld is the one path an operator's action on a held prompt takes
+// (`acp-guard held retry-now|skip|stop` and the console): it finds the
+// held prompt, writes the request to its entry and waits up to wait for
+// the holding process's answer; the holder's safety gate decides, and a
+// refusal is the error.
+func askHeld(ctx context.Context, b *held.Board, prefix string, tg heldTarget, action string, wait time.Duration) (heldOutcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait+held.CallTimeout)
+	defer cancel()
+	list, err := b.Held(ctx, prefix, time.Now())
+	if err != nil {
+		return heldOutcome{}, fmt.Errorf("listing held prompts: %w", err)
+	}
+	st, err := pickHeld(list, tg)
+	if err != nil {
+		return heldOutcome{}, err
+	}
+	session := tg.Session
+	req := held.Request{ID: newRequestID(), Action: action, By: "operator", At: time.Now().UTC()}
+	if _, err := b.Ask(ctx, st.ID, req, time.Now()); err != nil {
+		return heldOutcome{}, fmt.Errorf("%s %s: %w", action, session, err)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, wait)
+	defer wcancel()
+	res, err := b.Await(wctx, st.ID, req.ID, 100*time.Millisecond)
+	if err != nil {
+		return heldOutcome{}, fmt.Errorf("%s %s: no answer from %s/%d within %s (the request stays on the entry until the prompt's hold ends)",
+			action, session, st.Entry.Host, st.Entry.PID, wait)
+	}
+	if res.Error != "" {
+		return heldOutcome{}, fmt.Errorf("%s %s: refused by %s/%d: %s (state %s)", action, session, st.Entry.Host, st.Entry.PID, res.Error, res.State)
+	}
+	return heldOutcome{From: st.Entry.State, To: res.State}, nil
+}
+
+// pickHeld finds the one held prompt of tg.Session (of tg.Holder's
+// process when given; in tg.Hold when given).
+func pickHeld(list []held.Stored, tg heldTarget) (held.Stored, error) {
+	session := tg.Session
 	var found []held.Stored
 	for _, st := range list {
 		if st.Entry.SessionID != session {
 			continue
 		}
-		if o.holder != "" && o.holder != st.Entry.Host+"/"+strconv.Itoa(st.Entry.PID) {
+		if tg.Holder != "" && tg.Holder != st.Entry.Host+"/"+strconv.Itoa(st.Entry.PID) {
 			continue
 		}
 		found = append(found, st)
 	}
 	switch len(found) {
 	case 0:
+		if tg.Hold != 0 {
+			return held.Stored{}, fmt.Errorf("session %q has moved on: its prompt is no longer held (see acp-guard held)", session)
+		}
 		return held.Stored{}, fmt.Errorf("no held prompt of session %q (see acp-guard held)", session)
 	case 1:
+		if tg.Hold != 0 && found[0].Entry.Hold != tg.Hold {
+			return held.Stored{}, fmt.Errorf("session %q has moved on: the hold shown (%d) ended, and its prompt is now %s in hold %d — reload and look again",
+				session, tg.Hold, found[0].Entry.State, found[0].Entry.Hold)
+		}
 		return found[0], nil
 	}
 	var hs []string

@@ -33,6 +33,7 @@ type replayOptions struct {
 
 	// Offline mode (playOffline).
 	json bool
+	html bool
 
 	// Serve mode.
 	serve     bool
@@ -60,7 +61,10 @@ func newReplayCmd(s *streams) *cobra.Command {
 		Long: `Without --serve, replay feeds each transcript through the pipeline the
 live proxy runs (observers, classifier, projection, policy, stall watchdog,
 circuits) on a virtual clock and prints the verdict per prompt turn (--json:
-one JSON line per turn). A DIR stands for every transcript (*.jsonl, not
+one JSON line per turn; --html: one self-contained HTML page, a section per
+transcript with its turns on a timeline, every frame by its metadata and
+shape (never its text), verdicts with their safe excerpts, decisions and
+silent flags, to attach to a bug report). A DIR stands for every transcript (*.jsonl, not
 *.expected.jsonl) in it and in the directories below it, sorted by path.
 The readable output has a section per file: its turns, numbered from 1 in
 the order they settled (the numbers classify --transcript --turn takes)
@@ -98,6 +102,7 @@ live sessions share.`,
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&o.json, "json", false, "print one JSON line per prompt turn")
+	fs.BoolVar(&o.html, "html", false, "print one self-contained HTML page: each transcript's turns on a timeline, its frames (metadata only), verdicts and decisions")
 	fs.StringVar(&o.adapter, "adapter", "", "adapter identity, overriding the transcript's")
 	fs.StringVar(&o.catalogue, "catalogue", "", "classify with the catalogue in this file")
 	fs.StringVar(&o.policy, "policy", "", "decide with the policy document in this file (default: the policy the transcript was recorded under, else the default policy)")
@@ -145,7 +150,7 @@ func (o *replayOptions) check(cmd *cobra.Command) error {
 		return ""
 	}
 	if o.serve {
-		if n := changed("json"); n != "" {
+		if n := changed("json", "html"); n != "" {
 			return fmt.Errorf("--%s cannot be used with --serve", n)
 		}
 		if n := changed(guardFlags...); n != "" && o.agentOnly {
@@ -161,6 +166,9 @@ func (o *replayOptions) check(cmd *cobra.Command) error {
 	}
 	if n := changed("speed", "no-delay", "agent-only", "grace", "record"); n != "" {
 		return fmt.Errorf("--%s needs --serve", n)
+	}
+	if o.json && o.html {
+		return errors.New("--json and --html are two outputs: choose one")
 	}
 	return nil
 }

@@ -31,6 +31,12 @@ func playOffline(ctx context.Context, o *replayOptions, args []string) error {
 		return withCode(exitUsage, errors.Unwrap(err))
 	}
 	files, failed := expandTranscripts(o.err, args)
+	if o.html {
+		if !writeHTMLReport(o.out, o, files, cfg) || failed {
+			return withCode(exitFailure, nil)
+		}
+		return nil
+	}
 	var total replayTotal
 	for _, path := range files {
 		if err := ctx.Err(); err != nil {

@@ -29,7 +29,7 @@ const module = "github.com/acp-guard/acp-guard"
 var rules = map[string][]string{
 	// The core, top to bottom.
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held",
-		"cmd/acp-guard/internal/stopsig",
+		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
 	// The library dials the one NATS connection its stores share (kvstore).
 	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "internal/kvstore"},
@@ -80,6 +80,10 @@ var rules = map[string][]string{
 	"cmd/acp-guard/internal/stopsig": {},
 	// The lowest leaf: every OS difference (TestSyscallOnlyInPlatform).
 	"internal/platform": {},
+
+	// The console's web page: it reads the stores' types and takes its
+	// actions through the command's (the held action path).
+	"cmd/acp-guard/internal/console": {"circuit", "held"},
 }
 
 // leaves import nothing of the module but each other (safefile builds on

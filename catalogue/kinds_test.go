@@ -1,0 +1,73 @@
+package catalogue
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/acp-guard/acp-guard/classify"
+)
+
+// kindPairs are the kinds of failure that must never be mistaken for each
+// other (docs/CATALOGUE.md "Kinds"). Each side is a code, or a rule where
+// both kinds share a code (TLS and connection failures are both
+// network_unavailable, told apart by the rule that decides).
+var kindPairs = []struct {
+	name string
+	a, b string
+}{
+	{"rate-vs-quota", classify.CodeRateLimited, classify.CodeQuotaLimited},
+	{"rate-vs-plan", classify.CodeSubscriptionRequired, classify.CodeRateLimited},
+	{"configuration-vs-bad-request", classify.CodeProviderNotConfigured, classify.CodeInvalidRequest},
+	{"model-vs-credentials", classify.CodeModelUnavailable, classify.CodeAuthRequired},
+	{"key-variable-vs-configuration", classify.CodeMissingCredentials, classify.CodeProviderNotConfigured},
+	{"transport-vs-provider", classify.CodeAgentTransportLost, classify.CodeProviderUnavailable},
+	{"tls-vs-connection", "phrase.tls.v1", "phrase.network.v1"},
+	{"server-vs-model", classify.CodeModelUnavailable, classify.CodeProviderUnavailable},
+}
+
+// TestKindCollisions: every kind pair has collision fixtures in both
+// directions (fixtures named "kinds <pair> → <side>: …", evidence that
+// carries the other kind's words), and each is classified as its side.
+// TestFixtures runs them as fixtures too; this test is the inventory.
+func TestKindCollisions(t *testing.T) {
+	c, err := Embedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := Default()
+	for _, p := range kindPairs {
+		t.Run(p.name, func(t *testing.T) {
+			seen := map[string]int{}
+			for _, f := range c.Fixtures {
+				rest, ok := strings.CutPrefix(f.Name, "kinds "+p.name+" → ")
+				if !ok {
+					continue
+				}
+				side, _, _ := strings.Cut(rest, ":")
+				if side != p.a && side != p.b {
+					t.Errorf("fixture %q: side %q is neither %q nor %q", f.Name, side, p.a, p.b)
+					continue
+				}
+				if !f.Match {
+					t.Errorf("fixture %q: a collision fixture is a positive one", f.Name)
+				}
+				var ev classify.Evidence
+				if err := json.Unmarshal(f.Evidence, &ev); err != nil {
+					t.Fatalf("fixture %q: %v", f.Name, err)
+				}
+				ev.Now = classify.DefaultFixtureNow
+				v := e.Classify(ev)
+				if v.Code != side && v.Rule != side {
+					t.Errorf("fixture %q: got %s by %q (reason %q %v), want %s", f.Name, v.Code, v.Rule, v.Reason, v.Conflicts, side)
+				}
+				seen[side]++
+			}
+			for _, side := range []string{p.a, p.b} {
+				if seen[side] == 0 {
+					t.Errorf("no collision fixture \"kinds %s → %s: …\"", p.name, side)
+				}
+			}
+		})
+	}
+}

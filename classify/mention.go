@@ -1,0 +1,138 @@
+package classify
+
+import "strings"
+
+// Prose that only mentions a kind of failure — a comment, a log line that
+// explains, a maintainer's answer, an agent's account of what happened —
+// is not that failure. The phrase table states failures ("rate limit
+// exceeded"), and prose can hold the same words ("if you get 'rate limit
+// exceeded', the key's tier is too low"). So a text rule of the phrase and
+// status tiers (a rule that reads only words, no status, field or prefix)
+// counts only when the evidence is shaped like an error report, or when
+// nothing in it reads as narrative; so does a status rule when the status
+// was read from such prose. Error-shaped (any of):
+//
+//   - an HTTP status the evidence carries as such: the envelope's, the
+//     JSON-RPC code, a status field (status.go) — a status in the words
+//     ("when the server returns 503 …") is not a shape;
+//   - a provider error body: a JSON or Python-repr object with an "error",
+//     "errors" or "error_code" member, or a "type" naming an error;
+//   - an error line: the text (or a stderr line) starts with an error head
+//     (ParseErrorLine: "Error:", "API Error:", "RateLimitError:", ✕ …).
+//
+// Narrative (mentionRe): text that opens with a hypothetical or
+// conditional frame ("If you get …", "When the API returns …", or a
+// sentence "When the limit … is exceeded, X is raised"; a hint
+// after the statement, "If you are seeing this repeatedly, …", is the
+// provider's own), an explanation of an error ("this
+// error means …", "usually indicates", "is caused by"), a first-person
+// account ("I got …", "I keep hitting …"; not "we": providers speak
+// as "we"), a code comment ("// handle …", "# …"), words quoted after a
+// verb of reporting ("saw \"quota exceeded\"", "says 'overloaded'"), or talk about error handling
+// in code ("the rate-limit handler", "fixed the quota error handling");
+// advice and change notes that open the text ("Make sure your key …",
+// "Thanks for reporting", "Adds support for …", "Currently the server
+// responds …", "this PR"), "I believe" (not Markdown bold: agents print
+// their errors in it), "it indicates
+// that …", release notes ("now shows …", "treated as"), and the same in
+// Chinese (错误…表示, code talk of 捕获 and except).
+
+var mentionRe = lazyRegexp(`(?i)` +
+	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into)\b` +
+	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you\b|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
+	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
+	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
+	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
+	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|被(?:通用)?\s*\x60?except\b|捕获` +
+	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
+	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you)\b` +
+	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by)\b` +
+	`|\b(?:is|are|was|were) (?:usually |often |typically )?(?:caused|triggered) by\b` +
+	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
+	`|\bI(?:'m|'ve| am| have) (?:getting|seeing|hitting|been getting|been seeing|been hitting)\b` +
+	`|\A\s*(?://|/\*|\*\s|#\s)` +
+	`|\b(?:saw|sees|says|said|printed|prints|logged|logs|mentions?|mentioned|quotes?|quoted)\s+["'\x60\x{201C}]` +
+	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b`)
+
+// quotedRe marks text that quotes a failure as expected output: a test
+// assertion ("AssertionError: expected body.message to be 'Internal
+// server error'") or another party's transport (an MCP server's). It
+// keeps a words-only rule out even from error-shaped text.
+var quotedRe = lazyRegexp(`(?i)\bAssertionError\b|\bexpected\b[^\n]{0,80}?\bto (?:equal|deep ?equal|strictly equal|have been called|match snapshot|throw)\b|\bexpected\b[^\n]{0,60}?\bto (?:be|contain|include) ["'\x60]|\bMCP (?:server|error|client)\b`)
+
+// mentionOnly reports whether the evidence reads as prose about a failure
+// rather than a report of one (see above). It is computed once per view.
+func (v *view) mentionOnly() bool {
+	if v.mentionOK {
+		return v.mention
+	}
+	v.mentionOK = true
+	v.mention = v.quoted() || (!v.errorShaped() && v.narrative())
+	return v.mention
+}
+
+func (v *view) quoted() bool {
+	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+		if t := v.text(f); t != "" && quotedRe().MatchString(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *view) narrative() bool {
+	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+		if t := v.text(f); t != "" && mentionRe().MatchString(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorShaped reports whether the evidence carries the shape of an error
+// report: a status, a provider error body, or a leading error head.
+func (v *view) errorShaped() bool {
+	if st := v.status(); st.code != 0 && !st.fromWords() {
+		return true // a status in the words ("when it returns 503 …") is not a shape
+	}
+	for _, obj := range v.objectNodes() {
+		if _, ok := obj["error"]; ok {
+			return true
+		}
+		if _, ok := obj["errors"]; ok {
+			return true
+		}
+		if _, ok := obj["error_code"]; ok {
+			return true
+		}
+		if t, ok := obj["type"].(string); ok && strings.HasSuffix(strings.ToLower(t), "error") {
+			return true
+		}
+	}
+	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+		for _, line := range strings.Split(v.text(f), "\n") {
+			// A JSON-RPC error's generic message may lead the report
+			// ("Internal error: API Error: …").
+			if i := strings.Index(line, ": "); i > 0 && genericRPCMessage(line[:i]) {
+				line = line[i+2:]
+			}
+			if _, ok := ParseErrorLine(line); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fromWords reports whether the status was read from the words of the
+// text (or a name standing for one) rather than carried as a status.
+func (s derivedStatus) fromWords() bool {
+	return s.origin == StatusFromText || s.origin == StatusFromName
+}
+
+// wordsOnly reports whether r reads only words: a regex, without a status,
+// field, prefix or JSON-RPC code condition. Such a rule is kept from
+// prose that mentions a failure (mentionOnly).
+func (r *compiledRule) wordsOnly() bool {
+	return r.re != nil && r.Tier >= TierPhrase && r.httpSet == nil && len(r.fields) == 0 && r.prefix == nil && r.Match.RPCCode == nil
+}
