@@ -19,6 +19,7 @@
 GORELEASER_VERSION := v2.15.1
 TOOLS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/acp-guard-tools
 GORELEASER := $(TOOLS_DIR)/goreleaser-$(GORELEASER_VERSION)/goreleaser
+GORELEASER_FLAGS ?=
 
 .PHONY: release-snapshot test-npm goreleaser
 
@@ -28,7 +29,9 @@ $(GORELEASER):
 	GOBIN=$(dir $@) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
 
 release-snapshot: $(GORELEASER)
-	ACP_GUARD_VERSION=$(VERSION) $(GORELEASER) release --snapshot --clean --skip=publish
+	ACP_GUARD_VERSION=$(VERSION) ACP_GUARD_COMMIT=$(COMMIT) ACP_GUARD_DATE=$(DATE) \
+		ACP_GUARD_TIMESTAMP=$$(scripts/version.sh timestamp) \
+		$(GORELEASER) release --snapshot --clean --skip=publish $(GORELEASER_FLAGS)
 	node npm/pack.mjs --version $(VERSION) --out dist/npm --dist dist --all
 
 test-npm:

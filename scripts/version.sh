@@ -14,6 +14,8 @@
 #   scripts/version.sh commit   the full commit hash
 #   scripts/version.sh date     the commit's time, UTC, RFC 3339 (not the
 #                               build's: the same inputs give the same bytes)
+#   scripts/version.sh timestamp  the same time in Unix seconds (file times
+#                               in the release archives and packages)
 #
 # Outside a git checkout: 0.0.0-dev, and empty commit and date.
 set -eu
@@ -33,9 +35,13 @@ date)
 	TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD
 	exit 0
 	;;
+timestamp)
+	git log -1 --format=%ct HEAD
+	exit 0
+	;;
 version) ;;
 *)
-	echo "usage: $0 [version|commit|date]" >&2
+	echo "usage: $0 [version|commit|date|timestamp]" >&2
 	exit 2
 	;;
 esac
