@@ -15,10 +15,13 @@ package npm
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,12 +169,14 @@ func TestE2ENpmPackages(t *testing.T) {
 	})
 
 	// The same sessions with acp-guard run directly and through npx: the
-	// client sees the same bytes and the same exit code.
+	// client sees the same bytes and the same exit code (the agent's 3
+	// after a crash).
 	sessions := []session{
 		{name: "stream", agent: []string{"--scenario", "stream", "--count", "3000", "--size", "256"}, drive: converse},
 		{name: "huge-line", agent: []string{"--scenario", "huge-line", "--size", "3000000"}, drive: converse},
 		{name: "non-json", agent: []string{"--scenario", "non-json"}, skip: true, drive: converse},
 		{name: "cursor-failure", agent: []string{"--scenario", "cursor-retriable", "--agent-name", "cursor-agent"}, drive: converse},
+		{name: "agent-crash", agent: []string{"--scenario", "crash", "--exit-code", "3"}, drive: converse},
 		{name: "recovered-failure", flags: []string{"--policy", acptest.RetryPolicy(t, 2, 1)},
 			agent: []string{"--scenario", "fail-then-succeed", "--fail", "1"}, drive: converse},
 	}
@@ -192,6 +197,49 @@ func TestE2ENpmPackages(t *testing.T) {
 			}
 		})
 	}
+
+	// No byte passes through the launcher: acp-guard's stdin, stdout and
+	// stderr are the launcher's own (the same pipes, read from /proc), and
+	// its stdout is the pipe this test reads.
+	t.Run("stdio-inherited", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("reads /proc")
+		}
+		argv := acptest.GuardArgv(t, nil, acptest.DemoAgent(t)...)
+		p := acptest.Start(t, npx(argv[1:]...), acptest.Options{Env: in.env, Dir: in.dir})
+		p.Open()
+		m := regexp.MustCompile(`msg="agent started" pid=(\d+)`).FindStringSubmatch(p.WaitStderr("agent started"))
+		agent, _ := strconv.Atoi(m[1])
+		_, guard, _, ok1 := acptest.ProcStat(agent)
+		_, launcherPid, _, ok2 := acptest.ProcStat(guard)
+		if !ok1 || !ok2 {
+			t.Fatalf("agent %d: no acp-guard or launcher above it", agent)
+		}
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", launcherPid))
+		if argv0, _, _ := bytes.Cut(cmdline, []byte{0}); filepath.Base(string(argv0)) != "node" || !bytes.Contains(cmdline, []byte("/.bin/acp-guard\x00")) {
+			t.Fatalf("acp-guard's parent %d is %q, not the launcher", launcherPid, cmdline)
+		}
+		fd := func(pid, n int) string {
+			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}
+		for n := 0; n <= 2; n++ {
+			if g, l := fd(guard, n), fd(launcherPid, n); g != l || !strings.HasPrefix(g, "pipe:") {
+				t.Errorf("fd %d: acp-guard has %s, the launcher %s; want the launcher's own pipe", n, g, l)
+			}
+		}
+		if out, ok := p.RawOut().(*os.File); ok {
+			if g, mine := fd(guard, 1), fd(os.Getpid(), int(out.Fd())); g != mine {
+				t.Errorf("acp-guard's stdout is %s, the pipe this test reads is %s", g, mine)
+			}
+		}
+		if _, code := p.Finish(); code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	})
 
 	// SIGTERM to the launcher ends the session as SIGTERM to acp-guard
 	// does: the same frames, the same exit code (128+15: the agent died of
