@@ -264,13 +264,23 @@ func TestE2ENpmPackages(t *testing.T) {
 	})
 
 	// Installed without its platform package, the launcher says which
-	// package is missing and how to install it, and exits 127.
+	// package is missing and how to install it — on stderr, and to the
+	// editor in an answer to its first request — and exits 127.
 	t.Run("missing-package", func(t *testing.T) {
 		bare := npmInstall(t, launcher)
-		out, stderr, code := acptest.Run(t, npx("--version"), acptest.Options{Env: bare.env, Dir: bare.dir}, "")
 		want := "npm install " + host + "@" + version
-		if code != 127 || out != "" || !strings.Contains(stderr, host+"@"+version+", which holds the acp-guard binary") || !strings.Contains(stderr, want) {
-			t.Errorf("without %s: exit %d, stdout %q, stderr %q; want 127 and %q", host, code, out, stderr, want)
+		out, stderr, code := acptest.Run(t, npx(argvAgent(t)...), acptest.Options{Env: bare.env, Dir: bare.dir},
+			acptest.Notification("session/cancel", `{"sessionId":"x"}`)+acptest.Initialize(7))
+		if code != 127 || !strings.Contains(stderr, host+"@"+version+", which holds the acp-guard binary") || !strings.Contains(stderr, want) {
+			t.Errorf("without %s: exit %d, stderr %q; want 127 and %q", host, code, stderr, want)
+		}
+		f, err := acptest.Parse([]byte(out))
+		if err != nil || !f.Answers("7") || f.Error == nil || f.Error.Code != -32603 || !strings.Contains(f.Error.Message, want) || strings.Count(out, "\n") != 1 {
+			t.Errorf("without %s, initialize was answered %q; want one -32603 error naming %q", host, out, want)
+		}
+		// No request (stdin closed at once): nothing on stdout.
+		if out, _, code := acptest.Run(t, npx("--version"), acptest.Options{Env: bare.env, Dir: bare.dir}, ""); code != 127 || out != "" {
+			t.Errorf("without %s, no request: exit %d, stdout %q", host, code, out)
 		}
 	})
 
@@ -286,6 +296,11 @@ func TestE2ENpmPackages(t *testing.T) {
 		}
 	})
 	t.Logf("the npm packages' test took %v", time.Since(start).Round(time.Millisecond))
+}
+
+// argvAgent is acp-guard's arguments around the demo agent.
+func argvAgent(t *testing.T) []string {
+	return acptest.GuardArgv(t, nil, acptest.DemoAgent(t)...)[1:]
 }
 
 func lines(b []byte) []string {
