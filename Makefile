@@ -37,6 +37,8 @@ help:
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
 	@echo "make interop      the interop suite against real agents (needs Node and npm)"
+	@echo "make cross       build the six targets (linux, darwin, windows × amd64, arm64) into bin/cross, go vet each GOOS"
+	@echo "make test-windows the Windows build's platform and transport tests and an end-to-end session under Wine"
 
 build:
 	$(GOBUILD) -o $(BIN) ./cmd/acp-guard
@@ -111,3 +113,4 @@ include release.mk
 include bench/bench.mk
 include telemetry/bench.mk
 include interop/interop.mk
+include internal/platform/platform.mk

@@ -9,10 +9,10 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -159,8 +159,8 @@ func (w *eofWatch) Read(p []byte) (int, error) {
 // SyscallConn is the client input's, when it has one: the transport asks
 // how many bytes already wait on it, so a stop before the agent started
 // answers exactly the requests the client had sent.
-func (w *eofWatch) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := w.r.(syscall.Conn); ok {
+func (w *eofWatch) SyscallConn() (platform.RawConn, error) {
+	if sc, ok := w.r.(platform.Conn); ok {
 		return sc.SyscallConn()
 	}
 	return nil, errors.ErrUnsupported

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
-	"syscall"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -122,7 +122,7 @@ func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 		case err != nil && sctx.Err() != nil && byLastSig.Load():
 			st = ExitStatus{Code: 128 + int(lastSig), Signal: transport.SignalName(lastSig)}
 		case err != nil && sctx.Err() != nil:
-			st = ExitStatus{Code: 128 + int(syscall.SIGKILL), Signal: transport.SignalName(syscall.SIGKILL)}
+			st = ExitStatus{Code: 128 + int(platform.SIGKILL), Signal: transport.SignalName(platform.SIGKILL)}
 		case err != nil:
 			fmt.Fprintf(errW, "acp-guard: replay: %v\n", err)
 			st = ExitStatus{Code: 1}
@@ -139,7 +139,7 @@ func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 		// The served agent acts out its recorded reaction to a stop.
 		Signal: func(sig os.Signal) error {
 			switch {
-			case sig == syscall.SIGKILL:
+			case sig == platform.SIGKILL:
 				kill()
 			case lastSig != 0 && sig == lastSig:
 				byLastSig.Store(true)
@@ -152,11 +152,11 @@ func serveAgent(events []replay.Event, opts replay.ServeOptions) *AgentPipes {
 
 // lingeringSignal is the signal the recorded agent died of after its
 // client had left (0: it did not).
-func lingeringSignal(events []replay.Event) syscall.Signal {
+func lingeringSignal(events []replay.Event) platform.Signal {
 	for i := len(events) - 1; i >= 0; i-- {
 		if ev := events[i]; ev.Dir == replay.DirExit {
 			if ev.ClientClosed && ev.Signal != "" && ev.Code != nil && *ev.Code > 128 && *ev.Code < 128+65 {
-				return syscall.Signal(*ev.Code - 128)
+				return platform.Signal(*ev.Code - 128)
 			}
 			return 0
 		}

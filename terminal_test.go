@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"syscall"
 	"testing"
 
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -392,7 +392,7 @@ func signalDuringWait(c *client) {
 	sid := open(c, "2")
 	prompt(c, "3", sid)
 	c.awaitNotice()
-	if err := c.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := c.Cmd.Process.Signal(platform.SIGTERM); err != nil {
 		c.t.Fatal(err)
 	}
 	c.await("3")

@@ -11,9 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 func openFile(t *testing.T, dir string) *FileStore {
@@ -75,7 +76,7 @@ func TestFileStoreRefusesSymlinks(t *testing.T) {
 			}
 			c := newTest(t, openFile(t, dir))
 			_, ferr := c.Fail(ctx, testKey, transient(t0.Add(time.Minute)), "a", t0)
-			if !errors.Is(ferr, ErrStore) || !errors.Is(ferr, syscall.ELOOP) {
+			if !errors.Is(ferr, ErrStore) || !errors.Is(ferr, platform.ELOOP) {
 				t.Fatalf("Fail through a symlinked %s: %v, want ErrStore wrapping ELOOP", name, ferr)
 			}
 			if b, _ := os.ReadFile(target); string(b) != "keep me" {

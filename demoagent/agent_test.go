@@ -6,9 +6,9 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 )
 
@@ -203,7 +203,7 @@ func TestCrash(t *testing.T) {
 	}{
 		{Options{Scenario: "crash"}, ExitError{Code: 3}},
 		{Options{Scenario: "crash", ExitCode: 42}, ExitError{Code: 42}},
-		{Options{Scenario: "crash-signal"}, ExitError{Signal: syscall.SIGKILL}},
+		{Options{Scenario: "crash-signal"}, ExitError{Signal: platform.SIGKILL}},
 	} {
 		t.Run(tt.opts.Scenario, func(t *testing.T) {
 			c := startAgent(t, tt.opts)

@@ -3,8 +3,9 @@ package demoagent
 import (
 	"fmt"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Options configure one run of the demo agent. A zero field takes the
@@ -114,7 +115,7 @@ func (o Options) withDefaults(sc *scenario) Options {
 // kill itself with Signal when it is non-zero.
 type ExitError struct {
 	Code   int
-	Signal syscall.Signal
+	Signal platform.Signal
 }
 
 func (e *ExitError) Error() string {
@@ -128,7 +129,7 @@ func (e *ExitError) Error() string {
 // process itself, or exits with Code. It does not return.
 func (e *ExitError) Exit() {
 	if e.Signal != 0 {
-		_ = syscall.Kill(os.Getpid(), e.Signal)
+		_ = platform.Raise(e.Signal)
 		// SIGKILL cannot be caught; other signals may be handled or ignored.
 		time.Sleep(time.Second)
 		os.Exit(128 + int(e.Signal))

@@ -7,9 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // ScenarioInfo names a scenario and says in one line what it does.
@@ -307,7 +308,7 @@ func promptCrash(signal bool) func(t *turn) error {
 		}
 		t.a.logf("fatal: simulated crash in prompt %d", t.n)
 		if signal {
-			return &ExitError{Signal: syscall.SIGKILL}
+			return &ExitError{Signal: platform.SIGKILL}
 		}
 		return &ExitError{Code: t.a.opts.ExitCode}
 	}
@@ -323,9 +324,9 @@ func promptHang(t *turn) error {
 }
 
 func startIgnoreTerm(a *agent) (func(), error) {
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	signal.Ignore(platform.SIGTERM, platform.SIGINT)
 	a.logf("ignoring SIGTERM and SIGINT")
-	return func() { signal.Reset(syscall.SIGTERM, syscall.SIGINT) }, nil
+	return func() { signal.Reset(platform.SIGTERM, platform.SIGINT) }, nil
 }
 
 // startGrandchild starts opts.Grandchild with the agent's stdout and stderr

@@ -7,8 +7,9 @@ package demoagent
 import (
 	"fmt"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Environment of the "outage" scenario.
@@ -46,7 +47,7 @@ func logAttempt(what string, t *turn) {
 	if path == "" {
 		return
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := platform.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		t.a.logf("attempts file: %v", err)
 		return

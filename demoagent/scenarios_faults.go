@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 func init() {
@@ -37,7 +38,7 @@ func promptDoubleAnswer(t *turn) error {
 
 // startIgnoreStop ignores the three stop signals acp-guard forwards.
 func startIgnoreStop(a *agent) (func(), error) {
-	sigs := []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
+	sigs := []os.Signal{platform.SIGTERM, platform.SIGINT, platform.SIGHUP}
 	signal.Ignore(sigs...)
 	a.logf("ignoring SIGTERM, SIGINT and SIGHUP")
 	return func() { signal.Reset(sigs...) }, nil

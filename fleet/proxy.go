@@ -9,8 +9,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // proxy is one acp-guard process (its demo agent is its child) and the
@@ -61,8 +62,8 @@ var logKinds = map[string]string{
 func startProxy(ctx context.Context, i int, argv, env []string, onLog func(LogEvent)) (*proxy, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	platform.OwnGroup(cmd)
+	cmd.Cancel = func() error { return platform.KillGroup(cmd.Process.Pid, platform.SIGKILL) }
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (p *proxy) kill() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd.Process != nil && !p.reaped {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = platform.KillGroup(p.cmd.Process.Pid, platform.SIGKILL)
 	}
 }
 

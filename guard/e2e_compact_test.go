@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -286,7 +286,7 @@ func TestE2ESignalDuringCompaction(t *testing.T) {
 	for len(compactionMarked(t, frames)) == 0 {
 		frames = append(frames, p.Next())
 	}
-	if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+	if err := platform.Kill(p.Pid(), platform.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	frames = append(frames, p.Until("3")...)

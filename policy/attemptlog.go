@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
@@ -221,14 +222,16 @@ func readRecordLine(br *bufio.Reader) (line []byte, long, complete bool, err err
 }
 
 // DefaultStateDir returns $XDG_STATE_HOME/acp-guard when XDG_STATE_HOME is
-// an absolute path, else ~/.local/state/acp-guard.
+// an absolute path, else acp-guard under the OS's state folder:
+// ~/.local/state on Linux, os.UserCacheDir elsewhere (~/Library/Caches on
+// macOS, %LocalAppData% on Windows; platform.StateHome).
 func DefaultStateDir() (string, error) {
 	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "acp-guard"), nil
 	}
-	home, err := os.UserHomeDir()
+	home, err := platform.StateHome()
 	if err != nil {
 		return "", fmt.Errorf("state directory: %w", err)
 	}
-	return filepath.Join(home, ".local", "state", "acp-guard"), nil
+	return filepath.Join(home, "acp-guard"), nil
 }

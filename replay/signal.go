@@ -3,8 +3,8 @@ package replay
 import (
 	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -18,7 +18,7 @@ func signalNumber(name string) int {
 	// One table of names: transport's ("SIGKILL"), then Go's descriptions.
 	upper := "SIG" + strings.TrimPrefix(strings.ToUpper(name), "SIG")
 	for n := 1; n < 65; n++ {
-		if transport.SignalName(syscall.Signal(n)) == upper || strings.EqualFold(syscall.Signal(n).String(), name) {
+		if transport.SignalName(platform.Signal(n)) == upper || strings.EqualFold(platform.Signal(n).String(), name) {
 			return n
 		}
 	}

@@ -10,10 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/observers"
 )
@@ -297,7 +297,7 @@ func TestFlushOnSignal(t *testing.T) {
 	// through the agent after it proves the order (test/mirror answers).
 	p.Send(acptest.Request(4, "test/mirror", ""))
 	p.Until("4")
-	p.Signal(syscall.SIGTERM)
+	p.Signal(platform.SIGTERM)
 	rest := p.RestBytes()
 	p.Wait()
 	if !strings.Contains(string(rest), `"id":3`) {

@@ -7,9 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"syscall"
 
-	"github.com/creack/pty"
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // StartError is returned when the agent cannot be started. ExitCode is
@@ -35,10 +34,11 @@ func (e *StartError) Unwrap() error { return e.Err }
 type child struct {
 	cmd    *exec.Cmd
 	ext    *AgentPipes
-	stdin  io.WriteCloser // we write
-	stdout io.ReadCloser  // we read
-	stderr io.ReadCloser  // we read (a pty master with StderrPTY)
-	pgid   int            // 0 for the caller's agent
+	stdin  io.WriteCloser  // we write
+	stdout io.ReadCloser   // we read
+	stderr io.ReadCloser   // we read (a pty master with StderrPTY)
+	pgid   int             // 0 for the caller's agent
+	grp    *platform.Group // nil for the caller's agent
 	// gone is closed when the caller's agent has exited (its Wait
 	// returned, or its stdout ended when it has no Wait).
 	gone chan struct{}
@@ -51,7 +51,7 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		code := 127
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, platform.EISDIR) {
 			code = 126 // as a shell says for a file it cannot execute or a directory
 		}
 		return nil, &StartError{Argv0: argv[0], ExitCode: code, Err: err}
@@ -67,7 +67,7 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	}
 	var errR, errW *os.File
 	if stderrPTY {
-		errR, errW, err = pty.Open()
+		errR, errW, err = platform.OpenPTY()
 	} else {
 		errR, errW, err = os.Pipe()
 	}
@@ -81,11 +81,11 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	cmd.Dir = dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// Its own process group, so signals and the final kill reach the whole
-	// agent; and if acp-guard itself is killed outright (SIGKILL: nothing
-	// of ours runs), the kernel kills the agent (Linux parent-death
-	// signal). SIGKILL, not SIGTERM: with acp-guard gone nobody would
-	// escalate, and an agent that ignores TERM would live on unsupervised.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// agent; and if acp-guard itself is killed outright (nothing of ours
+	// runs), the agent dies too: how is the platform layer's (Linux: the
+	// parent-death signal SIGKILL; macOS: a watchdog; Windows: a job
+	// object).
+	platform.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		code := 126
@@ -96,7 +96,14 @@ func startChild(argv []string, env []string, dir string, stderrPTY bool) (*child
 	}
 	// The child has its copies; close ours so EOF propagates.
 	closeAll(inR, outW, errW)
-	return &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, pgid: cmd.Process.Pid}, nil
+	grp, err := platform.Attach(cmd)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		closeAll(inW, outR, errR)
+		return nil, &StartError{Argv0: argv[0], ExitCode: 126, Err: err}
+	}
+	return &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, pgid: cmd.Process.Pid, grp: grp}, nil
 }
 
 func closeAll(fs ...*os.File) {
@@ -109,18 +116,22 @@ func closeAll(fs ...*os.File) {
 
 // signalGroup sends sig to the agent's whole process group (the caller's
 // agent: through AgentPipes.Signal, when set).
-func (c *child) signalGroup(sig syscall.Signal) error {
+func (c *child) signalGroup(sig platform.Signal) error {
 	if c.ext != nil {
 		if c.ext.Signal == nil {
 			return nil
 		}
 		return c.ext.Signal(sig)
 	}
-	err := syscall.Kill(-c.pgid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
+	return c.grp.Signal(sig)
+}
+
+// release kills whatever is left of the agent's process group and lets go
+// of what keeps it tied to acp-guard (the caller's agent is the caller's).
+func (c *child) release() {
+	if c.grp != nil {
+		c.grp.Close()
 	}
-	return err
 }
 
 // wait waits for the agent and converts its state to an ExitStatus.
@@ -140,8 +151,8 @@ func (c *child) wait() ExitStatus {
 	if ps == nil {
 		return ExitStatus{Code: 1, StartErr: err}
 	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ExitStatus{Code: 128 + int(ws.Signal()), Signal: SignalName(ws.Signal())}
+	if sig, ok := platform.ExitSignal(ps); ok {
+		return ExitStatus{Code: 128 + int(sig), Signal: SignalName(sig)}
 	}
 	return ExitStatus{Code: ps.ExitCode()}
 }

@@ -13,11 +13,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // checkFrames checks that every line of out is one complete JSON object
@@ -254,11 +254,11 @@ func signalStopsRetries(t *testing.T, interval int) {
 			t.Fatalf("prompt answered before a retry was scheduled: %s", m.Raw)
 		}
 	}
-	if err := syscall.Kill(g.Pid(), syscall.SIGTERM); err != nil {
+	if err := platform.Kill(g.Pid(), platform.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	g.WaitStderr("forwarding signal to agent")
-	if err := syscall.Kill(g.Pid(), syscall.SIGINT); err != nil { // a second signal: not forwarded again
+	if err := platform.Kill(g.Pid(), platform.SIGINT); err != nil { // a second signal: not forwarded again
 		t.Fatal(err)
 	}
 	msgs := checkFrames(t, g.RestBytes())
@@ -310,13 +310,13 @@ func TestE2EGuardKilledTakesTermIgnoringAgent(t *testing.T) {
 	g := startGuard(t, nil, demoAgent(t, "ignore-term")...)
 	pid := g.AgentPID()
 	g.WaitStderr("ignoring SIGTERM")
-	if err := syscall.Kill(g.Pid(), syscall.SIGKILL); err != nil {
+	if err := platform.Kill(g.Pid(), platform.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	g.Wait()
 	if err := acptest.WaitProcessGone(pid); err != nil {
 		t.Errorf("agent %d outlived a killed acp-guard: %v", pid, err)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_ = platform.Kill(pid, platform.SIGKILL)
 	}
 }
 
@@ -335,7 +335,7 @@ func TestE2EOrphansReaped(t *testing.T) {
 		_, pp, _, _ := acptest.ProcStat(pid)
 		t.Fatalf("orphan %d has parent %d, want acp-guard %d (a child subreaper)", pid, pp, g.Pid())
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := platform.Kill(pid, platform.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	// While acp-guard runs, the dead orphan must be reaped, not a zombie.

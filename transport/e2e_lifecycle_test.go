@@ -8,10 +8,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // checkAnsweredOnce checks that every id got exactly one response, and
@@ -152,18 +152,18 @@ while :; do sleep 100 & p=$!; wait $p; done`}
 // reach the agent, and acp-guard exits with the agent's code.
 func TestE2ESignalsForwarded(t *testing.T) {
 	for _, tt := range []struct {
-		sig  syscall.Signal
+		sig  platform.Signal
 		name string
 		want int
 	}{
-		{syscall.SIGTERM, "TERM", 9},
-		{syscall.SIGINT, "INT", 10},
-		{syscall.SIGHUP, "HUP", 11},
+		{platform.SIGTERM, "TERM", 9},
+		{platform.SIGINT, "INT", 10},
+		{platform.SIGHUP, "HUP", 11},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := startGuard(t, nil, trapAgent...)
 			g.WaitStderr("ready\n")
-			if err := syscall.Kill(g.Pid(), tt.sig); err != nil {
+			if err := platform.Kill(g.Pid(), tt.sig); err != nil {
 				t.Fatal(err)
 			}
 			if code := g.Wait(); code != tt.want {
@@ -183,7 +183,7 @@ func TestE2ESignalsForwarded(t *testing.T) {
 		sid := openSession(g)
 		g.Send(acptest.Prompt(3, sid))
 		g.WaitStderr(`msg="agent started"`)
-		if err := syscall.Kill(g.Pid(), syscall.SIGTERM); err != nil {
+		if err := platform.Kill(g.Pid(), platform.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		msgs := g.Rest()
@@ -306,7 +306,7 @@ func TestE2EGrandchildHoldsPipes(t *testing.T) {
 	}
 	if err := acptest.WaitProcessGone(gpid); err != nil {
 		t.Errorf("grandchild: %v", err)
-		_ = syscall.Kill(gpid, syscall.SIGKILL)
+		_ = platform.Kill(gpid, platform.SIGKILL)
 	}
 }
 
@@ -333,7 +333,7 @@ func TestE2ENoLeakedProcesses(t *testing.T) {
 			g.Wait()
 			if err := acptest.WaitProcessGone(bg); err != nil {
 				t.Errorf("background child: %v", err)
-				_ = syscall.Kill(bg, syscall.SIGKILL)
+				_ = platform.Kill(bg, platform.SIGKILL)
 			}
 		})
 	}
@@ -455,7 +455,7 @@ func TestE2EStderrFlood(t *testing.T) {
 func TestE2EGuardKilledTakesAgentAlong(t *testing.T) {
 	g := startGuard(t, nil, demoAgent(t, "hang")...)
 	pid := g.AgentPID()
-	if err := syscall.Kill(g.Pid(), syscall.SIGKILL); err != nil {
+	if err := platform.Kill(g.Pid(), platform.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	g.Wait()

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"os"
-	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Sessions that end before the agent runs: the agent could not be started
@@ -23,16 +23,16 @@ const startWindow = 300 * time.Millisecond
 // stopRequested reports a stop signal already waiting when Run begins
 // (one sent during flag parsing, configuration or catalogue loading), or a
 // done ctx (SIGTERM). It never waits.
-func stopRequested(ctx context.Context, sigs <-chan os.Signal) (syscall.Signal, bool) {
+func stopRequested(ctx context.Context, sigs <-chan os.Signal) (platform.Signal, bool) {
 	select {
 	case s := <-sigs:
-		if sig, ok := s.(syscall.Signal); ok {
+		if sig, ok := platform.AsSignal(s); ok {
 			return sig, true
 		}
 	default:
 	}
 	if ctx.Err() != nil {
-		return syscall.SIGTERM, true
+		return platform.SIGTERM, true
 	}
 	return 0, false
 }
@@ -40,7 +40,7 @@ func stopRequested(ctx context.Context, sigs <-chan os.Signal) (syscall.Signal, 
 // answerStopped answers the requests the client already sent — every byte
 // waiting on its input when the stop was decided, when the input can say
 // how many (a pipe, a terminal, a socket) — without starting the agent.
-func answerStopped(o Options, sig syscall.Signal) Result {
+func answerStopped(o Options, sig platform.Signal) Result {
 	st := ExitStatus{Code: 128 + int(sig), Stopped: sig}
 	answerRead(o, st, waitingInput(o.Stdin), false)
 	return Result{Exit: st}
@@ -140,23 +140,6 @@ func answerRead(o Options, st ExitStatus, waiting int64, linger bool) {
 }
 
 // waitingInput is how many bytes wait to be read on in, when in is a file
-// that can say (TIOCINQ: a pipe, a terminal, a socket; for a regular file
-// what is left of it); -1 otherwise.
-func waitingInput(in io.Reader) int64 {
-	sc, ok := in.(syscall.Conn)
-	if !ok {
-		return -1
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	n := int64(-1)
-	_ = rc.Control(func(fd uintptr) {
-		var v int32
-		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); errno == 0 {
-			n = int64(v)
-		}
-	})
-	return n
-}
+// that can say (a pipe, a terminal, a socket; for a regular file what is
+// left of it); -1 otherwise (platform.Waiting).
+func waitingInput(in io.Reader) int64 { return platform.Waiting(in) }

@@ -2,7 +2,8 @@ package transport
 
 import (
 	"strconv"
-	"syscall"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // ExitStatus describes how the agent ended.
@@ -12,7 +13,7 @@ type ExitStatus struct {
 	StartErr error  // the agent could not be started
 	// Stopped: acp-guard was told to stop, by this signal, before it
 	// started the agent; the agent never ran (Code is 128+N).
-	Stopped syscall.Signal
+	Stopped platform.Signal
 	// OutputClosed: the agent closed its stdout while still running. It
 	// can answer nothing more; it is terminated after the grace period,
 	// and Code and Signal are not known yet (Code is -1).

@@ -18,8 +18,9 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // faultPlan is what the agent does (fault_test.go draws it).
@@ -92,7 +93,7 @@ func runFaultAgent(planPath, logPath string) int {
 		return 2
 	}
 	if a.plan.IgnoreTerm {
-		signal.Ignore(syscall.SIGTERM)
+		signal.Ignore(platform.SIGTERM)
 	}
 	a.note("P", strconv.Itoa(os.Getpid()))
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
@@ -232,7 +233,7 @@ func (a *faultAgent) run() {
 			_, _ = os.Stdout.WriteString(cut)
 			os.Exit(code)
 		case "kill":
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			_ = platform.Raise(platform.SIGKILL)
 			select {}
 		}
 	}

@@ -3,7 +3,8 @@ package transport_test
 import (
 	"math/rand/v2"
 	"strconv"
-	"syscall"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // faultScenario is one run of the randomized fault test: what the hostile
@@ -94,14 +95,14 @@ var (
 
 var faultSignals = []string{"SIGTERM", "SIGINT", "SIGHUP"}
 
-func signalByName(name string) syscall.Signal {
+func signalByName(name string) platform.Signal {
 	switch name {
 	case "SIGINT":
-		return syscall.SIGINT
+		return platform.SIGINT
 	case "SIGHUP":
-		return syscall.SIGHUP
+		return platform.SIGHUP
 	}
-	return syscall.SIGTERM
+	return platform.SIGTERM
 }
 
 // drawScenario draws run's scenario from seed.
@@ -181,8 +182,8 @@ func framesBeforeStall(actions []string) (n int, ok bool) {
 func (sc faultScenario) expectedExit() int {
 	if sc.Signal != "" {
 		sig := signalByName(sc.Signal)
-		if sig == syscall.SIGTERM && sc.Agent.IgnoreTerm {
-			return 128 + int(syscall.SIGKILL) // forwarded, ignored, killed after the grace period
+		if sig == platform.SIGTERM && sc.Agent.IgnoreTerm {
+			return 128 + int(platform.SIGKILL) // forwarded, ignored, killed after the grace period
 		}
 		return 128 + int(sig)
 	}
@@ -193,7 +194,7 @@ func (sc faultScenario) expectedExit() int {
 			case "exit", "cut":
 				return arg
 			case "kill":
-				return 128 + int(syscall.SIGKILL)
+				return 128 + int(platform.SIGKILL)
 			}
 		}
 	}

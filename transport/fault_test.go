@@ -43,13 +43,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/acp-guard/acp-guard/internal/acpschema"
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 	"github.com/acp-guard/acp-guard/replay"
 )
@@ -527,15 +527,15 @@ func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, 
 	res.retries = checkNoRetryAfterOutput(evs, fail)
 	checkAgentAnswers(agent, fail)
 	// The exit, and what is left.
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		fail("acp-guard was killed by %v", ws.Signal())
+	if sig, ok := platform.ExitSignal(ps); ok {
+		fail("acp-guard was killed by %v", sig)
 	} else if want := sc.expectedExit(); ps.ExitCode() != want {
 		fail("exit code %d, want %d", ps.ExitCode(), want)
 	}
 	if agent.pid > 0 {
 		if err := acptest.WaitGroupGone(agent.pid); err != nil {
 			fail("agent process group %d: %v", agent.pid, err)
-			_ = syscall.Kill(-agent.pid, syscall.SIGKILL)
+			_ = platform.KillGroup(agent.pid, platform.SIGKILL)
 		}
 	}
 	for _, bad := range []string{"panic:", "DATA RACE", "fatal error:"} {

@@ -2,7 +2,8 @@ package transport
 
 import (
 	"runtime"
-	"syscall"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // lineArea is memory for one long line, mapped apart from the Go heap:
@@ -17,12 +18,13 @@ type lineArea struct {
 }
 
 // newLineArea maps max bytes of address space, or returns nil when it
-// cannot (the caller reads the line onto the heap instead).
+// cannot or the OS has no such mapping (Windows): the caller reads the
+// line onto the heap instead.
 func newLineArea(max int64) *lineArea {
 	if max <= 0 || max > 1<<40 {
 		return nil
 	}
-	b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
+	b, err := platform.MapAnon(int(max))
 	if err != nil {
 		return nil
 	}
@@ -34,7 +36,7 @@ func newLineArea(max int64) *lineArea {
 // release).
 func (a *lineArea) free() {
 	if a.buf != nil && !a.kept {
-		_ = syscall.Munmap(a.buf[:cap(a.buf)])
+		_ = platform.Unmap(a.buf[:cap(a.buf)])
 		a.buf = nil
 	}
 }
@@ -52,5 +54,5 @@ func (a *lineArea) keep() {
 		return
 	}
 	a.kept = true
-	runtime.AddCleanup(a, func(b []byte) { _ = syscall.Munmap(b) }, a.buf[:cap(a.buf)])
+	runtime.AddCleanup(a, func(b []byte) { _ = platform.Unmap(b) }, a.buf[:cap(a.buf)])
 }

@@ -9,8 +9,9 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Options configure Run.
@@ -82,7 +83,7 @@ type event struct {
 	exit  ExitStatus
 	fire  *scheduled
 	err   error
-	sig   syscall.Signal
+	sig   platform.Signal
 	why   string // evSignal: where it came from
 }
 
@@ -182,11 +183,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		for {
 			select {
 			case s := <-o.Signals:
-				if sig, ok := s.(syscall.Signal); ok {
+				if sig, ok := platform.AsSignal(s); ok {
 					l.handle(event{kind: evSignal, sig: sig, why: "signal"})
 				}
 			case <-ctx.Done():
-				l.handle(event{kind: evSignal, sig: syscall.SIGTERM, why: "context done"})
+				l.handle(event{kind: evSignal, sig: platform.SIGTERM, why: "context done"})
 				ctx = context.Background()
 			case <-l.done:
 				return
@@ -207,7 +208,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	// Whatever the agent left in its process group goes with it (an agent
 	// the caller runs is the caller's).
 	if ch.ext == nil {
-		_ = ch.signalGroup(syscall.SIGKILL)
+		ch.release()
 	}
 	for _, stop := range l.timers {
 		stop()

@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -107,7 +107,7 @@ func TestRunAgentPipesSignal(t *testing.T) {
 	var got []os.Signal
 	p.Signal = func(s os.Signal) error {
 		got = append(got, s) // called under the loop's lock, one at a time
-		if s == syscall.SIGTERM {
+		if s == platform.SIGTERM {
 			select {
 			case <-a.stop:
 			default:
@@ -129,7 +129,7 @@ func TestRunAgentPipesSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) == 0 || got[0] != syscall.SIGTERM {
+	if len(got) == 0 || got[0] != platform.SIGTERM {
 		t.Errorf("signals delivered %v, want SIGTERM first", got)
 	}
 	if res.Exit.Code != 0 || !strings.Contains(out.String(), `"id":1,"result"`) {

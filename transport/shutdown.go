@@ -2,13 +2,10 @@ package transport
 
 import (
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // How a session ends, besides the agent exiting on its own: the client
@@ -29,7 +26,7 @@ import (
 // cost a grace period. One escalation runs at
 // a time; a strict one (a signal, a closed stdout) still starts after the
 // others.
-func (l *loop) escalate(sent syscall.Signal, how int) {
+func (l *loop) escalate(sent platform.Signal, how int) {
 	if l.escalating == escalateStrict || l.escalating != escalateNone && how != escalateStrict {
 		return
 	}
@@ -43,7 +40,7 @@ func (l *loop) escalate(sent syscall.Signal, how int) {
 		if afterEOF() {
 			l.graceSignal = "SIGKILL"
 		}
-		_ = l.ch.signalGroup(syscall.SIGKILL)
+		_ = l.ch.signalGroup(platform.SIGKILL)
 	}
 	term := func() {
 		if how == escalateIdle {
@@ -54,11 +51,11 @@ func (l *loop) escalate(sent syscall.Signal, how int) {
 		if afterEOF() {
 			l.graceSignal = "SIGTERM"
 		}
-		_ = l.ch.signalGroup(syscall.SIGTERM)
+		_ = l.ch.signalGroup(platform.SIGTERM)
 		l.timers = append(l.timers, l.Schedule(l.o.Grace, kill))
 	}
 	first := term
-	if sent == syscall.SIGTERM {
+	if sent == platform.SIGTERM {
 		first = kill
 	}
 	switch how {
@@ -107,7 +104,7 @@ func (l *loop) whenQuiet(fn func()) {
 // agent's process group, stops the proxy's own requests (no retry starts
 // after it) and escalates if the agent does not go. Later signals are
 // logged, not forwarded again.
-func (l *loop) signalled(sig syscall.Signal, why string) {
+func (l *loop) signalled(sig platform.Signal, why string) {
 	if l.stopping {
 		l.log.Info("signal received while stopping; already forwarded", "signal", SignalName(sig), "from", why)
 		return
@@ -115,6 +112,13 @@ func (l *loop) signalled(sig syscall.Signal, why string) {
 	l.stopping = true
 	l.log.Info("forwarding signal to agent", "signal", SignalName(sig), "from", why)
 	l.relay.Stopping()
+	if platform.StopClosesStdin && l.ch.ext == nil {
+		// Windows: no signal reaches an agent without a console; the end
+		// of its input is the first thing it is told, then
+		// CTRL_BREAK_EVENT, then the job is terminated.
+		l.flush()
+		l.toAgent.close()
+	}
 	if err := l.ch.signalGroup(sig); err != nil {
 		l.log.Warn("forward signal", "err", err)
 	}
@@ -201,26 +205,4 @@ func (w *watchedReader) waiting(now time.Time) (time.Duration, bool) {
 
 // processExited reports whether pid has exited (a zombie waiting to be
 // reaped, or gone).
-func processExited(pid int) bool {
-	state, _, ok := procStat(pid)
-	return !ok || state == "Z" || state == "X"
-}
-
-// procStat reads the state and parent of pid from /proc (Linux).
-func procStat(pid int) (state string, ppid int, ok bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", 0, false
-	}
-	// pid (comm) state ppid …; comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return "", 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return "", 0, false
-	}
-	pp, err := strconv.Atoi(f[1])
-	return f[0], pp, err == nil
-}
+func processExited(pid int) bool { return platform.Exited(pid) }

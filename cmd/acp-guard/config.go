@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Configuration without flags. Every proxy flag F (and `attempts
@@ -22,7 +24,8 @@ import (
 //     ACP_GUARD_POLICY, ACP_GUARD_STATE_DIR, ACP_GUARD_LOG_FILE,
 //     ACP_GUARD_LOG_LEVEL, ACP_GUARD_RECORD, …;
 //   - in the config file $XDG_CONFIG_HOME/acp-guard/config.json (default
-//     ~/.config/acp-guard/config.json), a JSON object keyed by flag name:
+//     ~/.config/acp-guard/config.json on Linux, os.UserConfigDir elsewhere),
+//     a JSON object keyed by flag name:
 //     {"policy": "~/.config/acp-guard/policy.json", "log-level": "info",
 //     "fallback-models": ["model-b"]}. ACP_GUARD_CONFIG names another file.
 //
@@ -64,11 +67,11 @@ func configFilePath() (string, bool) {
 	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "acp-guard", "config.json"), false
 	}
-	home, err := os.UserHomeDir()
+	home, err := platform.ConfigHome() // ~/.config on Linux, os.UserConfigDir elsewhere
 	if err != nil {
 		return "", false
 	}
-	return filepath.Join(home, ".config", "acp-guard", "config.json"), false
+	return filepath.Join(home, "acp-guard", "config.json"), false
 }
 
 // maxConfigBytes bounds the config file.

@@ -2,10 +2,10 @@ package main
 
 import (
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Agents that stay after stdin closes (as codex-acp and claude-agent-acp
@@ -47,7 +47,7 @@ func TestE2EExitCodesThatKeepTheirMeaning(t *testing.T) {
 		p := startBin(t, nil, proxy(t, []string{"--grace", "200ms", "--log-level", "info"}, "--scenario", "hang")...)
 		p.TrySend(acptest.Initialize(1))
 		p.Until("1")
-		if err := syscall.Kill(p.Pid(), syscall.SIGTERM); err != nil {
+		if err := platform.Kill(p.Pid(), platform.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		// Closing stdin only once the signal was forwarded: the client's
@@ -55,8 +55,8 @@ func TestE2EExitCodesThatKeepTheirMeaning(t *testing.T) {
 		if !p.Stderr.WaitFor("forwarding signal") {
 			t.Fatalf("no signal forwarded: %s", p.Stderr.String())
 		}
-		if _, code := p.Finish(); code != 128+int(syscall.SIGTERM) {
-			t.Errorf("exit %d, want %d", code, 128+int(syscall.SIGTERM))
+		if _, code := p.Finish(); code != 128+int(platform.SIGTERM) {
+			t.Errorf("exit %d, want %d", code, 128+int(platform.SIGTERM))
 		}
 	})
 }

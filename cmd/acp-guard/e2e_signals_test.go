@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
@@ -39,7 +42,7 @@ type earlyRun struct {
 // initialization trace on, writes initialize, waits until the stop
 // signals are caught, waits delay, sends sig, and reads stdout to its end
 // with stdin left open (an EOF would end the session by itself).
-func runEarlySignal(t *testing.T, argv []string, sig syscall.Signal, delay time.Duration) earlyRun {
+func runEarlySignal(t *testing.T, argv []string, sig platform.Signal, delay time.Duration) earlyRun {
 	t.Helper()
 	p := acptest.Start(t, argv, acptest.Options{Env: append(os.Environ(), "GODEBUG=inittrace=1", "XDG_STATE_HOME="+t.TempDir())})
 	p.Send(acptest.Initialize(1))
@@ -52,8 +55,8 @@ func runEarlySignal(t *testing.T, argv []string, sig syscall.Signal, delay time.
 	p.Stderr.WaitEOF()
 	<-p.Done()
 	r := earlyRun{delay: delay, code: p.Cmd.ProcessState.ExitCode(), out: string(b), stderr: p.Stderr.Tail(3000)}
-	if ws, ok := p.Cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		r.killed = ws.Signal().String()
+	if sig, ok := platform.ExitSignal(p.Cmd.ProcessState); ok {
+		r.killed = sig.String()
 	}
 	for _, ln := range strings.SplitAfter(r.out, "\n") {
 		if f, err := acptest.Parse([]byte(ln)); err == nil && f.Answers("1") {
@@ -113,13 +116,13 @@ func TestE2EEarlySignalAnswersInitialize(t *testing.T) {
 		wg.Add(1)
 		go func() { // waited for below
 			defer wg.Done()
-			results[i] = runEarlySignal(t, append([]string{testbin.Path(t)}, proxy(t, nil, "--scenario", "success")...), syscall.SIGTERM, delay)
+			results[i] = runEarlySignal(t, append([]string{testbin.Path(t)}, proxy(t, nil, "--scenario", "success")...), platform.SIGTERM, delay)
 		}()
 	}
 	wg.Wait()
 	bad := 0
 	for i, r := range results {
-		if r.answers != 1 || r.code != 128+int(syscall.SIGTERM) {
+		if r.answers != 1 || r.code != 128+int(platform.SIGTERM) {
 			bad++
 			t.Errorf("run %d (seed %d, TERM %v after the signals were caught): %d answers to initialize, exit %d %s; want 1 and 143\nstdout: %s\nstderr: %s",
 				i, seed, r.delay, r.answers, r.code, r.killed, r.out, r.stderr)
@@ -136,8 +139,8 @@ func TestE2EEarlyHangupUnderNohup(t *testing.T) {
 	for _, delay := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 300 * time.Millisecond} {
 		t.Run(fmt.Sprint(delay), func(t *testing.T) {
 			argv := append([]string{"sh", "-c", `trap '' HUP; exec "$@"`, "sh", bin}, proxy(t, nil, "--scenario", "success")...)
-			r := runEarlySignal(t, argv, syscall.SIGHUP, delay)
-			if r.answers != 1 || r.code != 128+int(syscall.SIGHUP) {
+			r := runEarlySignal(t, argv, platform.SIGHUP, delay)
+			if r.answers != 1 || r.code != 128+int(platform.SIGHUP) {
 				t.Errorf("SIGHUP %v after the signals were caught: %d answers, exit %d %s; want 1 and 129\nstdout: %s\nstderr: %s",
 					delay, r.answers, r.code, r.killed, r.out, r.stderr)
 			}
@@ -170,7 +173,7 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("acp-guard never opened the policy: %v; stderr:\n%s", err, p.Stderr.Tail(2000))
 	}
-	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.Cmd.Process.Signal(platform.SIGTERM)
 	// The signal is sent, not yet seen: the kernel delivers it to a thread,
 	// and the Go runtime hands it on to stopsig's watcher through two
 	// goroutines. Written at once, the policy could let acp-guard read it
@@ -179,7 +182,7 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 	// While acp-guard waits on the FIFO, nothing but that path can run:
 	// once the signal is no longer pending and every thread sleeps, the
 	// watcher has it.
-	if err := waitUntil(func() bool { return signalTaken(p.Cmd.Process.Pid, syscall.SIGTERM) }); err != nil {
+	if err := waitUntil(func() bool { return signalTaken(p.Cmd.Process.Pid, platform.SIGTERM) }); err != nil {
 		t.Fatalf("acp-guard never took the signal: %v", err)
 	}
 	if err := setBlocking(w); err != nil {
@@ -202,7 +205,7 @@ func TestE2ESignalBeforeAgentNotStarted(t *testing.T) {
 // signalTaken reports whether process pid has taken sig from the kernel
 // (it is pending neither for the process nor for any of its threads) and
 // has gone quiet (no thread running or runnable).
-func signalTaken(pid int, sig syscall.Signal) bool {
+func signalTaken(pid int, sig platform.Signal) bool {
 	bit := uint64(1) << (sig - 1)
 	pending := func(path string, fields ...string) bool {
 		b, err := os.ReadFile(path)

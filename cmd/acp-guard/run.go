@@ -8,13 +8,13 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/syncio"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -165,7 +165,7 @@ func sessionExitCode(res transport.Result, externalSignal bool) int {
 	code := res.Exit.Code
 	if res.GraceSignal != "" && !externalSignal {
 		bySignal := res.Exit.Signal == "terminated" || res.Exit.Signal == "killed"
-		if bySignal || code == 128+int(syscall.SIGTERM) || code == 128+int(syscall.SIGKILL) {
+		if bySignal || code == 128+int(platform.SIGTERM) || code == 128+int(platform.SIGKILL) {
 			return 0
 		}
 	}
@@ -182,7 +182,7 @@ func notifySignals() (sigs chan os.Signal, external *atomic.Bool, stop func()) {
 	raw := make(chan os.Signal, 4)
 	sigs = make(chan os.Signal, 4)
 	external = new(atomic.Bool)
-	signal.Notify(raw, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(raw, platform.SIGINT, platform.SIGTERM, platform.SIGHUP)
 	go func() {
 		for s := range raw {
 			external.Store(true)

@@ -2,15 +2,15 @@ package acptest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // WaitGroupGone waits until no live process is left in process group
@@ -33,7 +33,7 @@ func WaitGroupGone(pgid int) error {
 
 // LiveInGroup lists the pids of non-zombie processes in group pgid.
 func LiveInGroup(pgid int) []int {
-	if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+	if !platform.GroupAlive(pgid) {
 		return nil
 	}
 	var live []int
@@ -55,7 +55,7 @@ func LiveInGroup(pgid int) []int {
 func WaitProcessGone(pid int) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if !platform.Alive(pid) {
 			return nil
 		}
 		if state, _, _, ok := ProcStat(pid); !ok || state == "Z" || state == "X" {

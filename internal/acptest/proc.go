@@ -9,10 +9,10 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/testbin"
 )
 
@@ -97,7 +97,7 @@ func Spawn(argv []string, o Options) (*Proc, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// Its own process group: signals a test sends stay with it, and the
 	// cleanup ends whatever it started in the group.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	platform.OwnGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("acptest: starting %s: %w", argv[0], err)
@@ -157,7 +157,7 @@ func Start(t testing.TB, argv []string, o Options) *Proc {
 	return p
 }
 
-func (p *Proc) killGroup() { _ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL) }
+func (p *Proc) killGroup() { _ = platform.KillGroup(p.Cmd.Process.Pid, platform.SIGKILL) }
 
 // Kill closes stdin, kills the process group and waits for the process.
 // It may be called more than once, and after the process exited.
@@ -187,7 +187,7 @@ func (p *Proc) cleanup() {
 	}
 	if err := WaitGroupGone(pgid); err != nil {
 		p.t.Errorf("agent process group %d: %v", pgid, err)
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // do not leak it into other tests
+		_ = platform.KillGroup(pgid, platform.SIGKILL) // do not leak it into other tests
 	}
 }
 
@@ -240,8 +240,8 @@ func (p *Proc) ExitCode() int {
 	<-p.done
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if sig, ok := platform.ExitSignal(p.state); ok {
+		return 128 + int(sig)
 	}
 	return p.state.ExitCode()
 }

@@ -78,10 +78,13 @@ var rules = map[string][]string{
 	"internal/safefile":              {},
 	"internal/syncio":                {},
 	"cmd/acp-guard/internal/stopsig": {},
+	// The lowest leaf: every OS difference (TestSyscallOnlyInPlatform).
+	"internal/platform": {},
 }
 
-// leaves import nothing of the module, and every package may import them.
-var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio"}
+// leaves import nothing of the module but each other (safefile builds on
+// platform), and every package may import them.
+var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio", "internal/platform"}
 
 // testSupport may be imported by any package's tests.
 var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema", "internal/natstest"}

@@ -13,11 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
 
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"github.com/acp-guard/acp-guard/internal/safefile"
 )
 
@@ -95,7 +95,7 @@ func OpenFile(dir string, o FileOptions) (*File, error) {
 		return nil, fmt.Errorf("creating state directory: %w", err)
 	}
 	lock := flock.New(filepath.Join(dir, o.LockName),
-		flock.SetFlag(os.O_CREATE|os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC),
+		flock.SetFlag(os.O_CREATE|os.O_RDONLY|platform.NoFollowFlags),
 		flock.SetPermissions(safefile.FileMode))
 	return &File{path: filepath.Join(dir, o.Name), o: o, lock: lock}, nil
 }
@@ -228,9 +228,7 @@ func (s *File) stamp() fileStamp {
 		return fileStamp{}
 	}
 	st := fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = int64(sys.Ino)
-	}
+	st.ino = int64(platform.FileID(fi))
 	return st
 }
 

@@ -7,11 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 func TestFilePermissions(t *testing.T) {
@@ -50,7 +51,7 @@ func TestFileRefusesSymlinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := openFile(t, dir, testFile)
-			if err := s.CompareAndSwap(ctx, "k", []byte(`1`), 0); !errors.Is(err, syscall.ELOOP) {
+			if err := s.CompareAndSwap(ctx, "k", []byte(`1`), 0); !errors.Is(err, platform.ELOOP) {
 				t.Fatalf("write through a symlinked %s: %v, want ELOOP", name, err)
 			}
 			if b, _ := os.ReadFile(target); string(b) != "keep me" {

@@ -6,7 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // ErrTooLarge is wrapped by ReadDocument when a document exceeds its bound.
@@ -18,7 +19,7 @@ var ErrTooLarge = errors.New("larger than allowed")
 // file, and bounded by max bytes (ErrTooLarge beyond). A missing file is
 // (nil, error wrapping fs.ErrNotExist).
 func ReadDocument(path string, max int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	f, err := platform.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}

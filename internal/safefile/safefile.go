@@ -7,7 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Permissions of what acp-guard creates.
@@ -49,7 +50,7 @@ func (e *ExistsError) Error() string { return fmt.Sprintf("%s already exists", e
 // is opened read-write, so that a caller may inspect what an appended file
 // already holds (see [EndsInNewline]).
 func Open(path string, how How) (*os.File, error) {
-	flag := os.O_RDWR | os.O_CREATE | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	flag := os.O_RDWR | os.O_CREATE
 	switch how {
 	case New:
 		flag |= os.O_EXCL
@@ -61,7 +62,7 @@ func Open(path string, how How) (*os.File, error) {
 	default:
 		return nil, fmt.Errorf("safefile: unknown mode %d", how)
 	}
-	f, err := os.OpenFile(path, flag, FileMode)
+	f, err := platform.OpenFile(path, flag, FileMode)
 	if err != nil {
 		return nil, explain(path, err)
 	}
@@ -75,14 +76,14 @@ func Open(path string, how How) (*os.File, error) {
 // explain turns the errors of a refused open into ones naming the reason.
 func explain(path string, err error) error {
 	switch {
-	case errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, platform.ELOOP):
 		return &SymlinkError{Path: path}
 	case errors.Is(err, fs.ErrExist):
 		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			return &SymlinkError{Path: path}
 		}
 		return &ExistsError{Path: path}
-	case errors.Is(err, syscall.EISDIR):
+	case errors.Is(err, platform.EISDIR):
 		return fmt.Errorf("%s is a directory", path)
 	case errors.Is(err, fs.ErrNotExist):
 		if dir := filepath.Dir(path); !exists(dir) {

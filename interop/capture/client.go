@@ -10,10 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Request ids the client uses.
@@ -61,7 +62,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	rec := o.Recorder
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
 	cmd.Env, cmd.Dir = o.Env, o.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	platform.OwnGroup(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return Result{}, err
@@ -197,9 +198,9 @@ func (c *client) loop(ctx context.Context, pid int, lines <-chan []byte, exited 
 			}
 		case st := <-exited:
 			res.ExitCode = st.ExitCode()
-			if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				res.Signal = ws.Signal().String()
-				res.ExitCode = 128 + int(ws.Signal())
+			if sig, ok := platform.ExitSignal(st); ok {
+				res.Signal = sig.String()
+				res.ExitCode = 128 + int(sig)
 			}
 			c.rec.Exit(res.ExitCode, res.Signal)
 			return res
@@ -214,11 +215,11 @@ func (c *client) loop(ctx context.Context, pid int, lines <-chan []byte, exited 
 			}
 		case <-kill:
 			c.closeStdin()
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = platform.KillGroup(pid, platform.SIGKILL)
 			kill = nil
 		case <-ctx.Done():
 			c.closeStdin()
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = platform.KillGroup(pid, platform.SIGKILL)
 			ctx = context.Background()
 		}
 	}

@@ -17,7 +17,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"syscall"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -63,8 +64,8 @@ func run(args []string) int {
 	case err == nil:
 		return 0
 	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+		if sig, ok := platform.ExitSignal(ee.ProcessState); ok {
+			return 128 + int(sig)
 		}
 		return ee.ExitCode()
 	}

@@ -18,10 +18,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/acp-guard/acp-guard/fleet"
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		o.sizes = append(o.sizes, n)
 	}
 	o.stores = strings.Split(*stores, ",")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, platform.SIGTERM)
 	defer stop()
 	if o.dir == "" {
 		d, err := os.MkdirTemp("", "acp-guard-fleet-")

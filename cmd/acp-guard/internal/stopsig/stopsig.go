@@ -35,12 +35,13 @@ import (
 	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 // Signals are the stop signals caught.
-var Signals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+var Signals = []os.Signal{platform.SIGINT, platform.SIGTERM, platform.SIGHUP}
 
 type state uint8
 
@@ -142,11 +143,11 @@ func Release() {
 // runtime's default ends the process by it; a signal the process started
 // ignoring stays ignored and raise returns.
 func raise(s os.Signal) {
-	sig, ok := s.(syscall.Signal)
+	sig, ok := platform.AsSignal(s)
 	if !ok || ignoredAtStart[s] {
 		return
 	}
-	_ = syscall.Kill(os.Getpid(), sig)
+	_ = platform.Raise(sig)
 	// The kernel delivers it at once; should the runtime not end the
 	// process, exit as it would have.
 	time.Sleep(time.Second)
@@ -162,7 +163,7 @@ func ExitCode(code int) int {
 	mu.Lock()
 	defer mu.Unlock()
 	if st == holding && len(held) > 0 {
-		if sig, ok := held[0].(syscall.Signal); ok {
+		if sig, ok := held[0].(platform.Signal); ok {
 			return 128 + int(sig)
 		}
 	}

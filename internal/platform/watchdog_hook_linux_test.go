@@ -1,0 +1,7 @@
+//go:build linux
+
+package platform
+
+const watchdogAvailable = true
+
+func setWatchdog(on bool) { useWatchdog = on }
