@@ -1,3 +1,5 @@
+//go:build !windows
+
 // Package npm holds the test of acp-guard's npm packages (npm/README.md):
 // the tarballs npm/pack.mjs made, installed offline into a fresh folder,
 // run through npx as an editor runs them.
@@ -10,7 +12,10 @@
 //	ACP_GUARD_TEST_NPM_VERSION  the version they and the binary carry
 //	ACP_GUARD_TEST_BIN     the binary that was packed (internal/testbin)
 //
-// Without ACP_GUARD_TEST_NPM_PACKS (go test ./...) it is skipped.
+// Without ACP_GUARD_TEST_NPM_PACKS (go test ./...) it is skipped. It is a
+// POSIX test (SIGTERM to the launcher, /proc); the launcher's Windows path
+// (no forwarding: the console's Ctrl-C reaches acp-guard itself) is not run
+// here.
 package npm
 
 import (
