@@ -165,7 +165,7 @@ func sessionExitCode(res transport.Result, externalSignal bool) int {
 	code := res.Exit.Code
 	if res.GraceSignal != "" && !externalSignal {
 		bySignal := res.Exit.Signal == "terminated" || res.Exit.Signal == "killed"
-		if bySignal || code == 128+int(platform.SIGTERM) || code == 128+int(platform.SIGKILL) {
+		if bySignal || code == 128+int(platform.SIGTERM) || code == platform.StopExitCode || code == 128+int(platform.SIGKILL) {
 			return 0
 		}
 	}

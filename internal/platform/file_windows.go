@@ -18,6 +18,13 @@ const noFollowFlags = 0
 const privateNote = "on Windows: the ACL inherited from the folder (under the user's profile: the user, SYSTEM and administrators)"
 
 func openFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	// A link is refused before anything is created through it (the
+	// handle's attributes say so again below, for a link made meanwhile;
+	// Lstat is what Wine, whose CreateFile follows links regardless,
+	// gets right).
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) != 0 {
+		return nil, &os.PathError{Op: "open", Path: path, Err: syscall.ELOOP}
+	}
 	p, err := windows.UTF16PtrFromString(path)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

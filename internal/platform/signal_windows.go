@@ -17,7 +17,19 @@ var signalNames = map[Signal]string{
 	syscall.SIGTERM: "SIGTERM",
 }
 
-func exitSignal(*os.ProcessState) (Signal, bool) { return 0, false }
+// statusControlCExit is STATUS_CONTROL_C_EXIT, the exit code of a process
+// a console control event (Ctrl-C, Ctrl-Break) ended.
+const statusControlCExit = 0xC000013A
+
+// exitSignal: a process that a console control event ended is reported
+// as ended by SIGINT (what Go's runtime calls that event), so that exit
+// codes read as on POSIX (130).
+func exitSignal(ps *os.ProcessState) (Signal, bool) {
+	if uint32(ps.ExitCode()) == statusControlCExit {
+		return SIGINT, true
+	}
+	return 0, false
+}
 
 // Raise ends this process as the signal would have (Windows has no signal
 // to send to oneself): exit code 128+sig.

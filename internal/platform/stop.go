@@ -5,3 +5,8 @@ package platform
 // is and an agent may not have a console to receive it on, end of input is
 // the first thing an agent is told.
 const StopClosesStdin = stopClosesStdin
+
+// StopExitCode is the exit code of an agent that a forwarded SIGTERM
+// ended: 128+SIGTERM on POSIX; 128+SIGINT on Windows, where the stop is a
+// CTRL_BREAK_EVENT (ExitSignal).
+const StopExitCode = stopExitCode

@@ -3,3 +3,5 @@
 package platform
 
 const stopClosesStdin = false
+
+const stopExitCode = 128 + int(SIGTERM)

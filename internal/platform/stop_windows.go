@@ -3,3 +3,5 @@
 package platform
 
 const stopClosesStdin = true
+
+const stopExitCode = 128 + int(SIGINT)

@@ -1,0 +1,5 @@
+//go:build !windows
+
+package platform
+
+func noConsoleEvents() string { return "" }
