@@ -1,11 +1,21 @@
 # acp-guard — build, test, benchmark. `make help` lists the targets.
 GO ?= go
 BIN ?= bin/acp-guard
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The one version string (scripts/version.sh) and the facts stamped beside
+# it into --version; .goreleaser.yaml stamps the same three. Computed once.
+VERSION ?= $(shell scripts/version.sh)
+COMMIT ?= $(shell scripts/version.sh commit)
+DATE ?= $(shell scripts/version.sh date)
+VERSION := $(VERSION)
+COMMIT := $(COMMIT)
+DATE := $(DATE)
 # -s -w: no symbol table or DWARF (stack traces keep their function names
 # and lines); CGO_ENABLED=0: a static binary, without libc's 1.3 MiB of
 # resident pages (docs/PERFORMANCE.md, "Footprint: binary and memory").
-LDFLAGS := -s -w -X main.version=$(VERSION)
+# -trimpath and -buildvcs=false (the commit is stamped): the same inputs
+# give the same bytes (docs/INSTALL.md, "Reproducible builds").
+LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
+GOBUILD = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 
 .PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet fleet-cluster bench-jsonrpc2 test-collector test-browser
 
@@ -14,6 +24,8 @@ help:
 	@echo "make demo         build and run the demo (client -> acp-guard -> demo agent)"
 	@echo "make test         the whole test suite, with the race detector where a race can happen"
 	@echo "make acp-schema   fetch the official ACP JSON schema (npm) for the conformance test"
+	@echo "make release-snapshot  release archives, SHA256SUMS, .deb/.rpm, Homebrew formula, npm tarballs into dist/ (GoReleaser)"
+	@echo "make test-npm     pack the npm packages for this machine, install them offline, run sessions through npx"
 	@echo "make test-short   the quick loop (~25 s): -short, no -race, no end-to-end tests of the built binary (TestE2E*)"
 	@echo "make test-busy    CI (.ci/run) 3 times in a row, each in a fresh clone, beside 2 CPU hogs"
 	@echo "make lint         gofmt, go vet, catalogue lint"
@@ -31,7 +43,7 @@ help:
 	@echo "make test-windows the Windows build's platform and transport tests and an end-to-end session under Wine"
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/acp-guard
+	$(GOBUILD) -o $(BIN) ./cmd/acp-guard
 
 demo: build
 	./$(BIN) demo
@@ -113,6 +125,7 @@ fleet-cluster:
 clean:
 	rm -rf bin
 
+include release.mk
 include bench/bench.mk
 include telemetry/bench.mk
 include interop/interop.mk

@@ -58,6 +58,7 @@ var rules = map[string][]string{
 	"interop/cmd/capture":      {"interop/capture"},
 	"interop/cmd/fakeprovider": {"interop/fakeprovider"},
 	"interop/cmd/testsummary":  {},
+	"npm":                      {}, // tests only: the npm packages installed and run through npx
 
 	// Test support: only tests import these (and the packages above that
 	// name one).

@@ -13,8 +13,7 @@ cross: vet-cross
 	@set -e; for os in $(CROSS_OS); do for arch in $(CROSS_ARCH); do \
 		ext=; [ $$os = windows ] && ext=.exe; \
 		echo "build $$os/$$arch"; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' \
-			-o $(CROSS_DIR)/acp-guard-$$os-$$arch$$ext ./cmd/acp-guard; \
+		GOOS=$$os GOARCH=$$arch $(GOBUILD) -o $(CROSS_DIR)/acp-guard-$$os-$$arch$$ext ./cmd/acp-guard; \
 	done; done
 	@ls -l $(CROSS_DIR)
 

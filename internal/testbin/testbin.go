@@ -201,7 +201,7 @@ func Hermetic() (string, error) {
 	}
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "ACP_GUARD_") && k != "ACP_GUARD_TEST_BIN" && k != "ACP_GUARD_TEST_RACE" && k != "ACP_GUARD_TEST_CACHE" &&
-			!strings.HasPrefix(k, "ACP_GUARD_INTEROP") && k != "ACP_GUARD_CACHE" && k != "ACP_GUARD_MEASURE_CIRCUITS" {
+			!strings.HasPrefix(k, "ACP_GUARD_INTEROP") && !strings.HasPrefix(k, "ACP_GUARD_TEST_NPM_") && k != "ACP_GUARD_CACHE" && k != "ACP_GUARD_MEASURE_CIRCUITS" {
 			os.Unsetenv(k)
 		}
 	}
