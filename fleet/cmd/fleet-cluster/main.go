@@ -43,6 +43,9 @@ import (
 	"github.com/acp-guard/acp-guard/fleet"
 )
 
+// lockWait bounds how long a run waits for another to end.
+const lockWait = 20 * time.Minute
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "nats-server" {
 		os.Exit(serveNATS(os.Args[2:]))
@@ -91,9 +94,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "fleet-cluster: skipped: ip(8) not found (apt-get install iproute2)")
 		return 0
 	}
+	// One run at a time: the namespaces and addresses are fixed. A second
+	// run waits for the first (a lock dies with its process, so none is
+	// left stale), up to lockWait.
 	lock := flock.New(filepath.Join(os.TempDir(), prefix+".lock"))
-	if ok, err := lock.TryLock(); err != nil || !ok {
-		fmt.Fprintln(stderr, "fleet-cluster: another run holds", lock.Path())
+	ok, err := lock.TryLock()
+	if err == nil && !ok {
+		fmt.Fprintln(stderr, "fleet-cluster: another run holds", lock.Path()+"; waiting for it (at most", lockWait, ")")
+		lctx, cancel := context.WithTimeout(context.Background(), lockWait)
+		ok, err = lock.TryLockContext(lctx, 500*time.Millisecond)
+		cancel()
+	}
+	if err != nil || !ok {
+		fmt.Fprintln(stderr, "fleet-cluster: another run holds", lock.Path(), err)
 		return 1
 	}
 	defer lock.Unlock()
