@@ -11,8 +11,9 @@
 # Environment:
 #   BUSY_CMD   what runs in each clone (default: CI=true bash .ci/run;
 #              e.g. BUSY_CMD="make test")
-#   BUSY_COLD  1: every run starts with an empty Go build cache and agent
-#              install folder (npm's and Go's download caches stay warm)
+#   BUSY_COLD  1: every run starts with an empty Go build cache, agent
+#              install folder, schema folder and Wine prefix (npm's and
+#              Go's download caches stay warm)
 #   BUSY_LOGS  folder for the logs of the runs (default: a new temporary one)
 #
 # The clone is of the committed HEAD: uncommitted changes are not tested.
@@ -45,7 +46,7 @@ for i in $(seq "$runs"); do
 	git clone -q "$root" "$clone"
 	env=()
 	if [ "${BUSY_COLD:-0}" = 1 ]; then
-		env=(GOCACHE="$clone.gocache" ACP_GUARD_CACHE="$clone.agents" ACP_SCHEMA_DIR="$clone.schema")
+		env=(GOCACHE="$clone.gocache" ACP_GUARD_CACHE="$clone.agents" ACP_SCHEMA_DIR="$clone.schema" WINEPREFIX="$clone.wine")
 	fi
 	log="$logs/run-$i.log"
 	start=$(date +%s)
@@ -57,6 +58,6 @@ for i in $(seq "$runs"); do
 		exit 1
 	fi
 	echo "test-busy: run $i of $runs passed in $(($(date +%s) - start)) s (load $load at start; $(grep -E '^== .*: exit [0-9]+ in' "$log" | sed 's/^== //' | tr '\n' ';' | sed 's/;$//'))"
-	rm -rf "$clone" "$clone.gocache" "$clone.agents" "$clone.schema"
+	rm -rf "$clone" "$clone.gocache" "$clone.agents" "$clone.schema" "$clone.wine"
 done
 echo "test-busy: $runs of $runs runs passed with $hogs busy loops"
