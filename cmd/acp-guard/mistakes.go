@@ -115,7 +115,8 @@ func isTerminal(r io.Reader) bool {
 // acp-guard itself, and by its test and interop tooling (prefixes ending
 // in "_").
 var otherEnv = []string{envPrefix + "CONFIG", envPrefix + "CPUPROFILE", envPrefix + "MEMPROFILE", envPrefix + "OTEL_SESSION_ID",
-	envPrefix + "TEST_", envPrefix + "INTEROP", envPrefix + "CACHE", envPrefix + "MEASURE_"}
+	envPrefix + "TEST_", envPrefix + "INTEROP", envPrefix + "CACHE", envPrefix + "MEASURE_",
+	envPrefix + "PLATFORM_"} // the macOS watchdog's own process (internal/platform)
 
 // unknownEnv lists the ACP_GUARD_* variables of environ that name no
 // setting of fs, each with the nearest known name ("" : none near).
