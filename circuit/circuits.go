@@ -164,7 +164,8 @@ func (c *Circuits) RefreshEvery() time.Duration { return c.p.leaseTTL / 3 }
 // Acquire asks, for a session about to re-dispatch a failed turn on key,
 // whether it may. holder identifies the session's turn (unique across
 // processes and machines, e.g. host/pid/session/request). On a store
-// failure the decision is Go and the error wraps ErrStore. After casRounds
+// failure the error wraps ErrStore and the decision is taken on this
+// process's last view of the circuit (local: never a probe). After casRounds
 // lost races in a row (a store in heavy churn) it is Park for about one
 // ParkPoll with ErrContended: waiting a poll is safer than a stampede, and
 // the caller's own schedule still bounds it.
