@@ -7,6 +7,9 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3
 )
 
-require github.com/creack/pty v1.1.24 // indirect
+require (
+	github.com/creack/pty v1.1.24 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
 
 replace github.com/acp-guard/acp-guard => ../..
