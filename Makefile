@@ -88,7 +88,7 @@ test-collector:
 # driven by chromedp): a module of its own, so chromedp stays out of go.mod.
 # Screenshots land in its artefacts/ (BROWSERTEST_ARTEFACTS overrides).
 test-browser:
-	cd cmd/acp-guard/internal/console/browsertest && $(GO) test -count=1 ./...
+	cd cmd/acp-guard/internal/console/browsertest && $(GO) test -count=1 -timeout 30m ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

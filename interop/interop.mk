@@ -52,6 +52,6 @@ interop: interop-suite-deps
 	echo "interop: go test -json output in $$log"; \
 	ACP_GUARD_CACHE=$(ACP_GUARD_CACHE) ACP_GUARD_INTEROP_AGENTS=$(INTEROP_AGENTS) \
 		ACP_GUARD_INTEROP_OUT=$(INTEROP_OUT) \
-		$(GO) test -json -tags interop -count=1 -timeout 10m -parallel $(INTEROP_PARALLEL) \
+		$(GO) test -json -tags interop -count=1 -timeout 30m -parallel $(INTEROP_PARALLEL) \
 		$(if $(INTEROP_RUN),-run '$(INTEROP_RUN)') ./interop/suite/ 2>&1 | \
 		$(GO) run ./interop/cmd/testsummary -log "$$log"

@@ -10,12 +10,15 @@
 # race-free tests of cmd/acp-guard without it.
 #
 # Environment: GO (default go), RACE_FREE_PKGS, RACE_FREE_TESTS (set by
-# the Makefile), TEST_FLAGS (extra flags for every go test, e.g. -v).
+# the Makefile), TEST_FLAGS (extra flags for every go test, e.g. -v),
+# TEST_TIMEOUT (go test's -timeout per package binary, default 45m: go's
+# own 10m default killed cmd/acp-guard's end-to-end tests after 600 s on a
+# cold cache beside two busy loops, with nothing wrong in them).
 set -uo pipefail
 GO=${GO:-go}
 race_free_pkgs=${RACE_FREE_PKGS:-./catalogue/ ./classify/}
 race_free_tests=${RACE_FREE_TESTS:-^TestCatalogueCommand\$}
-flags=${TEST_FLAGS:-}
+flags="-timeout ${TEST_TIMEOUT:-45m} ${TEST_FLAGS:-}"
 
 log=$(mktemp "${TMPDIR:-/tmp}/acp-guard-test.XXXXXX")
 trap 'rm -f "$log"' EXIT
