@@ -283,7 +283,13 @@ func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
 	}
 	win, conflicts := decide(all)
 	if win != nil {
-		conflicts = statusConflict(win, all, vw.status().code)
+		if st := vw.status(); st.origin != StatusFromName || len(win.fields) == 0 {
+			// A winner that reads the provider's own field (error.code
+			// model_not_found) is not vetoed by a status derived from a
+			// type name (invalid_request_error → 400): a conflict is
+			// between equals.
+			conflicts = statusConflict(win, all, st.code)
+		}
 		if len(conflicts) == 2 && win.General {
 			// A general rule is no more specific than the status it
 			// disagrees with ("Server returned 401 — the endpoint may be
