@@ -613,7 +613,7 @@ func (r *compiledRule) matches(vw *view) bool {
 		if !r.anyText(vw, r.re.MatchString) {
 			return false
 		}
-		if r.wordsOnly() && vw.mentionOnly() {
+		if r.wordsOnly() && (vw.mentionOnly() || r.quotedMention(vw)) {
 			return false // prose that names the failure (mention.go)
 		}
 	}
@@ -626,6 +626,27 @@ func (r *compiledRule) matches(vw *view) bool {
 		}
 	}
 	return true
+}
+
+// quotedMention reports whether, in prose that is not error-shaped, every
+// text r matches holds its match only in quotes amid other words
+// (mentionQuote).
+func (r *compiledRule) quotedMention(vw *view) bool {
+	if !vw.prose() || vw.errorShaped() {
+		return false
+	}
+	seen := false
+	for _, f := range r.in {
+		t := vw.text(f)
+		if t == "" || !r.re.MatchString(t) {
+			continue
+		}
+		if !quotedOnly(t, r.re.get()) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 func (r *compiledRule) anyLower(vw *view, lits []string) bool {
