@@ -1,6 +1,8 @@
 package catalogue
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/acp-guard/acp-guard/classify"
@@ -14,7 +16,12 @@ import (
 // reached (docs/CATALOGUE.md), and no entry may get another class than its
 // label, nor a negative any class.
 func TestProbeCorpus(t *testing.T) {
-	const file = "../testdata/probe/probe.jsonl"
+	for _, f := range []string{"../testdata/probe/probe.jsonl", "../testdata/probe/probe2.jsonl"} {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testProbe(t, f) })
+	}
+}
+
+func testProbe(t *testing.T, file string) {
 	if wrong := testCorpus(t, file, probeMinAccuracy); wrong > 0 {
 		t.Errorf("probe: %d misses of another class than the label", wrong)
 	}
