@@ -16,7 +16,7 @@ import (
 // reached (docs/CATALOGUE.md), and no entry may get another class than its
 // label, nor a negative any class.
 func TestProbeCorpus(t *testing.T) {
-	for _, f := range []string{"../testdata/probe/probe.jsonl", "../testdata/probe/probe2.jsonl"} {
+	for _, f := range []string{"../testdata/probe/probe.jsonl", "../testdata/probe/probe2.jsonl", "../testdata/probe/probe3.jsonl"} {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testProbe(t, f) })
 	}
 }

@@ -616,6 +616,9 @@ func (r *compiledRule) matches(vw *view) bool {
 		if r.wordsOnly() && (vw.mentionOnly() || r.quotedMention(vw)) {
 			return false // prose that names the failure (mention.go)
 		}
+		if r.textOnly() && vw.proseDiscourse() {
+			return false // code talk that names an error class (mention.go)
+		}
 	}
 	if len(r.fields) > 0 && !r.fieldsMatch(vw) {
 		return false

@@ -70,7 +70,7 @@ func (v *view) mentionOnly() bool {
 		return v.mention
 	}
 	v.mentionOK = true
-	v.mention = v.quoted() || (!v.errorShaped() && (v.narrative() || (v.prose() && v.discourse())))
+	v.mention = v.quoted() || (!v.errorShaped() && v.narrative()) || v.proseDiscourse()
 	return v.mention
 }
 
@@ -112,6 +112,18 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
 	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)
+
+// proseDiscourse reports whether the evidence is prose, not error-shaped,
+// that reads as discourse: it keeps even a signature that reads only
+// words (an SDK class name, "We raise ContextWindowExceededError …")
+// from it. It is computed once per view.
+func (v *view) proseDiscourse() bool {
+	if !v.discourseOK {
+		v.discourseOK = true
+		v.discourseOn = v.prose() && !v.errorShaped() && v.discourse()
+	}
+	return v.discourseOn
+}
 
 func (v *view) discourse() bool {
 	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
@@ -264,9 +276,16 @@ func (s derivedStatus) fromWords() bool {
 	return s.origin == StatusFromText || s.origin == StatusFromName
 }
 
-// wordsOnly reports whether r reads only words: a regex, without a status,
-// field, prefix or JSON-RPC code condition. Such a rule is kept from
-// prose that mentions a failure (mentionOnly).
+// textOnly reports whether r reads only words, whatever its tier: a
+// regex without a status, field, prefix or JSON-RPC code condition. Such a
+// rule is kept from prose discourse (proseDiscourse).
+func (r *compiledRule) textOnly() bool {
+	return r.re != nil && r.httpSet == nil && len(r.fields) == 0 && r.prefix == nil && r.Match.RPCCode == nil
+}
+
+// wordsOnly reports whether r is a textOnly rule of the phrase and status
+// tiers. Such a rule is kept from prose that mentions a failure
+// (mentionOnly).
 func (r *compiledRule) wordsOnly() bool {
-	return r.re != nil && r.Tier >= TierPhrase && r.httpSet == nil && len(r.fields) == 0 && r.prefix == nil && r.Match.RPCCode == nil
+	return r.textOnly() && r.Tier >= TierPhrase
 }

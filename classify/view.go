@@ -33,6 +33,8 @@ type view struct {
 	statusOK  bool
 	mention   bool // mention.go
 	mentionOK bool
+	// discourseOn caches proseDiscourse (mention.go).
+	discourseOn, discourseOK bool
 }
 
 func newView(ev *Evidence) *view {
