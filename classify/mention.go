@@ -218,6 +218,13 @@ func (v *view) narrative() bool {
 // errorShaped reports whether the evidence carries the shape of an error
 // report: a status, a provider error body, or a leading error head.
 func (v *view) errorShaped() bool {
+	if !v.shapedOK {
+		v.shapedOK, v.shaped = true, v.computeErrorShaped()
+	}
+	return v.shaped
+}
+
+func (v *view) computeErrorShaped() bool {
 	if st := v.status(); st.code != 0 && !st.fromWords() {
 		return true // a status in the words ("when it returns 503 …") is not a shape
 	}

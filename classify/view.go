@@ -35,6 +35,8 @@ type view struct {
 	mentionOK bool
 	// discourseOn caches proseDiscourse (mention.go).
 	discourseOn, discourseOK bool
+	// shaped caches errorShaped (mention.go).
+	shaped, shapedOK bool
 }
 
 func newView(ev *Evidence) *view {
