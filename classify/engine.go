@@ -283,7 +283,13 @@ func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
 	}
 	win, conflicts := decide(all)
 	if win != nil {
-		conflicts = statusConflict(win, all, vw.status().code)
+		if st := vw.status(); st.origin != StatusFromName || len(win.fields) == 0 {
+			// A winner that reads the provider's own field (error.code
+			// model_not_found) is not vetoed by a status derived from a
+			// type name (invalid_request_error → 400): a conflict is
+			// between equals.
+			conflicts = statusConflict(win, all, st.code)
+		}
 		if len(conflicts) == 2 && win.General {
 			// A general rule is no more specific than the status it
 			// disagrees with ("Server returned 401 — the endpoint may be
@@ -607,8 +613,11 @@ func (r *compiledRule) matches(vw *view) bool {
 		if !r.anyText(vw, r.re.MatchString) {
 			return false
 		}
-		if r.wordsOnly() && vw.mentionOnly() {
+		if r.wordsOnly() && (vw.mentionOnly() || r.quotedMention(vw)) {
 			return false // prose that names the failure (mention.go)
+		}
+		if r.textOnly() && vw.proseDiscourse() {
+			return false // code talk that names an error class (mention.go)
 		}
 	}
 	if len(r.fields) > 0 && !r.fieldsMatch(vw) {
@@ -620,6 +629,27 @@ func (r *compiledRule) matches(vw *view) bool {
 		}
 	}
 	return true
+}
+
+// quotedMention reports whether, in prose that is not error-shaped, every
+// text r matches holds its match only in quotes amid other words
+// (mentionQuote).
+func (r *compiledRule) quotedMention(vw *view) bool {
+	if !vw.prose() || vw.errorShaped() {
+		return false
+	}
+	seen := false
+	for _, f := range r.in {
+		t := vw.text(f)
+		if t == "" || !r.re.MatchString(t) {
+			continue
+		}
+		if !quotedOnly(t, r.re.get()) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 func (r *compiledRule) anyLower(vw *view, lits []string) bool {

@@ -1,6 +1,9 @@
 package classify
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Prose that only mentions a kind of failure — a comment, a log line that
 // explains, a maintainer's answer, an agent's account of what happened —
@@ -67,8 +70,131 @@ func (v *view) mentionOnly() bool {
 		return v.mention
 	}
 	v.mentionOK = true
-	v.mention = v.quoted() || (!v.errorShaped() && v.narrative())
+	v.mention = v.quoted() || (!v.errorShaped() && v.narrative()) || v.proseDiscourse()
 	return v.mention
+}
+
+// prose reports whether the evidence is prose an agent or a program
+// printed (a message chunk, stderr), where discourse is read; a JSON-RPC
+// error and its structured fields never are.
+func (v *view) prose() bool {
+	return v.ev.Source == SourceMessageChunk || v.ev.Source == SourceStderr
+}
+
+// discourseRe marks prose that talks about failures rather than reports
+// one (prose sources only, and only when the text is not error-shaped):
+//
+//   - chatter openings: "I'm seeing …", "after upgrading …", "anyone else";
+//   - commit and changelog headings: "fix:", "feat(client):", "Fixes #12",
+//     "Changelog", a "## Bug fixes" heading;
+//   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like";
+//   - plural error talk: "these 429 errors", "rate limits happen when";
+//   - explanations: "the 401 means …", "a 503 from the gateway means",
+//     "typically … means", "the docs say";
+//   - code talk: "catch RateLimitError", "the SDK raises NotFoundError",
+//     "returns ErrQuota", "is now retried", "if err == …", a handler that
+//     "maps" a code;
+//   - questions to people: "could you …?", "has anyone …", "why does …?",
+//     "should we …?" — not an agent's tip ("Did you set OPENAI_API_KEY?").
+var discourseRe = lazyRegexp(`(?i)` +
+	`\A\W*(?:I'm|I am|we're|we are|we've been|I've been) (?:seeing|getting|hitting|experiencing|running into)\b` +
+	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
+	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
+	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
+	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be)\b` +
+	`|\b(?:these|those|such|frequent|occasional|intermittent)\s+(?:[\w'"\x60-]+\s+){0,2}?(?:errors|exceptions|failures|timeouts|responses)\b` +
+	`|\b(?:rate limits|errors|timeouts|failures|\d{3}s|\dxx(?: errors)?) (?:happen|occur|appear|show up|are (?:returned|thrown|raised))\b` +
+	`|\b(?:a|an|the|this|that)\s+\d{3}\b[^.\n]{0,40}?\b(?:means|indicates|signals|is returned when)\b` +
+	`|\b(?:typically|usually|generally|normally)\b[^.\n]{0,60}?\bmeans\b|\b(?:the )?docs? (?:say|says|said|state|states|mention)\b` +
+	`|\b(?:the|a|an) [\x60'"][^\x60'"\n]{1,40}[\x60'"] (?:[\w-]+ ){0,3}(?:indicates|means|is returned|is raised|happens)\b` +
+	`|\b(?:catch|catches|catching|except)\s+\x60?[A-Z]\w*(?:Error|Exception)\b|\b(?:raises?|throws?|returns?)\s+\x60?(?:[A-Z]\w*(?:Error|Exception)|Err[A-Z]\w*)\b` +
+	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
+	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
+	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
+	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)
+
+// proseDiscourse reports whether the evidence is prose, not error-shaped,
+// that reads as discourse: it keeps even a signature that reads only
+// words (an SDK class name, "We raise ContextWindowExceededError …")
+// from it. It is computed once per view.
+func (v *view) proseDiscourse() bool {
+	if !v.discourseOK {
+		v.discourseOK = true
+		v.discourseOn = v.prose() && !v.errorShaped() && v.discourse()
+	}
+	return v.discourseOn
+}
+
+func (v *view) discourse() bool {
+	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
+		if t := v.text(f); t != "" && discourseRe().MatchString(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionQuote reports whether the span [i, j) of t stands in quotes amid
+// other words ("the 'connection reset' error", "Users reported \"invalid
+// api key\" after …"): a mention. A quote after ':', '=', ',', '{', '[',
+// '(' or after a status ("403 Forbidden \"…\"") is the report's own.
+func mentionQuote(t string, i, j int) bool {
+	if j-i > 2 && strings.ContainsAny(t[i:i+1], "'\"\x60") && t[j-1] == t[i] {
+		i, j = i+1, j-1 // the match holds its own quotes ("\"overloaded\"")
+	}
+	if strings.ContainsAny(t[i:j], "'\"\x60\u201c\u201d\n") {
+		return false
+	}
+	open := strings.LastIndexAny(t[:i], "'\"\x60\u201c\n")
+	if open < 0 || t[open] == '\n' {
+		return false
+	}
+	q, closeQ := t[open:open+1], t[open:open+1]
+	if strings.HasPrefix(t[open:], "\u201c") {
+		q, closeQ = "\u201c", "\u201d"
+	} else if strings.Count(t[:open], q)%2 != 0 {
+		return false // the quote before the match closes an earlier one
+	}
+	k := strings.Index(t[j:], closeQ)
+	if k < 0 || strings.Contains(t[j:j+k], "\n") {
+		return false
+	}
+	if q == "'" && open > 0 && isWordByte(t[open-1]) {
+		return false // an apostrophe ("isn't"), not a quote
+	}
+	before := strings.TrimRight(t[:open], " \t")
+	if before == "" {
+		return false // the text opens with the quote
+	}
+	switch before[len(before)-1] {
+	case ':', '=', ',', '{', '[', '(':
+		return false
+	}
+	if statusBeforeRe().MatchString(before) {
+		return false
+	}
+	return isWordByte(before[len(before)-1])
+}
+
+var statusBeforeRe = lazyRegexp(`(?i)\b[1-5]\d\d(?:\s+[A-Z][\w ]{0,30})?\z`)
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// quotedOnly reports whether every match of re in t stands in a mention
+// quote (mentionQuote).
+func quotedOnly(t string, re *regexp.Regexp) bool {
+	locs := re.FindAllStringIndex(t, 8)
+	if len(locs) == 0 || len(locs) == 8 {
+		return false
+	}
+	for _, l := range locs {
+		if !mentionQuote(t, l[0], l[1]) {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *view) quoted() bool {
@@ -92,6 +218,13 @@ func (v *view) narrative() bool {
 // errorShaped reports whether the evidence carries the shape of an error
 // report: a status, a provider error body, or a leading error head.
 func (v *view) errorShaped() bool {
+	if !v.shapedOK {
+		v.shapedOK, v.shaped = true, v.computeErrorShaped()
+	}
+	return v.shaped
+}
+
+func (v *view) computeErrorShaped() bool {
 	if st := v.status(); st.code != 0 && !st.fromWords() {
 		return true // a status in the words ("when it returns 503 …") is not a shape
 	}
@@ -106,6 +239,9 @@ func (v *view) errorShaped() bool {
 			return true
 		}
 		if t, ok := obj["type"].(string); ok && strings.HasSuffix(strings.ToLower(t), "error") {
+			return true
+		}
+		if errorBody(obj) {
 			return true
 		}
 	}
@@ -124,15 +260,39 @@ func (v *view) errorShaped() bool {
 	return false
 }
 
+// errorBody reports whether obj is shaped like an error body: a message
+// ("message", "msg") beside a code, status, AWS __type or a validation
+// location ("loc").
+func errorBody(obj map[string]any) bool {
+	_, m1 := obj["message"]
+	_, m2 := obj["msg"]
+	if !m1 && !m2 {
+		return false
+	}
+	for _, k := range []string{"code", "status", "__type", "loc"} {
+		if _, ok := obj[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
 // fromWords reports whether the status was read from the words of the
 // text (or a name standing for one) rather than carried as a status.
 func (s derivedStatus) fromWords() bool {
 	return s.origin == StatusFromText || s.origin == StatusFromName
 }
 
-// wordsOnly reports whether r reads only words: a regex, without a status,
-// field, prefix or JSON-RPC code condition. Such a rule is kept from
-// prose that mentions a failure (mentionOnly).
+// textOnly reports whether r reads only words, whatever its tier: a
+// regex without a status, field, prefix or JSON-RPC code condition. Such a
+// rule is kept from prose discourse (proseDiscourse).
+func (r *compiledRule) textOnly() bool {
+	return r.re != nil && r.httpSet == nil && len(r.fields) == 0 && r.prefix == nil && r.Match.RPCCode == nil
+}
+
+// wordsOnly reports whether r is a textOnly rule of the phrase and status
+// tiers. Such a rule is kept from prose that mentions a failure
+// (mentionOnly).
 func (r *compiledRule) wordsOnly() bool {
-	return r.re != nil && r.Tier >= TierPhrase && r.httpSet == nil && len(r.fields) == 0 && r.prefix == nil && r.Match.RPCCode == nil
+	return r.textOnly() && r.Tier >= TierPhrase
 }

@@ -33,6 +33,10 @@ type view struct {
 	statusOK  bool
 	mention   bool // mention.go
 	mentionOK bool
+	// discourseOn caches proseDiscourse (mention.go).
+	discourseOn, discourseOK bool
+	// shaped caches errorShaped (mention.go).
+	shaped, shapedOK bool
 }
 
 func newView(ev *Evidence) *view {
