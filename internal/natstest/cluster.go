@@ -2,7 +2,6 @@ package natstest
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -49,16 +48,6 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func (c *Cluster) start(i int) {
 	c.t.Helper()
 	var routes []*url.URL
@@ -76,7 +65,7 @@ func (c *Cluster) start(i int) {
 	srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) { // a hang guard only
 		srv.Shutdown()
-		c.t.Fatal("nats-server not ready")
+		c.t.Fatal(notReady(c.ports[i], c.routes[i]))
 	}
 	c.Servers[i] = &Server{srv: srv, Port: c.ports[i], Dir: c.dirs[i]}
 }

@@ -20,10 +20,11 @@ type Server struct {
 	Dir  string // its JetStream store directory
 }
 
-// Start runs a server on a free port with a fresh store directory.
+// Start runs a server on a free port (below the ephemeral range, so that
+// it can be restarted on it: port.go) with a fresh store directory.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return StartAt(t, -1, t.TempDir())
+	return StartAt(t, freePort(t), t.TempDir())
 }
 
 // StartAt runs a server on port (-1: a free one) storing in dir: with a
@@ -39,7 +40,7 @@ func StartAt(t testing.TB, port int, dir string) *Server {
 	srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) { // a hang guard only
 		srv.Shutdown()
-		t.Fatal("nats-server not ready")
+		t.Fatal(notReady(port))
 	}
 	s := &Server{srv: srv, Port: srv.Addr().(*net.TCPAddr).Port, Dir: dir}
 	t.Cleanup(s.Stop)
