@@ -81,21 +81,14 @@ func (rc *recovery) fail(c transport.Ctl, p *prompt, f *failure, own bool) trans
 	d, next := rc.decide(c, p, f)
 	rc.ev.classified(c, p, f, d)
 	rc.circ.failed(c, p, f, d)
-	switch d.Action {
-	case policy.ActionSkip:
-		rc.m.transit(c, p, step{on: onSkip, f: f, d: d}, func() { rc.sw.switchTo(c, p, next) })
-	case policy.ActionRetry:
-		rc.m.transit(c, p, step{on: onRetry, f: f, d: d}, func() { rc.arm(c, p, f, d) })
-	case policy.ActionWait:
-		rc.m.transit(c, p, step{on: onWait, f: f, d: d}, func() { rc.arm(c, p, f, d) })
-	case policy.ActionCompact:
-		rc.m.transit(c, p, step{on: onCompact, f: f, d: d}, func() { rc.comp.compact(c, p, f) })
-	default:
-		if !rc.m.transit(c, p, step{on: onStop, f: f, d: d}, nil) {
+	a := actionOf(d.Action)
+	if a.start == nil {
+		if !rc.m.transit(c, p, step{on: a.on, f: f, d: d}, nil) {
 			return transport.Forward
 		}
 		return rc.answerFailure(c, p, f, d, own)
 	}
+	rc.m.transit(c, p, step{on: a.on, f: f, d: d}, func() { a.start(rc, c, p, f, d, next) })
 	if own && c.Pending(p.client) {
 		return transport.Hold // the client's request waits for the recovery's answer
 	}
@@ -156,7 +149,7 @@ func policyFor(doc policy.Document, v classify.Verdict) (policy.ClassPolicy, str
 // arm tells the client what happens next and starts the wait's timer; the
 // deadline was fixed at the decision, so the time the record took to
 // write does not lengthen the wait.
-func (rc *recovery) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+func (rc *recovery) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision, _ string) {
 	rc.notice(c, p, f, d)
 	delay := d.Delay
 	if !d.Deadline.IsZero() {
