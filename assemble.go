@@ -144,7 +144,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	}
 	if cfg.Record != "" {
 		if o.offline {
-			return nil, errors.New("--record: an offline replay writes no transcript")
+			return nil, fieldErr("Record", "", errors.New("an offline replay writes no transcript"))
 		}
 		argv := o.argv
 		if o.recorded {
@@ -222,7 +222,8 @@ func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
 		gc.TraceContext = true
 	}
 	if cfg.OnTurn != nil {
-		subs = append(subs, subscriber{fn: guard.Turns(cfg.OnTurn)})
+		onTurn := cfg.OnTurn
+		subs = append(subs, subscriber{fn: guard.Turns(func(r guard.TurnReport) { onTurn(turnReport(r)) })})
 	}
 	if cfg.OnLate != nil {
 		subs = append(subs, subscriber{fn: guard.Lates(cfg.OnLate)})

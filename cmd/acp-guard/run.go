@@ -107,7 +107,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 
 	cfg, err := o.config(log).Load()
 	if err != nil {
-		return failStartup(s, errors.Unwrap(err))
+		return failStartup(s, configFlagError(err))
 	}
 	if stop := startProfiles(log); stop != nil {
 		defer stop()
@@ -128,7 +128,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 	)
 	switch {
 	case errors.As(err, &ce):
-		return failStartup(s, ce.Err)
+		return failStartup(s, configFlagError(ce))
 	case errors.As(err, &se):
 		return withCode(exitCode(se.ExitCode), err)
 	case err != nil:
