@@ -114,7 +114,7 @@ type Config struct {
 	MaxLine int64
 	// Grace is how long the agent is given after the client closes its
 	// input before SIGTERM, and after SIGTERM before SIGKILL (--grace).
-	// Zero: 5 s.
+	// Zero: DefaultGrace (5 s).
 	Grace time.Duration
 	// StderrPTY gives a started agent a pseudo-terminal as stderr
 	// (--stderr-pty).
@@ -174,7 +174,7 @@ const (
 const DefaultMaxLine = transport.DefaultMaxLine
 
 // DefaultGrace is the default grace period (Config.Grace).
-const DefaultGrace = 5 * time.Second
+const DefaultGrace = transport.DefaultGrace
 
 // Load reads the files the configuration names — PolicyFile into Policy,
 // CatalogueFile into Engine — and checks every value, returning the

@@ -55,11 +55,6 @@ type recovery struct {
 	noPolicy bool
 }
 
-// sameProviderOnly lists semantic codes that are evidence for recovering on
-// the same provider and model only: a lost agent transport says nothing
-// against the model, so it never authorizes switching to a fallback.
-var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
-
 // start begins a client session/prompt: a new turn, and the prompt that
 // recovers it.
 func (rc *recovery) start(c transport.Ctl, req *transport.Request) {
@@ -127,7 +122,7 @@ func (rc *recovery) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decis
 	switch {
 	case !ok && rc.noPolicy:
 		d.Action, d.Reason = policy.ActionStop, ReasonNoPolicy
-	case ok && sameProviderOnly[f.verdict.Code]:
+	case ok && classify.SameProviderOnly(f.verdict.Code):
 		d.Action, d.Reason = policy.ActionStop, ReasonSameProvider
 	case !ok:
 		d.Action, d.Reason = policy.ActionStop, ReasonNoFallback

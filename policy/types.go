@@ -25,7 +25,7 @@ const (
 )
 
 // Actions lists every Action (TestActionsListsEveryConstant keeps it
-// whole); the guard has one row for each (guard/action.go).
+// whole); the guard has one row for each.
 var Actions = []Action{ActionRetry, ActionWait, ActionSkip, ActionStop, ActionCompact}
 
 // Retry is a class's same-candidate retry budget. When Enabled, MaxRetries

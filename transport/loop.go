@@ -20,7 +20,7 @@ type Options struct {
 	Env       []string // nil: inherit
 	Dir       string
 	MaxLine   int64         // line cap in bytes (default 64 MiB)
-	Grace     time.Duration // after client EOF: close stdin, wait Grace, TERM, wait Grace, KILL (default 5s)
+	Grace     time.Duration // after client EOF: close stdin, wait Grace, TERM, wait Grace, KILL (default DefaultGrace)
 	StderrPTY bool
 
 	Stdin  io.Reader // client → us
@@ -47,6 +47,9 @@ type Options struct {
 
 // DefaultMaxLine is the default line cap.
 const DefaultMaxLine = 64 << 20
+
+// DefaultGrace is the default grace period (Options.Grace).
+const DefaultGrace = 5 * time.Second
 
 // drainWait is how long the agent's stdout may stay open after it exited
 // (a grandchild holding it) before the relay stops waiting for it.
@@ -107,7 +110,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		o.MaxLine = DefaultMaxLine
 	}
 	if o.Grace <= 0 {
-		o.Grace = 5 * time.Second
+		o.Grace = DefaultGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -8,6 +8,9 @@
 //   - links_test.go: every relative link in a Markdown file of the
 //     repository resolves, and every docs/… or testdata/… path a comment
 //     or a document names exists.
+//   - apidocs_test.go: the exported docs of the library's face (the root
+//     package and the packages its API names) say what a name is, never
+//     which file holds it.
 //
 // Both read the source tree as text (go/parser, no build), so they run in
 // well under a second.
