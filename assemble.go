@@ -51,7 +51,7 @@ type pipeline struct {
 	log     *slog.Logger
 	guard   *guard.Guard
 	memLog  *memoryLog           // a recorded session's attempt log, when kept in memory
-	tap     *transcriptTap       // nil: not recording
+	tap     *recorderTap       // nil: not recording
 	tel     *telemetry.Telemetry // nil: telemetry off
 	closers []func() error       // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
@@ -151,7 +151,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 			argv = o.meta().Argv
 		}
 		adapter, _ := id.Resolve()
-		pl.tap, err = openTranscriptTap(&cfg, replay.MetaInfo{
+		pl.tap, err = openRecorder(&cfg, replay.MetaInfo{
 			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
 			Policy: policyJSON(set.policy), Fallback: set.fallback,
 			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,

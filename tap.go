@@ -16,7 +16,7 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// transcriptTap writes the session's transcript (--record): every frame the
+// recorderTap writes the session's transcript (--record): every frame the
 // relay sees, stderr, the stop, where the guard learned each attempt
 // record's result, the exit. All of them come from the relay's event loop
 // but for the exit of an agent that could not start; one mutex orders
@@ -24,7 +24,7 @@ import (
 // (transport.StampTap: the stamp the guard decided with), so a replay
 // schedules a retry from the same instant the live run did; outside the
 // event loop (no stamp yet) it reads the clock. t_ms never goes back.
-type transcriptTap struct {
+type recorderTap struct {
 	mu     sync.Mutex
 	rec    *replay.Recorder
 	start  time.Time
@@ -36,8 +36,8 @@ type transcriptTap struct {
 	clientClosed atomic.Bool
 }
 
-// openTranscriptTap opens cfg.Record and writes the meta event.
-func openTranscriptTap(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*transcriptTap, error) {
+// openRecorder opens cfg.Record and writes the meta event.
+func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorderTap, error) {
 	start := time.Now()
 	name := newRecordName(cfg.Record, start, os.Getpid())
 	opts := replay.RecorderOptions{
@@ -54,19 +54,19 @@ func openTranscriptTap(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*tr
 	}
 	meta.Start = start
 	rec.Meta(meta)
-	return &transcriptTap{rec: rec, start: start, name: name}, nil
+	return &recorderTap{rec: rec, start: start, name: name}, nil
 }
 
 // Stamp is transport.StampTap's: the event loop's time for the event
 // about to be handled.
-func (t *transcriptTap) Stamp(at time.Time) {
+func (t *recorderTap) Stamp(at time.Time) {
 	t.mu.Lock()
 	t.at = at
 	t.mu.Unlock()
 }
 
 // ms is the current event's time since the start (under mu).
-func (t *transcriptTap) ms() int64 {
+func (t *recorderTap) ms() int64 {
 	now := t.at
 	if now.IsZero() {
 		now = time.Now()
@@ -79,7 +79,7 @@ func (t *transcriptTap) ms() int64 {
 	return ms
 }
 
-func (t *transcriptTap) Frame(dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
+func (t *recorderTap) Frame(dir transport.Dir, line []byte, via transport.Via, suppressed bool) {
 	v := ""
 	if via == transport.ViaGuard {
 		v = replay.ViaGuard
@@ -92,19 +92,19 @@ func (t *transcriptTap) Frame(dir transport.Dir, line []byte, via transport.Via,
 	}
 }
 
-func (t *transcriptTap) Stderr(line string) {
+func (t *recorderTap) Stderr(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rec.Stderr(t.ms(), []byte(line))
 }
 
-func (t *transcriptTap) Stopping() {
+func (t *recorderTap) Stopping() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rec.Stop(t.ms())
 }
 
-func (t *transcriptTap) Exit(st transport.ExitStatus) {
+func (t *recorderTap) Exit(st transport.ExitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
@@ -119,7 +119,7 @@ func (t *transcriptTap) Exit(st transport.ExitStatus) {
 }
 
 // attemptLogged is the guard's OnAttemptLogged (on the event loop).
-func (t *transcriptTap) attemptLogged(seq int, err error) {
+func (t *recorderTap) attemptLogged(seq int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rec.AttemptLogged(t.ms(), seq, err)
@@ -128,14 +128,14 @@ func (t *transcriptTap) attemptLogged(seq int, err error) {
 // catalogue writes that the session classifies with catalogue version
 // (the base merged with the overlay doc; nil: the base alone) from the
 // turn-th session/prompt on (0: from the start).
-func (t *transcriptTap) catalogue(turn int, version string, doc []byte) {
+func (t *recorderTap) catalogue(turn int, version string, doc []byte) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.rec.Catalogue(t.ms(), turn, version, doc)
 }
 
 // close flushes and closes the transcript and gives it its final name.
-func (t *transcriptTap) close(log *slog.Logger) error {
+func (t *recorderTap) close(log *slog.Logger) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	err := t.rec.Close()

@@ -19,7 +19,7 @@ var benchFrame = []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"s
 // per frame through the pipeline's tap (stamp and write under the tap's
 // lock), to compare with replay's BenchmarkRecorderFrame (the write alone).
 func BenchmarkRecorderTapFrame(b *testing.B) {
-	t := &transcriptTap{rec: replay.NewRecorder(io.Discard, replay.RecorderOptions{}), start: time.Now(), name: &recordName{}}
+	t := &recorderTap{rec: replay.NewRecorder(io.Discard, replay.RecorderOptions{}), start: time.Now(), name: &recordName{}}
 	b.SetBytes(int64(len(benchFrame)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -34,7 +34,7 @@ func BenchmarkRecorderTapFrame(b *testing.B) {
 func TestRecorderTapWritesTheEventStamp(t *testing.T) {
 	var buf bytes.Buffer
 	start := time.Now()
-	tap := &transcriptTap{rec: replay.NewRecorder(&buf, replay.RecorderOptions{}), start: start, name: &recordName{}}
+	tap := &recorderTap{rec: replay.NewRecorder(&buf, replay.RecorderOptions{}), start: start, name: &recordName{}}
 	var _ transport.StampTap = tap
 
 	tap.Frame(transport.C2A, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`+"\n"), transport.ViaPeer, false)
