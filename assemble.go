@@ -51,7 +51,7 @@ type pipeline struct {
 	log     *slog.Logger
 	guard   *guard.Guard
 	memLog  *memoryLog           // a recorded session's attempt log, when kept in memory
-	tap     *recorderTap       // nil: not recording
+	tap     *recorderTap         // nil: not recording
 	tel     *telemetry.Telemetry // nil: telemetry off
 	closers []func() error       // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
