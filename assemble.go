@@ -144,7 +144,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	}
 	if cfg.Record != "" {
 		if o.offline {
-			return nil, errors.New("--record: an offline replay writes no transcript")
+			return nil, fieldErr("Record", "", errors.New("an offline replay writes no transcript"))
 		}
 		argv := o.argv
 		if o.recorded {
@@ -222,7 +222,8 @@ func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
 		gc.TraceContext = true
 	}
 	if cfg.OnTurn != nil {
-		subs = append(subs, subscriber{fn: guard.Turns(cfg.OnTurn)})
+		onTurn := cfg.OnTurn
+		subs = append(subs, subscriber{fn: guard.Turns(func(r guard.TurnReport) { onTurn(turnReport(r)) })})
 	}
 	if cfg.OnLate != nil {
 		subs = append(subs, subscriber{fn: guard.Lates(cfg.OnLate)})
@@ -265,62 +266,20 @@ func fanout(subs []subscriber) (func(guard.Event), bool) {
 
 // settle combines the configuration with the recording's meta event (for
 // a recorded session): what the configuration leaves unset is taken from
-// what the recording ran with.
+// what the recording ran with. Each setting is one step below.
 func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
-	var s settings
 	meta := o.meta()
-	doc, err := cfg.policy()
-	switch {
-	case err == nil:
-	case !errors.Is(err, errNoPolicy):
-		return s, err
-	case o.recorded && meta.Policy != nil:
-		if doc, err = policy.Parse(meta.Policy); err != nil {
-			doc = policy.Default()
-			pl.notes = append(pl.notes, fmt.Sprintf("the recorded policy is not valid (%v); deciding with the default", oneLine(err.Error(), 200)))
-		}
-	default:
-		doc = policy.Default()
+	doc, err := pl.settlePolicy(cfg, o, meta)
+	if err != nil {
+		return settings{}, err
 	}
-	s.policy = doc
-	s.fallback = cfg.Fallback
-	if s.fallback == nil && o.recorded && cfg.Policy == nil && cfg.PolicyFile == "" {
-		s.fallback = meta.Fallback
-	}
+	s := settings{policy: doc, fallback: settleFallback(cfg, o, meta)}
 	s.notices = firstOf(cfg.Notices, meta.Notices, NoticesThought)
-	switch {
-	case cfg.StallTimeout > 0:
-		s.stall = cfg.StallTimeout
-	case meta.StallTimeoutMs > 0:
-		s.stall = time.Duration(meta.StallTimeoutMs) * time.Millisecond
-	default:
-		s.stall = time.Duration(doc.StallTimeoutSeconds) * time.Second
-	}
+	s.stall = settleStall(cfg, meta, doc)
 	s.namespace = firstOf(cfg.CircuitNamespace, meta.CircuitNamespace)
-	// Retry delays are drawn with full jitter: from the given
-	// seed, else the recording's (a replay then decides as the live proxy
-	// did), else a random one per live session.
-	switch {
-	case cfg.JitterSeed != 0:
-		s.jitter = cfg.JitterSeed
-	case o.recorded:
-		s.jitter = meta.JitterSeed
-	default:
-		s.jitter = policy.RandomSeed()
-	}
+	s.jitter = settleJitter(cfg, o, meta)
 	if recovers(doc, s.fallback) {
-		switch {
-		case cfg.Circuits != "":
-			s.circuits = cfg.Circuits
-		case o.recorded && (meta.Circuits == "off" || meta.Circuits == ""):
-			// A recording that does not say ran without circuits, or
-			// before transcripts said: deciding as it did means none.
-			s.circuits = "off"
-		case o.recorded:
-			s.circuits = storeMemory
-		default:
-			s.circuits = "file"
-		}
+		s.circuits = settleCircuits(cfg, o, meta)
 	}
 	// The attempt log is kept whenever the pipeline can schedule work, or
 	// a state directory is named — or, for a recorded session, when the
@@ -330,6 +289,77 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 	s.keepLog = schedules(doc, s.fallback) || cfg.StateDir != "" || meta.AttemptLog != ""
 	s.deferLog = meta.AttemptLog != "" && cfg.Policy == nil && cfg.PolicyFile == "" && cfg.Fallback == nil
 	return s, nil
+}
+
+// settlePolicy is the policy the session decides with: the configured
+// one, else the recording's (the default, with a note, when it is not
+// valid), else the default.
+func (pl *pipeline) settlePolicy(cfg *Config, o origin, meta replay.Event) (policy.Document, error) {
+	doc, err := cfg.policy()
+	switch {
+	case err == nil:
+	case !errors.Is(err, errNoPolicy):
+		return doc, err
+	case o.recorded && meta.Policy != nil:
+		if doc, err = policy.Parse(meta.Policy); err != nil {
+			doc = policy.Default()
+			pl.notes = append(pl.notes, fmt.Sprintf("the recorded policy is not valid (%v); deciding with the default", oneLine(err.Error(), 200)))
+		}
+	default:
+		doc = policy.Default()
+	}
+	return doc, nil
+}
+
+// settleFallback is the fallback models: the configured ones, else — when
+// the configuration names no policy either — the recording's.
+func settleFallback(cfg *Config, o origin, meta replay.Event) []string {
+	if cfg.Fallback == nil && o.recorded && cfg.Policy == nil && cfg.PolicyFile == "" {
+		return meta.Fallback
+	}
+	return cfg.Fallback
+}
+
+// settleStall is the stall watchdog's timeout: the configured one, the
+// recording's, else the policy's.
+func settleStall(cfg *Config, meta replay.Event, doc policy.Document) time.Duration {
+	switch {
+	case cfg.StallTimeout > 0:
+		return cfg.StallTimeout
+	case meta.StallTimeoutMs > 0:
+		return time.Duration(meta.StallTimeoutMs) * time.Millisecond
+	}
+	return time.Duration(doc.StallTimeoutSeconds) * time.Second
+}
+
+// settleJitter is the seed retry delays are drawn with (full jitter): the
+// given seed, else the recording's (a replay then decides as the live
+// proxy did), else a random one per live session.
+func settleJitter(cfg *Config, o origin, meta replay.Event) uint64 {
+	switch {
+	case cfg.JitterSeed != 0:
+		return cfg.JitterSeed
+	case o.recorded:
+		return meta.JitterSeed
+	}
+	return policy.RandomSeed()
+}
+
+// settleCircuits is where a session that can recover keeps its circuits:
+// the configured store, else none for a recording that ran without, memory
+// for another recording, the file store for a live session.
+func settleCircuits(cfg *Config, o origin, meta replay.Event) string {
+	switch {
+	case cfg.Circuits != "":
+		return cfg.Circuits
+	case o.recorded && (meta.Circuits == "off" || meta.Circuits == ""):
+		// A recording that does not say ran without circuits, or
+		// before transcripts said: deciding as it did means none.
+		return "off"
+	case o.recorded:
+		return storeMemory
+	}
+	return "file"
 }
 
 // logKind is where the session keeps its attempt log, as the transcript

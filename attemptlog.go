@@ -19,21 +19,21 @@ import (
 // recovery is scheduled without its record (the guard fails closed).
 // stateDirUsable checks that the state directory (dir, else the default)
 // can be created and written: it makes it (0700, not through a symbolic
-// link) and creates and removes a file in it. The error names the option.
+// link) and creates and removes a file in it. The error names the field (ConfigError.Field).
 func stateDirUsable(dir string) error {
 	if dir == "" {
 		d, err := policy.DefaultStateDir()
 		if err != nil {
-			return fmt.Errorf("--state-dir: %w", err)
+			return fieldErr("StateDir", "", err)
 		}
 		dir = d
 	}
 	if err := safefile.MkdirPrivate(dir); err != nil {
-		return fmt.Errorf("--state-dir %s: %w", dir, err)
+		return fieldErr("StateDir", dir, err)
 	}
 	f, err := os.CreateTemp(dir, ".acp-guard-probe-*")
 	if err != nil {
-		return fmt.Errorf("--state-dir %s: not writable: %w", dir, err)
+		return fieldErr("StateDir", dir, fmt.Errorf("not writable: %w", err))
 	}
 	name := f.Name()
 	f.Close()

@@ -114,7 +114,7 @@ type Config struct {
 	MaxLine int64
 	// Grace is how long the agent is given after the client closes its
 	// input before SIGTERM, and after SIGTERM before SIGKILL (--grace).
-	// Zero: 5 s.
+	// Zero: DefaultGrace (5 s).
 	Grace time.Duration
 	// StderrPTY gives a started agent a pseudo-terminal as stderr
 	// (--stderr-pty).
@@ -158,11 +158,6 @@ type Config struct {
 	EventFrames bool
 }
 
-// TurnReport is the guard's account of one client session/prompt: its
-// outcome, the ProviderError it was answered with, the last recovery
-// decision. It is what `acp-guard replay --json` prints, one a line.
-type TurnReport = guard.TurnReport
-
 // ProviderError is the structured failure acp-guard answers a client
 // request with, under error.data.providerError (its fields and their
 // wire order are guard.ProviderError's).
@@ -179,7 +174,7 @@ const (
 const DefaultMaxLine = transport.DefaultMaxLine
 
 // DefaultGrace is the default grace period (Config.Grace).
-const DefaultGrace = 5 * time.Second
+const DefaultGrace = transport.DefaultGrace
 
 // Load reads the files the configuration names — PolicyFile into Policy,
 // CatalogueFile into Engine — and checks every value, returning the
@@ -190,16 +185,16 @@ const DefaultGrace = 5 * time.Second
 // recorded session still decides with its recorded policy.
 func (c Config) Load() (Config, error) {
 	if err := c.validate(); err != nil {
-		return c, &ConfigError{err}
+		return c, configError(err)
 	}
 	e, err := c.engine()
 	if err != nil {
-		return c, &ConfigError{err}
+		return c, configError(err)
 	}
 	c.Engine, c.CatalogueFile = e, ""
 	if c.CatalogueOverlay != "" && c.CatalogueOverlay != OverlayStore && c.overlay == nil {
 		if c.overlay, err = loadOverlayFile(c.CatalogueOverlay, e); err != nil {
-			return c, &ConfigError{err}
+			return c, configError(err)
 		}
 	}
 	doc, err := c.policy()
@@ -207,39 +202,39 @@ func (c Config) Load() (Config, error) {
 	case err == nil:
 		c.Policy, c.PolicyFile = &doc, ""
 	case !errors.Is(err, errNoPolicy):
-		return c, &ConfigError{err}
+		return c, configError(err)
 	}
 	return c, nil
 }
 
 // validate checks the values that do not need a file to be read, naming
-// the option as the command line spells it.
+// the Config field at fault (ConfigError.Field).
 func (c *Config) validate() error {
 	switch c.Notices {
 	case "", NoticesOff, NoticesThought, NoticesMessage:
 	default:
-		return fmt.Errorf("--notices: %q is not off, thought or message", c.Notices)
+		return fieldErr("Notices", "", fmt.Errorf("%q is not off, thought or message", c.Notices))
 	}
 	if c.StallTimeout < 0 {
-		return fmt.Errorf("--stall-timeout: %s is negative", c.StallTimeout)
+		return fieldErr("StallTimeout", "", fmt.Errorf("%s is negative", c.StallTimeout))
 	}
 	if c.MaxLine != 0 && c.MaxLine < 1024 {
-		return fmt.Errorf("--max-line must be at least 1024 bytes (got %d)", c.MaxLine)
+		return fieldErr("MaxLine", "", fmt.Errorf("must be at least 1024 bytes (got %d)", c.MaxLine))
 	}
 	if c.Grace < 0 {
-		return fmt.Errorf("--grace: %s is negative", c.Grace)
+		return fieldErr("Grace", "", fmt.Errorf("%s is negative", c.Grace))
 	}
 	if _, _, err := kvstore.ParseSpec(c.Circuits); err != nil {
-		return fmt.Errorf("--%w", err) // names the value, password hidden
+		return circuitsErr(err) // names the value, password hidden
 	}
 	if c.CatalogueOverlay == OverlayStore {
 		if k, _, _ := kvstore.ParseSpec(c.Circuits); k == kvstore.KindOff || k == kvstore.KindMemory {
-			return fmt.Errorf("--catalogue-overlay store: --circuits %s keeps no overlay (want file or a nats:// URL)", k)
+			return fieldErr("CatalogueOverlay", OverlayStore, fmt.Errorf("the circuit store %s keeps no overlay (want file or a nats:// URL)", k))
 		}
 	}
 	if c.CircuitNamespace != "" {
 		if _, err := (circuit.Key{Namespace: c.CircuitNamespace, Provider: "x", Scope: "x"}).Normalize(); err != nil {
-			return fmt.Errorf("--circuit-namespace: %w", err)
+			return fieldErr("CircuitNamespace", "", err)
 		}
 	}
 	return nil
@@ -255,7 +250,7 @@ func (c *Config) engine() (*classify.Engine, error) {
 	}
 	e, err := catalogue.Load(c.CatalogueFile)
 	if err != nil {
-		return nil, fmt.Errorf("--catalogue: %w", err)
+		return nil, fieldErr("CatalogueFile", "", err)
 	}
 	return e, nil
 }
@@ -275,11 +270,11 @@ func (c *Config) policy() (policy.Document, error) {
 	}
 	data, err := os.ReadFile(c.PolicyFile)
 	if err != nil {
-		return policy.Document{}, fmt.Errorf("--policy: %w", err)
+		return policy.Document{}, fieldErr("PolicyFile", "", err)
 	}
 	doc, err := policy.Parse(data)
 	if err != nil {
-		return policy.Document{}, fmt.Errorf("--policy %s:\n%w", c.PolicyFile, err)
+		return policy.Document{}, fieldErr("PolicyFile", c.PolicyFile, fmt.Errorf("\n%w", err))
 	}
 	return doc, nil
 }

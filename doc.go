@@ -73,14 +73,17 @@
 //
 // The names this package exports — Config and its fields, Load, Run,
 // RunPipes, Replay, Serve, Command, Streams, AgentPipes, ReplayResult,
-// ConfigError, PublishCatalogueOverlay and OverlayStore, and the aliases
-// TurnReport, ProviderError, Result,
-// ExitStatus and StartError with the JSON shapes they carry, Event and the
-// event types — are the supported API: they change only compatibly (new
-// fields, functions and event types; a subscriber ignores the event types
-// it does not know). Transition's state and event names are the rows of
-// the recovery table in package guard's documentation, which may gain
-// rows.
+// TurnReport, Decision, RPCError, Outcome and its constants, ConfigError
+// (its Field names the Config field at fault, never a flag),
+// PublishCatalogueOverlay and OverlayStore, and the aliases
+// ProviderError, Result, ExitStatus and StartError with the JSON shapes
+// they carry, Event and the event types — are the supported API: they
+// change only compatibly (new fields, functions and event types; a
+// subscriber ignores the event types it does not know). The list of
+// them is testdata/api.golden, which TestExportedAPI compares with the
+// package, so a change of the surface is a deliberate one. Transition's
+// state and event names are the rows of the recovery table in package
+// guard's documentation, which may gain rows.
 // The aliased types are defined in the packages guard and transport, whose
 // other exported names are the implementation's and may change; so may
 // everything else in the module but the transcript format (package replay)

@@ -105,11 +105,11 @@ func loadOverlayFile(name string, engine *classify.Engine) (*catalogue.Overlay, 
 	}
 	b, err := readOverlayFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("--catalogue-overlay: %w", err)
+		return nil, fieldErr("CatalogueOverlay", "", err)
 	}
 	o, err := catalogue.MergeOverlay(base, b)
 	if err != nil {
-		return nil, fmt.Errorf("--catalogue-overlay %s: %w", name, err)
+		return nil, fieldErr("CatalogueOverlay", name, err)
 	}
 	return o, nil
 }

@@ -67,7 +67,7 @@ func openOverlayStore(spec, stateDir, version string) (kvstore.Store, error) {
 		return kvstore.OpenNATS(spec, kvstore.NATSOptions{Name: "acp-guard " + version, Bucket: overlayBucket,
 			Description: "acp-guard catalogue overlays (" + overlayFileFormat + ")", MaxValue: overlayMaxValue})
 	}
-	return nil, fmt.Errorf("--circuits %s keeps no catalogue overlay: want file or a nats:// URL", kind)
+	return nil, fmt.Errorf("the circuit store %s keeps no catalogue overlay: want file or a nats:// URL", kind)
 }
 
 // PublishCatalogueOverlay validates the overlay document doc over the
@@ -144,7 +144,7 @@ func newStoreOverlay(spec, stateDir, namespace, version string, engine *classify
 	}
 	st, err := openOverlayStore(spec, stateDir, version)
 	if err != nil {
-		return nil, fmt.Errorf("--catalogue-overlay store: %w", err)
+		return nil, fieldErr("CatalogueOverlay", OverlayStore, err)
 	}
 	s := &overlaySource{log: log, base: base, bare: engine}
 	s.cur = &overlayState{engine: engine}

@@ -49,7 +49,7 @@ func Replay(events []replay.Event, cfg Config) (ReplayResult, error) {
 	}
 	pl, err := assemble(context.Background(), cfg, origin{recorded: true, events: events, offline: true})
 	if err != nil {
-		return out, &ConfigError{err}
+		return out, configError(err)
 	}
 	defer pl.close()
 	out.Result = replay.Play(events, replayed{pl.guard, pl.memLog}, replay.PlayOptions{MaxLine: cfg.MaxLine, Logger: pl.log})
@@ -90,7 +90,7 @@ func (out *ReplayResult) addLate(l LateOutput) {
 func Serve(ctx context.Context, cfg Config, events []replay.Event, opts replay.ServeOptions, s Streams) (Result, error) {
 	pl, err := assemble(ctx, cfg, origin{recorded: true, events: events})
 	if err != nil {
-		return Result{}, &ConfigError{err}
+		return Result{}, configError(err)
 	}
 	if opts.Logger == nil {
 		opts.Logger = pl.log

@@ -38,14 +38,6 @@ type ExitStatus = transport.ExitStatus
 // AgentPipes are the ends of an agent the caller runs itself (RunPipes).
 type AgentPipes = transport.AgentPipes
 
-// ConfigError is returned, before anything starts, when the configuration
-// cannot be used: a policy or catalogue that does not load, an option out
-// of range, a transcript that cannot be created.
-type ConfigError struct{ Err error }
-
-func (e *ConfigError) Error() string { return e.Err.Error() }
-func (e *ConfigError) Unwrap() error { return e.Err }
-
 // StartError is returned by Run when the agent command cannot be started
 // (ExitCode 127: not found; 126: not executable); every request the client
 // had already sent is answered with an error first.
@@ -67,11 +59,11 @@ type Command struct {
 // nil for a session that ran (whatever the agent's exit code).
 func Run(ctx context.Context, cfg Config, cmd Command, s Streams) (Result, error) {
 	if len(cmd.Argv) == 0 {
-		return Result{}, &ConfigError{errors.New("no agent command given")}
+		return Result{}, &ConfigError{Field: "Command", Err: errors.New("no agent command given")}
 	}
 	pl, err := assemble(ctx, cfg, origin{argv: cmd.Argv})
 	if err != nil {
-		return Result{}, &ConfigError{err}
+		return Result{}, configError(err)
 	}
 	return pl.run(ctx, &cfg, transport.Options{Argv: cmd.Argv, Env: cmd.Env, Dir: cmd.Dir, StderrPTY: cfg.StderrPTY, Subreaper: cfg.Subreaper}, s)
 }
@@ -84,11 +76,11 @@ func Run(ctx context.Context, cfg Config, cmd Command, s Streams) (Result, error
 // answered. The error is a *ConfigError, or nil for a session that ran.
 func RunPipes(ctx context.Context, cfg Config, agent AgentPipes, s Streams) (Result, error) {
 	if agent.Stdin == nil || agent.Stdout == nil {
-		return Result{}, &ConfigError{errors.New("the agent's pipes need Stdin and Stdout")}
+		return Result{}, &ConfigError{Field: "AgentPipes", Err: errors.New("need Stdin and Stdout")}
 	}
 	pl, err := assemble(ctx, cfg, origin{name: agent.Name})
 	if err != nil {
-		return Result{}, &ConfigError{err}
+		return Result{}, configError(err)
 	}
 	return pl.run(ctx, &cfg, transport.Options{Agent: &agent}, s)
 }

@@ -81,6 +81,16 @@ func connectionKind(code string) bool {
 	return code == CodeNetworkUnavailable || code == CodeAgentTransportLost
 }
 
+// sameProviderOnly are the codes whose failures are evidence for
+// recovering on the same provider and model only: a lost agent transport
+// says nothing against the model.
+var sameProviderOnly = map[string]bool{CodeAgentTransportLost: true}
+
+// SameProviderOnly reports whether a failure with code may be recovered on
+// the same provider and model only: it never authorizes switching to a
+// fallback model (the guard stops a skip of it, same_provider_only).
+func SameProviderOnly(code string) bool { return sameProviderOnly[code] }
+
 // KnownCode reports whether code is in the registry.
 func KnownCode(code string) bool {
 	_, ok := registry[code]

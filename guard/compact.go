@@ -76,16 +76,6 @@ type compaction struct {
 	updates int             // session/updates the compaction turn sent
 }
 
-// recoveryAction is the ProviderError's recovery.action for a stop with
-// reason: "compact" when compaction was what stopped.
-func recoveryAction(reason string) string {
-	switch reason {
-	case ReasonCompactionFailed, ReasonCompactionEmpty, ReasonOverflowAfterCompaction, ReasonNoCompactionCommand:
-		return string(policy.ActionCompact)
-	}
-	return string(policy.ActionStop)
-}
-
 // resultNote is what a result gains under _meta.acpGuard: the recovery
 // that produced it (resultMeta) and its flags (annotation.meta). Its
 // members are in the order encoding/json gives a map's sorted keys, so it

@@ -117,7 +117,7 @@ type FailureClassified struct {
 }
 
 // Transition: a prompt moved along a row of the recovery state machine
-// (doc.go's table).
+// (the table in the package documentation).
 type Transition struct {
 	EventBase
 	From, On, To string

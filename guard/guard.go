@@ -46,7 +46,7 @@ type Config struct {
 	// written (err nil) or could not be — for every record whose result
 	// something waits for, and for every failed write.
 	OnAttemptLogged func(seq int, err error)
-	// Events receives the event stream (events.go): every event, in order,
+	// Events receives the event stream (Event): every event, in order,
 	// on the relay's event loop. It must not block. Nil: none (and no
 	// event is built).
 	Events func(Event)
@@ -56,7 +56,7 @@ type Config struct {
 	// into TurnStarted (for telemetry).
 	TraceContext bool
 	Logger       *slog.Logger
-	// Circuits are the shared circuits (circuit.go); nil: off.
+	// Circuits are the shared circuits; nil: off.
 	Circuits         *circuit.Circuits
 	CircuitNamespace string // the circuit keys' namespace ("" = default)
 	// CircuitHolder, when set, names this guard's sessions to the
@@ -64,10 +64,10 @@ type Config struct {
 	// a replay's probe leases and wake offsets (hashed from the holder)
 	// then do not depend on which process replays it.
 	CircuitHolder string
-	// StallTimeout arms the stall watchdog (0: off; stall.go).
+	// StallTimeout arms the stall watchdog (0: off).
 	StallTimeout time.Duration
 	// Held is the board where prompts held for recovery are published for
-	// operators, in the circuits' namespace (held.go); nil: not
+	// operators, in the circuits' namespace; nil: not
 	// published (the client's MethodRecovery works either way).
 	Held *held.Board
 	// JitterSeed seeds the full jitter of retry delays (policy.NewJitter):
@@ -79,21 +79,19 @@ type Config struct {
 
 // Guard implements transport.Hooks: it is the relay's hooks and nothing
 // else, handing each frame and event to the part it belongs to. The
-// parts (ARCHITECTURE.md, "The guard's parts"):
+// parts (ARCHITECTURE.md, "The guard's parts", names their files):
 //
-//   - machine (machine.go): the prompts in flight, their states and the
-//     one transition function; fences (fence.go) are armed by it;
-//   - recovery (recover.go, prompt.go, answer.go, late.go): settles each
-//     attempt, decides, schedules and answers;
-//   - checks (checks.go, textreport.go, silent.go, setup.go): turns what
-//     the agent answered into a failure, a flag or nothing;
-//   - circuitClient (circuit.go), switcher (switch.go), compactor
-//     (compact.go), watchdog (stall.go): the work of a state;
-//   - board (held.go) and actions (operator.go): held prompts for
-//     operators and the client's recovery request;
-//   - agent (agent.go, rare.go): what the guard learned about the agent;
-//   - emitter (emit.go, notice.go): the event stream and notices;
-//   - journal (journal.go) on a worker (worker.go): the attempt log.
+//   - machine: the prompts in flight, their states and the one
+//     transition function; the fences are armed by it;
+//   - recovery: settles each attempt, decides, schedules and answers;
+//   - checks: turns what the agent answered into a failure, a flag or
+//     nothing;
+//   - circuitClient, switcher, compactor, watchdog: the work of a state;
+//   - board and actions: held prompts for operators and the client's
+//     recovery request;
+//   - agent: what the guard learned about the agent;
+//   - emitter: the event stream and notices;
+//   - journal on a worker: the attempt log.
 type Guard struct {
 	cfg     Config
 	log     *slog.Logger

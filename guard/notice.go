@@ -13,17 +13,14 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// notice tells the client, before a delayed retry or wait, what happens next.
+// notice tells the client, before a delayed retry or wait, what happens
+// next: the action's row (action.go) names it and gives its words.
 func (rc *recovery) notice(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
 	deadline := d.Deadline
 	if deadline.IsZero() {
 		deadline = c.Now().Add(d.Delay)
 	}
-	action := "retry"
-	if d.Action == policy.ActionWait {
-		action = "wait_for_reset"
-	}
-	rc.ev.say(c, p, noticeText(p, f, d), noticeMeta(c, rc.doc, p, f, d), NoticeSent{Action: action, Delay: d.Delay, Deadline: deadline,
+	rc.ev.say(c, p, noticeText(p, f, d), noticeMeta(c, rc.doc, p, f, d), NoticeSent{Action: actionOf(d.Action).notice, Delay: d.Delay, Deadline: deadline,
 		Attempt: d.Attempt, MaxRetries: p.maxRetries, Code: f.verdict.Code, Class: string(f.verdict.Class)})
 }
 
@@ -64,10 +61,7 @@ func (e *emitter) notify(c transport.Ctl, sid, text string, meta map[string]any)
 
 // noticeText is the notice a person reads.
 func noticeText(p *prompt, f *failure, d policy.Decision) string {
-	verb, count := "retrying", fmt.Sprintf("retry %d/%d", d.Attempt, p.maxRetries)
-	if d.Action == policy.ActionWait {
-		verb, count = "waiting for the provider's reset, then retrying", "after the reset"
-	}
+	verb, count := actionOf(d.Action).words(d, p.maxRetries)
 	if d.Reason == policy.ReasonRetryHintHonoured {
 		count += ", as the provider asked"
 	}
@@ -80,15 +74,11 @@ func noticeMeta(c transport.Ctl, doc policy.Document, p *prompt, f *failure, d p
 	if d.Deadline.IsZero() {
 		deadline = c.Now().Add(d.Delay).UTC()
 	}
-	next := "retry"
-	if d.Action == policy.ActionWait {
-		next = "wait_for_reset"
-	}
 	m := map[string]any{
 		"attempt":    d.Attempt, // the retry's ordinal; 0 for a reset wait
 		"maxRetries": p.maxRetries, "delayMs": d.Delay.Milliseconds(),
 		"deadline": deadline.Format(time.RFC3339), "code": f.verdict.Code, "class": string(f.verdict.Class),
-		"action": next, "rule": f.verdict.Rule,
+		"action": actionOf(d.Action).notice, "rule": f.verdict.Rule,
 		// What happens if this attempt fails too and the budget is spent.
 		"onExhausted": string(onExhausted(doc, f.verdict)),
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 	"github.com/acp-guard/acp-guard/observers"
@@ -82,7 +83,7 @@ func (a *actions) allowed(c transport.Ctl, p *prompt, action string) error {
 		return nil
 	case action != held.ActionSkip:
 		return fmt.Errorf("unknown action %q", action)
-	case sameProviderOnly[p.last.verdict.Code]:
+	case classify.SameProviderOnly(p.last.verdict.Code):
 		return fmt.Errorf("%s never authorizes a switch to another model", p.last.verdict.Code)
 	}
 	if _, ok := a.ag.nextCandidate(p); !ok {

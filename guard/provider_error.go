@@ -45,7 +45,7 @@ type ProviderError struct {
 	// in its error) before it gave up.
 	AgentRetries int      `json:"agentRetries,omitempty"`
 	Recovery     Recovery `json:"recovery"`
-	// After a fallback chain (circuit_fallback.go): every failed attempt,
+	// After a fallback chain (each fallback model tried with circuits): every failed attempt,
 	// the earliest cooldown end among them, and whether something other
 	// than exhaustion ended the chain.
 	Attempts       []Attempt `json:"attempts,omitempty"`

@@ -55,11 +55,6 @@ type recovery struct {
 	noPolicy bool
 }
 
-// sameProviderOnly lists semantic codes that are evidence for recovering on
-// the same provider and model only: a lost agent transport says nothing
-// against the model, so it never authorizes switching to a fallback.
-var sameProviderOnly = map[string]bool{"agent_transport_lost": true}
-
 // start begins a client session/prompt: a new turn, and the prompt that
 // recovers it.
 func (rc *recovery) start(c transport.Ctl, req *transport.Request) {
@@ -81,21 +76,14 @@ func (rc *recovery) fail(c transport.Ctl, p *prompt, f *failure, own bool) trans
 	d, next := rc.decide(c, p, f)
 	rc.ev.classified(c, p, f, d)
 	rc.circ.failed(c, p, f, d)
-	switch d.Action {
-	case policy.ActionSkip:
-		rc.m.transit(c, p, step{on: onSkip, f: f, d: d}, func() { rc.sw.switchTo(c, p, next) })
-	case policy.ActionRetry:
-		rc.m.transit(c, p, step{on: onRetry, f: f, d: d}, func() { rc.arm(c, p, f, d) })
-	case policy.ActionWait:
-		rc.m.transit(c, p, step{on: onWait, f: f, d: d}, func() { rc.arm(c, p, f, d) })
-	case policy.ActionCompact:
-		rc.m.transit(c, p, step{on: onCompact, f: f, d: d}, func() { rc.comp.compact(c, p, f) })
-	default:
-		if !rc.m.transit(c, p, step{on: onStop, f: f, d: d}, nil) {
+	a := actionOf(d.Action)
+	if a.start == nil {
+		if !rc.m.transit(c, p, step{on: a.on, f: f, d: d}, nil) {
 			return transport.Forward
 		}
 		return rc.answerFailure(c, p, f, d, own)
 	}
+	rc.m.transit(c, p, step{on: a.on, f: f, d: d}, func() { a.start(rc, c, p, f, d, next) })
 	if own && c.Pending(p.client) {
 		return transport.Hold // the client's request waits for the recovery's answer
 	}
@@ -134,7 +122,7 @@ func (rc *recovery) decide(c transport.Ctl, p *prompt, f *failure) (policy.Decis
 	switch {
 	case !ok && rc.noPolicy:
 		d.Action, d.Reason = policy.ActionStop, ReasonNoPolicy
-	case ok && sameProviderOnly[f.verdict.Code]:
+	case ok && classify.SameProviderOnly(f.verdict.Code):
 		d.Action, d.Reason = policy.ActionStop, ReasonSameProvider
 	case !ok:
 		d.Action, d.Reason = policy.ActionStop, ReasonNoFallback
@@ -156,7 +144,7 @@ func policyFor(doc policy.Document, v classify.Verdict) (policy.ClassPolicy, str
 // arm tells the client what happens next and starts the wait's timer; the
 // deadline was fixed at the decision, so the time the record took to
 // write does not lengthen the wait.
-func (rc *recovery) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision) {
+func (rc *recovery) arm(c transport.Ctl, p *prompt, f *failure, d policy.Decision, _ string) {
 	rc.notice(c, p, f, d)
 	delay := d.Delay
 	if !d.Deadline.IsZero() {

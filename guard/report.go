@@ -36,13 +36,13 @@ type TurnReport struct {
 	Attempts      int              `json:"attempts,omitempty"`
 	Model         string           `json:"model,omitempty"` // the fallback model switched to, if any
 	Suppressed    int              `json:"suppressed"`
-	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (silent.go)
+	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (SilentEmpty, SilentTruncated, SilentRepeated)
 	// AgentRetries counts the agent's own visible retries over the
 	// prompt's attempts: its retry notes, re-streamed answers, the retries
 	// it stated in its error (observers.Turn.AgentRetries).
 	AgentRetries int `json:"agentRetries,omitempty"`
 	// LateOutput counts the text chunks for the session that arrived after
-	// this answer and before the session's next prompt (lateoutput.go). The
+	// this answer and before the session's next prompt (LateOutput). The
 	// guard reports it later, through Config.OnLate; replay puts it here.
 	LateOutput int `json:"lateOutput,omitempty"`
 	// At is when the turn settled: the stamp of the event that answered it

@@ -71,8 +71,8 @@ type EmptyEvidence struct {
 	StopReason   string `json:"stopReason"`
 	Cancelled    bool   `json:"cancelled,omitempty"`    // the client had cancelled the turn
 	AfterFailure bool   `json:"afterFailure,omitempty"` // the session's previous prompt failed (a stale-turn agent)
-	// RetryNotes counts the agent's own retry notes, the turn's only text
-	// (textreport.go): diagnostics, not output.
+	// RetryNotes counts the agent's own retry notes, the turn's only text:
+	// diagnostics, not output.
 	RetryNotes int `json:"retryNotes,omitempty"`
 }
 

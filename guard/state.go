@@ -25,44 +25,99 @@ const (
 	nStates
 )
 
-var stateNames = [nStates]string{"active", "waiting_for_reset", "retry_wait", "retrying", "switching", "compacting", "action_required", "answered",
-	"parked", "probing", "stalled"}
+// stateTraits are what the rest of the guard asks of a state. A state is
+// one constant above plus one row of [states]; the predicates below read
+// the row, so a new state says what it is in one place.
+type stateTraits uint8
+
+const (
+	holds      stateTraits = 1 << iota // holds the turn between a failure and the dispatch of its work: the late-activity gate guards it
+	actionable                         // held until a moment comes (a wait's deadline, the circuit's word): an action may end it early (operator.go)
+	timed                              // a wait the policy decided, on its own timer (the wait telemetry measures)
+	runs                               // an attempt (the client's own or a retry) is in flight
+	answers                            // waits for an attempt's answer (running, or stalled)
+	retries                            // a retry the guard sent is in flight
+	final                              // the prompt got (or is getting) its one answer
+)
+
+// stateDesc is one state's row: its name (in events, the attempt log, the
+// held-prompt board and the table in doc.go) and its traits.
+type stateDesc struct {
+	name   string
+	traits stateTraits
+}
+
+// states is the one declaration of what each state is
+// (TestStateAndEventRows fails when a state lacks its row).
+var states = [nStates]stateDesc{
+	stActive:          {"active", runs | answers},
+	stWaitingForReset: {"waiting_for_reset", holds | actionable | timed},
+	stRetryWait:       {"retry_wait", holds | actionable | timed},
+	stRetrying:        {"retrying", runs | answers | retries},
+	stSwitching:       {"switching", holds},
+	stCompacting:      {"compacting", holds},
+	stActionRequired:  {"action_required", final},
+	stAnswered:        {"answered", final},
+	stParked:          {"parked", holds | actionable},
+	stProbing:         {"probing", runs | answers | retries},
+	stStalled:         {"stalled", answers},
+}
 
 func (s state) String() string {
 	if s < nStates {
-		return stateNames[s]
+		return states[s].name
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
 
+func (s state) is(t stateTraits) bool { return s < nStates && states[s].traits&t != 0 }
+
 // waiting reports whether s holds the turn between a failure and the
 // dispatch of the work it scheduled: the states the late-activity gate
 // guards.
-func (s state) waiting() bool {
-	return s == stWaitingForReset || s == stRetryWait || s == stParked || s == stSwitching || s == stCompacting
-}
+func (s state) waiting() bool { return s.is(holds) }
 
 // actionable reports whether s holds the turn until a moment comes — a
 // wait's deadline, the circuit's word — so that an action may end the
 // hold early (operator.go): retry now, skip to the next model, stop.
-func (s state) actionable() bool {
-	return s == stWaitingForReset || s == stRetryWait || s == stParked
-}
+func (s state) actionable() bool { return s.is(actionable) }
 
 // running reports whether an attempt of the prompt is in flight: the
 // client's own or a retry (an ordinary one or the circuit's probe).
-func (s state) running() bool { return s == stActive || s == stRetrying || s == stProbing }
+func (s state) running() bool { return s.is(runs) }
 
 // inFlight reports whether the prompt waits for an attempt's answer:
 // running, or stalled (an answer now comes too late, and settles it
 // agent_stalled).
-func (s state) inFlight() bool { return s.running() || s == stStalled }
+func (s state) inFlight() bool { return s.is(answers) }
 
 // terminal reports whether the prompt got (or is getting) its one answer.
-func (s state) terminal() bool { return s == stActionRequired || s == stAnswered }
+func (s state) terminal() bool { return s.is(final) }
 
 // retry reports whether a retry the guard sent is in flight.
-func (s state) retry() bool { return s == stRetrying || s == stProbing }
+func (s state) retry() bool { return s.is(retries) }
+
+// StateTraits is what a state name (an event's From or To) says to a
+// subscriber, read from the guard's one declaration of its states.
+type StateTraits struct {
+	Known      bool // a state of the guard's
+	Timed      bool // a wait the policy decided (waiting_for_reset, retry_wait), on its own timer
+	Actionable bool // held until a moment comes; actions may end it early (held prompts)
+	Retry      bool // a retry the guard sent is in flight
+	Terminal   bool // the prompt got (or is getting) its one answer
+}
+
+// DescribeState returns the traits of the state named name (the zero
+// StateTraits for a name that is not a state).
+func DescribeState(name string) StateTraits {
+	for i, d := range states {
+		if d.name == name {
+			s := state(i)
+			return StateTraits{Known: true, Timed: s.is(timed), Actionable: s.actionable(), Retry: s.retry(), Terminal: s.terminal()}
+		}
+	}
+	return StateTraits{}
+}
 
 // event is what moves a prompt from one state to the next.
 type event uint8
@@ -100,14 +155,52 @@ const (
 	nEvents
 )
 
-var eventNames = [nEvents]string{"wait", "retry", "skip", "stop", "pass", "succeed", "due", "switched",
-	"switch_failed", "late_activity", "cancel", "superseded", "state_unwritable", "agent_exit", "session_ended", "shutting_down",
-	"compact", "compacted", "compaction_failed", "stall", "give_up", "park", "probe", "progress", "circuit_open", "no_candidate",
-	"retry_now", "skip_now", "stop_now"}
+// eventDesc is one event's row: its name (in events and the table in
+// doc.go), and whether the decision it carries is one of the prompt's
+// recovery decisions (reported as the turn's decision) rather than an
+// outcome recorded in the attempt log only.
+type eventDesc struct {
+	name    string
+	decides bool
+}
+
+// events is the one declaration of the events (TestStateAndEventRows
+// fails when an event lacks its row).
+var events = [nEvents]eventDesc{
+	onWait:         {"wait", true},
+	onRetry:        {"retry", true},
+	onSkip:         {"skip", true},
+	onStop:         {"stop", true},
+	onPass:         {"pass", false},
+	onSucceed:      {"succeed", false},
+	onDue:          {"due", false},
+	onSwitched:     {"switched", false},
+	onSwitchFailed: {"switch_failed", true},
+	onLate:         {"late_activity", true},
+	onCancel:       {"cancel", false},
+	onSuperseded:   {"superseded", true},
+	onUnwritable:   {"state_unwritable", true},
+	onAgentExit:    {"agent_exit", false},
+	onEnded:        {"session_ended", false},
+	onShutdown:     {"shutting_down", true},
+	onCompact:      {"compact", true},
+	onCompacted:    {"compacted", false},
+	onCompactFail:  {"compaction_failed", true},
+	onStall:        {"stall", false},
+	onGiveUp:       {"give_up", true},
+	onPark:         {"park", false},
+	onProbe:        {"probe", false},
+	onProgress:     {"progress", false},
+	onCircuitOpen:  {"circuit_open", true},
+	onNoCandidate:  {"no_candidate", true},
+	onRetryNow:     {"retry_now", true},
+	onSkipNow:      {"skip_now", true},
+	onStopNow:      {"stop_now", true},
+}
 
 func (e event) String() string {
 	if e < nEvents {
-		return eventNames[e]
+		return events[e].name
 	}
 	return fmt.Sprintf("event(%d)", uint8(e))
 }
@@ -115,14 +208,7 @@ func (e event) String() string {
 // decides reports whether the event's decision is one of the prompt's
 // recovery decisions (reported as the turn's decision), rather than an
 // outcome recorded in the attempt log only.
-func (e event) decides() bool {
-	switch e {
-	case onWait, onRetry, onSkip, onStop, onSwitchFailed, onLate, onSuperseded, onUnwritable, onShutdown, onCompact, onCompactFail, onGiveUp, onCircuitOpen, onNoCandidate,
-		onRetryNow, onSkipNow, onStopNow:
-		return true
-	}
-	return false
-}
+func (e event) decides() bool { return e < nEvents && events[e].decides }
 
 // edge is one row of the transition table. persist names the attempt-log
 // outcome written on the transition ("" for none); schedules marks the

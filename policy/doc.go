@@ -54,7 +54,7 @@
 //     ("codes.auth_required.retry.enabled: must be false: …").
 //   - request (optional): {"compact_then_retry": bool}, default false. When
 //     true the guard recovers a replay-safe context overflow with the
-//     agent's compaction command and one retry (guard/compact.go); every
+//     agent's compaction command and one retry (the guard's compaction); every
 //     other request-class failure still stops.
 //
 // Unknown fields are errors. All problems are reported together as a

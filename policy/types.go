@@ -24,6 +24,10 @@ const (
 	ActionCompact Action = "compact"
 )
 
+// Actions lists every Action (TestActionsListsEveryConstant keeps it
+// whole); the guard has one row for each.
+var Actions = []Action{ActionRetry, ActionWait, ActionSkip, ActionStop, ActionCompact}
+
 // Retry is a class's same-candidate retry budget. When Enabled, MaxRetries
 // is the number of additional attempts (1–10) and InitialIntervalSeconds the
 // first delay (1–3600); later delays double. When disabled both are zero.

@@ -70,7 +70,7 @@ func TestPlayAdapterIdentity(t *testing.T) {
 			}
 			lines = append(lines, lnNew, lnNewOK, lnPrompt, lnCtrl, lnEndTurn)
 			res := play(t, transcript(t, lines...), acpguard.Config{Adapter: tt.flag})
-			if len(res.Turns) != 1 || res.Turns[0].Outcome != tt.want {
+			if len(res.Turns) != 1 || string(res.Turns[0].Outcome) != tt.want {
 				t.Errorf("got turns %+v, want one %q", res.Turns, tt.want)
 			}
 		})
@@ -137,7 +137,7 @@ func TestPlayRetry(t *testing.T) {
 				t.Fatalf("got %d turns, want 1: %+v", len(res.Turns), res.Turns)
 			}
 			turn := res.Turns[0]
-			if turn.Outcome != tt.outcome || turn.Decision == nil || turn.Decision.Action != tt.action {
+			if string(turn.Outcome) != tt.outcome || turn.Decision == nil || turn.Decision.Action != string(tt.action) {
 				t.Errorf("got outcome %q decision %+v, want %q %q", turn.Outcome, turn.Decision, tt.outcome, tt.action)
 			}
 			if len(res.Errors) != tt.errs {
@@ -184,7 +184,7 @@ func TestPlayBadInput(t *testing.T) {
 			}
 			var outcomes []string
 			for _, r := range res.Turns {
-				outcomes = append(outcomes, r.Outcome)
+				outcomes = append(outcomes, string(r.Outcome))
 			}
 			if strings.Join(outcomes, ",") != strings.Join(tt.turns, ",") {
 				t.Errorf("got outcomes %q, want %q", outcomes, tt.turns)

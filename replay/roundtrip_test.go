@@ -128,7 +128,7 @@ func TestRoundTrip(t *testing.T) {
 				t.Errorf("offline replay errors: %v", res.Errors)
 			}
 			acptest.EqualFrames(t, "offline client frames", normalize(res.Client), normalize(live))
-			if len(res.Turns) != 1 || res.Turns[0].Outcome != tt.outcome {
+			if len(res.Turns) != 1 || string(res.Turns[0].Outcome) != tt.outcome {
 				t.Errorf("offline turns = %+v, want one %q", res.Turns, tt.outcome)
 			}
 

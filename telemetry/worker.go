@@ -191,14 +191,14 @@ func (w *worker) transition(e guard.Transition) {
 		attribute.String("acp_guard.from", e.From), attribute.String("acp_guard.event", e.On),
 		attribute.String("acp_guard.to", e.To), attribute.String("acp_guard.decision.reason", e.Decision.Reason),
 		attribute.String("acp_guard.by", e.By)))
-	switch e.To {
-	case "waiting_for_reset", "retry_wait":
+	switch to := guard.DescribeState(e.To); {
+	case to.Timed:
 		if !tn.waiting {
 			tn.waiting, tn.waitFrom = true, e.At
 			tn.waitClass, tn.waitAction = e.Decision.Class, string(e.Decision.Action)
 		}
-	case "parked":
-	case "retrying", "probing":
+	case to.Actionable: // parked: the wait goes on
+	case to.Retry:
 		w.endWait(tn, e.At, "attempt")
 	default:
 		w.endWait(tn, e.At, "stopped")

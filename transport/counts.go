@@ -13,7 +13,7 @@ type Counts struct {
 	// DuplicateProxyAnswers counts agent responses to proxy requests
 	// that were no longer pending (dropped).
 	DuplicateProxyAnswers uint64
-	// Answers nobody was owed, dropped (answers.go): a second answer to a
+	// Answers nobody was owed, dropped: a second answer to a
 	// request already answered, or one to an id never sent or no longer
 	// pending — the agent's to client requests, the client's to agent
 	// requests.

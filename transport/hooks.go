@@ -63,8 +63,8 @@ type Tap interface {
 
 // Hooks is where observation, projection and recovery plug in. Calls are
 // serialized by the event loop's mutex — one at a time, in arrival order
-// per stream, from whichever goroutine read the event (see doc.go) — and
-// must not block: no I/O, no waiting.
+// per stream, from whichever goroutine read the event (see the package
+// documentation) — and must not block: no I/O, no waiting.
 type Hooks interface {
 	// ClientMsg sees a client frame before it is forwarded. For a client
 	// request, req is its new table entry; for a client response, req is the

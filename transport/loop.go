@@ -20,7 +20,7 @@ type Options struct {
 	Env       []string // nil: inherit
 	Dir       string
 	MaxLine   int64         // line cap in bytes (default 64 MiB)
-	Grace     time.Duration // after client EOF: close stdin, wait Grace, TERM, wait Grace, KILL (default 5s)
+	Grace     time.Duration // after client EOF: close stdin, wait Grace, TERM, wait Grace, KILL (default DefaultGrace)
 	StderrPTY bool
 
 	Stdin  io.Reader // client → us
@@ -47,6 +47,9 @@ type Options struct {
 
 // DefaultMaxLine is the default line cap.
 const DefaultMaxLine = 64 << 20
+
+// DefaultGrace is the default grace period (Options.Grace).
+const DefaultGrace = 5 * time.Second
 
 // drainWait is how long the agent's stdout may stay open after it exited
 // (a grandchild holding it) before the relay stops waiting for it.
@@ -103,34 +106,53 @@ type event struct {
 // Handling in place (rather than handing events to another goroutine)
 // keeps a frame's path through the proxy free of scheduler hops.
 func Run(ctx context.Context, o Options) (Result, error) {
+	o = o.withDefaults()
+	if sig, ok := stopRequested(ctx, o.Signals); ok {
+		// Told to stop before the agent ran: it is not started, and the
+		// requests the client already sent are answered (early.go).
+		o.Logger.Info("stop signal before the agent started; not starting it", "signal", SignalName(sig))
+		return answerStopped(o, sig), nil
+	}
+	l, err := start(o)
+	if err != nil {
+		return answerUnstarted(o, err), err
+	}
+	readers := l.serve(ctx)
+	<-l.finished
+	return l.stop(readers), nil
+}
+
+// withDefaults fills in what o leaves unset, and makes this process a
+// child subreaper when o asks for it and it can.
+func (o Options) withDefaults() Options {
 	if o.MaxLine <= 0 {
 		o.MaxLine = DefaultMaxLine
 	}
 	if o.Grace <= 0 {
-		o.Grace = 5 * time.Second
+		o.Grace = DefaultGrace
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	log := o.Logger
 	if o.Agent != nil {
 		o.Subreaper = false
 	}
 	if o.Subreaper {
 		if err := becomeSubreaper(); err != nil {
-			log.Warn("cannot become a child subreaper; orphans of the agent go to init", "err", err)
+			o.Logger.Warn("cannot become a child subreaper; orphans of the agent go to init", "err", err)
 			o.Subreaper = false
 		}
 	}
-	if sig, ok := stopRequested(ctx, o.Signals); ok {
-		// Told to stop before the agent ran: it is not started, and the
-		// requests the client already sent are answered (early.go).
-		log.Info("stop signal before the agent started; not starting it", "signal", SignalName(sig))
-		return answerStopped(o, sig), nil
-	}
+	return o
+}
+
+// start starts the agent (or takes over the caller's) and builds the
+// event loop and the relay around it; nothing reads yet.
+func start(o Options) (*loop, error) {
+	log := o.Logger
 	ch, err := startAgent(o)
 	if err != nil {
-		return answerUnstarted(o, err), err
+		return nil, err
 	}
 	if o.Started != nil && ch.pgid > 0 {
 		o.Started(ch.pgid)
@@ -151,11 +173,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 	l.stampTap, _ = o.Tap.(StampTap)
+	return l, nil
+}
 
+// serve starts the goroutines that turn the session's inputs into events:
+// the readers, the waiter, the signal watcher and the reaper. It returns
+// the readers stop waits for.
+func (l *loop) serve(ctx context.Context) *sync.WaitGroup {
+	o, ch := l.o, l.ch
 	// The client reader exits at EOF; it may stay blocked on a stdin that
 	// never closes, which is why nothing waits for it (the process exits
 	// under it). The agent's stdout and stderr readers exit at EOF or when
-	// their files are closed at shutdown; Run waits for them.
+	// their files are closed at shutdown; stop waits for them.
 	go readLines(o.Stdin, o.MaxLine, evClientLines, evClientEOF, l)
 	var readers sync.WaitGroup
 	readers.Add(3)
@@ -196,10 +225,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}()
 	if o.Subreaper {
 		// The reaper stops with done.
-		go reapOrphans(ch.pgid, l.done, log)
+		go reapOrphans(ch.pgid, l.done, l.log)
 	}
+	return &readers
+}
 
-	<-l.finished
+// stop ends a finished session: the agent's process group released, the
+// timers stopped, every pending client request answered, the last frames
+// written (the client's within the grace period), the goroutines told to
+// end and the readers waited for (bounded).
+func (l *loop) stop(readers *sync.WaitGroup) Result {
+	log, ch := l.log, l.ch
 	l.mu.Lock()
 	l.stamp(time.Time{}) // the session's end is handled like an event
 	if l.forceFinish {
@@ -231,8 +267,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		log.Warn("client stopped reading the final answers; exiting without them")
 	}
 	close(l.done)
-	waitTimeout(&readers, time.Second)
-	return res, nil
+	waitTimeout(readers, time.Second)
+	return res
 }
 
 // loop is the relay's event loop state; it implements Output. The fields

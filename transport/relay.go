@@ -19,7 +19,7 @@ type Config struct {
 }
 
 // Relay is the serialized state machine between client and agent (its
-// owner calls it one event at a time, see doc.go):
+// owner calls it one event at a time, see the package documentation):
 // the request table, dispatch to hooks, and the exactly-once guarantee for
 // client requests. It does no I/O of its own.
 type Relay struct {

@@ -20,7 +20,6 @@ import (
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/classify"
-	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/internal/safefile"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
@@ -273,7 +272,7 @@ func transcriptUnknowns(b []byte, groups map[string]*unknownShape, file string) 
 	var last *classify.Evidence
 	_, err := acpguard.Replay(events, acpguard.Config{
 		Engine: catalogue.Default().Observed(func(ev classify.Evidence, _ classify.Verdict) { last = &ev }),
-		OnTurn: func(r guard.TurnReport) {
+		OnTurn: func(r acpguard.TurnReport) {
 			ev := last
 			last = nil
 			pe := r.ProviderError

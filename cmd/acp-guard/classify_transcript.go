@@ -10,7 +10,6 @@ import (
 
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/classify"
-	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -58,9 +57,9 @@ func classifyTranscript(o *classifyOptions, e *classify.Engine) error {
 		Engine: e.Observed(func(ev classify.Evidence, v classify.Verdict) {
 			pending = append(pending, classified{ev, v})
 		}),
-		OnTurn: func(r guard.TurnReport) {
+		OnTurn: func(r acpguard.TurnReport) {
 			tv := transcriptVerdict{Turn: len(out) + 1, SessionID: r.SessionID, RequestID: r.RequestID,
-				Outcome: r.Outcome, Classifications: len(pending)}
+				Outcome: string(r.Outcome), Classifications: len(pending)}
 			if n := len(pending); n > 0 {
 				last := pending[n-1]
 				ev := redactEvidence(last.ev)

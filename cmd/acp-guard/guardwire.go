@@ -64,7 +64,7 @@ func (o *runOptions) config(log *slog.Logger) acpguard.Config {
 func loadEngine(path string) (*classify.Engine, error) {
 	cfg, err := acpguard.Config{CatalogueFile: path}.Load()
 	if err != nil {
-		return nil, err
+		return nil, configFlagError(err)
 	}
 	return cfg.Engine, nil
 }

@@ -191,7 +191,7 @@ func runServe(ctx context.Context, o *replayOptions) error {
 	defer closeLog()
 	cfg, err := o.config(log).Load()
 	if err != nil {
-		return withCode(exitUsage, errors.Unwrap(err))
+		return withCode(exitUsage, configFlagError(err))
 	}
 
 	path := o.files[0]
@@ -231,7 +231,7 @@ func runServe(ctx context.Context, o *replayOptions) error {
 		var ce *acpguard.ConfigError
 		switch {
 		case errors.As(err, &ce):
-			return withCode(exitUsage, ce.Err)
+			return withCode(exitUsage, configFlagError(ce))
 		case err != nil:
 			return withCode(exitFailure, err)
 		}

@@ -182,11 +182,11 @@ func turnKey(session string, id json.RawMessage) string {
 // timeline puts the transcript's events and the guard's on one time line,
 // ordered by t_ms (within one millisecond, the recorded event first, then
 // what the guard decided on it), with each row's turn.
-func timeline(events []replay.Event, gevs []guard.Event, reports []guard.TurnReport, epoch time.Time) ([]reportTurn, []reportRow) {
+func timeline(events []replay.Event, gevs []guard.Event, reports []acpguard.TurnReport, epoch time.Time) ([]reportTurn, []reportRow) {
 	turns := make([]reportTurn, len(reports))
 	byKey := map[string][]int{} // turn key → turn numbers, in order
 	for i, r := range reports {
-		t := reportTurn{N: i + 1, RequestID: string(r.RequestID), Session: r.SessionID, Outcome: r.Outcome,
+		t := reportTurn{N: i + 1, RequestID: string(r.RequestID), Session: r.SessionID, Outcome: string(r.Outcome),
 			Silent: r.Silent, StopReason: r.StopReason, Attempts: r.Attempts, Suppressed: r.Suppressed, StartMs: -1}
 		if pe := r.ProviderError; pe != nil {
 			t.Code, t.Class, t.Rule, t.Confidence, t.Excerpt = pe.Code, pe.Class, pe.Rule, pe.Confidence, oneLine(pe.SafeExcerpt, 300)
@@ -395,12 +395,12 @@ func guardRow(e guard.Event) (row reportRow, keep bool) {
 		vd := v.Verdict
 		row.What = fmt.Sprintf("%s failure classified %s (%s) rule %s, attempt %d", v.Phase, vd.Code, vd.Class, orNone(vd.Rule), v.Attempt)
 		if v.Phase == "prompt" {
-			row.What += "; decided: " + decisionText(v.Decision)
+			row.What += "; decided: " + policyDecisionText(v.Decision)
 		}
 		row.Shape = oneLine(vd.SafeExcerpt, 300)
 	case guard.Transition:
 		row.Kind = "decision"
-		row.What = fmt.Sprintf("%s --%s--> %s: %s", v.From, v.On, v.To, decisionText(v.Decision))
+		row.What = fmt.Sprintf("%s --%s--> %s: %s", v.From, v.On, v.To, policyDecisionText(v.Decision))
 		if v.By != "" {
 			row.What += " (by " + v.By + ")"
 		}
@@ -441,8 +441,13 @@ func guardRow(e guard.Event) (row reportRow, keep bool) {
 	return row, true
 }
 
-// decisionText says a policy decision in one line.
-func decisionText(d policy.Decision) string {
+// policyDecisionText says an event's policy decision in one line.
+func policyDecisionText(d policy.Decision) string {
+	return decisionText(acpguard.Decision{Action: string(d.Action), Reason: d.Reason, DelayMs: d.DelayMs, Attempt: d.Attempt, MaxRetries: d.MaxRetries})
+}
+
+// decisionText says a recovery decision in one line.
+func decisionText(d acpguard.Decision) string {
 	s := string(d.Action)
 	if d.Reason != "" {
 		s += " (" + d.Reason + ")"

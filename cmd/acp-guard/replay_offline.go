@@ -28,7 +28,7 @@ import (
 func playOffline(ctx context.Context, o *replayOptions, args []string) error {
 	cfg, err := o.config(nil).Load()
 	if err != nil {
-		return withCode(exitUsage, errors.Unwrap(err))
+		return withCode(exitUsage, configFlagError(err))
 	}
 	files, failed := expandTranscripts(o.err, args)
 	if o.html {
@@ -175,7 +175,7 @@ func playFile(o *replayOptions, path string, cfg acpguard.Config) fileSummary {
 	}
 	for i, t := range res.Turns {
 		sum.turns++
-		sum.outcomes[t.Outcome]++
+		sum.outcomes[string(t.Outcome)]++
 		if t.Silent != "" {
 			sum.silent[t.Silent]++
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/guard"
 )
 
@@ -15,7 +16,7 @@ import (
 // client's request (the --json line's requestId), which --turn also takes.
 
 // writeTurn prints turn n of a transcript.
-func writeTurn(w io.Writer, n int, t guard.TurnReport) {
+func writeTurn(w io.Writer, n int, t acpguard.TurnReport) {
 	fmt.Fprintf(w, "turn %d (request id %s, session %s, generation %d): %s", n, t.RequestID, t.SessionID, t.Generation, t.Outcome)
 	if t.Silent != "" {
 		fmt.Fprintf(w, " but flagged silent (%s)", t.Silent)
@@ -73,7 +74,7 @@ var silentMeaning = map[string]string{
 
 // outcomeOrder is the order outcomes are counted in a summary; any other
 // follows, sorted.
-var outcomeOrder = []string{guard.OutcomePassed, guard.OutcomeRewritten, guard.OutcomeAnnotated, guard.OutcomeRetried, guard.OutcomeFailed}
+var outcomeOrder = []string{string(acpguard.OutcomePassed), string(acpguard.OutcomeRewritten), string(acpguard.OutcomeAnnotated), string(acpguard.OutcomeRetried), string(acpguard.OutcomeFailed)}
 
 // counts spells a tally as "2 passed, 1 annotated" in a stable order.
 func counts(m map[string]int, order []string) string {

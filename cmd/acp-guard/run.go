@@ -33,7 +33,7 @@ type runOptions struct {
 
 func bindRunFlags(fs *pflag.FlagSet, o *runOptions) {
 	fs.Int64Var(&o.maxLine, "max-line", transport.DefaultMaxLine, "largest frame in bytes; longer lines are discarded with an error")
-	fs.DurationVar(&o.grace, "grace", 5*time.Second, "after the client closes stdin: wait this long, then SIGTERM, then after as long again SIGKILL")
+	fs.DurationVar(&o.grace, "grace", acpguard.DefaultGrace, "after the client closes stdin: wait this long, then SIGTERM, then after as long again SIGKILL")
 	fs.BoolVar(&o.stderrPTY, "stderr-pty", false, "give the agent a pseudo-terminal as stderr")
 	fs.StringVar(&o.log.file, "log-file", "", "append logs to this file (0600; its directory must exist; a symbolic link is refused) instead of stderr")
 	fs.StringVar(&o.log.level, "log-level", "warn", "log level: debug, info, warn, error")
@@ -107,7 +107,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 
 	cfg, err := o.config(log).Load()
 	if err != nil {
-		return failStartup(s, errors.Unwrap(err))
+		return failStartup(s, configFlagError(err))
 	}
 	if stop := startProfiles(log); stop != nil {
 		defer stop()
@@ -128,7 +128,7 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 	)
 	switch {
 	case errors.As(err, &ce):
-		return failStartup(s, ce.Err)
+		return failStartup(s, configFlagError(ce))
 	case errors.As(err, &se):
 		return withCode(exitCode(se.ExitCode), err)
 	case err != nil:

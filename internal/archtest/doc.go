@@ -8,7 +8,15 @@
 //   - links_test.go: every relative link in a Markdown file of the
 //     repository resolves, and every docs/… or testdata/… path a comment
 //     or a document names exists.
+//   - apidocs_test.go: the exported docs of the library's face (the root
+//     package and the packages its API names) say what a name is, never
+//     which file holds it.
+//   - map_test.go: every file ARCHITECTURE.md names is in a package the
+//     line names (or the root), and every function it places in a file is
+//     declared there.
+//   - funclen_test.go: no function of the product code is longer than
+//     the budget (80 lines) but the listed few, which may not grow.
 //
-// Both read the source tree as text (go/parser, no build), so they run in
+// They read the source tree as text (go/parser, no build), so they run in
 // well under a second.
 package archtest

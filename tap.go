@@ -3,7 +3,6 @@ package acpguard
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -51,7 +50,7 @@ func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorde
 		rec, err = replay.OpenRecorder(name.opened, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("--record: %w", err)
+		return nil, fieldErr("Record", "", err)
 	}
 	meta.Start = start
 	rec.Meta(meta)
