@@ -34,7 +34,7 @@ const (
 // statusFields are the keys of a JSON object that hold an HTTP status.
 // "code" counts only inside an "error" object or beside "status"/"message"
 // (Google's error body), and only as a number in 400–599.
-var statusFields = []string{"status", "statusCode", "status_code", "httpStatus", "httpStatusCode", "http_status", "http_status_code", "http_code", "httpCode"}
+var statusFields = []string{"status", "statusCode", "status_code", "httpStatus", "httpStatusCode", "http_status", "http_status_code", "http_code", "httpCode", "httpcode"}
 
 // statusNames maps names that stand for an HTTP status to it: Google API
 // status strings (in a status field or as an upper-case word in text),
