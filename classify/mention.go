@@ -55,7 +55,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\bI(?:'m|'ve| am| have) (?:getting|seeing|hitting|been getting|been seeing|been hitting)\b` +
 	`|\A\s*(?://|/\*|\*\s|#\s)` +
 	`|\b(?:saw|sees|says|said|printed|prints|logged|logs|mentions?|mentioned|quotes?|quoted|surfaces|surfaced|displays|displayed|shows|showed|emits|emitted)\s+["'\x60\x{201C}]` +
-	`|\b(?:this|that|it) (?:usually |typically |often |only |just |mostly |sometimes )?(?:happens|occurs) (?:when|if|whenever|because)\b` +
+	`|\A\W*(?:this|that|it) (?:usually |typically |often |only |just |mostly |sometimes )?(?:happens|occurs) (?:when|if|whenever|because)\b` +
 	`|\A\W*(?:this|that|it)(?: i|')s (?:(?:just|probably|likely|most likely|definitely|clearly) )?(?:a|an) (?:[\w-]+ ){1,3}(?:error|issue|problem)\b[^\n]{0,20}?[.!]\s+(?:you|try|please|check|to fix)\b` +
 	`|\A\W*这(?:是|就是)[^\n。]{0,80}?(?:错误|报错|问题)` +
 	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b`)
@@ -105,6 +105,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
 	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
 	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably)\b` +
+	`|\bsorry for the (?:delay(?:ed response)?|late (?:reply|response))\b|\b(?:does|did) (?:that|this) help\b|\bhope (?:this|that) helps\b` +
 	`|\b(?:are|is) no longer (?:\w+ )?(?:misclassified|classified|treated|reported|retried|shown|mapped|counted)\b|\bmisclassif(?:ied|ication|y)\b` +
 	`|\b(?:these|those|such|frequent|occasional|intermittent)\s+(?:[\w'"\x60-]+\s+){0,2}?(?:errors|exceptions|failures|timeouts|responses)\b` +
 	`|\b(?:rate limits|errors|timeouts|failures|\d{3}s|\dxx(?: errors)?) (?:happen|occur|appear|show up|are (?:returned|thrown|raised))\b` +
