@@ -71,8 +71,10 @@ var (
 			// "HTTP 403", "(HTTP 403)", "HTTP/1.1 429", "HTTP/2 503", "http: 502"
 			regexp.MustCompile(`(?i)\bHTTP(?:/\d(?:\.\d)?)?(?:\s+status)?[\s:]+([45]\d\d)\b`),
 			// "status: 429", "status code 503", "statusCode=429", "error code: 429",
-			// "last status: 429", "got status 500", "status_code: 502", "code 429"
-			regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)\s*[:=]?\s*\(?([45]\d\d)\b`),
+			// "last status: 429", "got status 500", "status_code: 502", "code 429",
+			// and a JSON field in text that does not parse as an object (a
+			// body cut or split over lines): "\"statusCode\": 404"
+			regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)["']?\s*[:=]?\s*\(?([45]\d\d)\b`),
 			// "API Error: 429", "Error: 529 {…}", "[API Error: 500 …]", "APIError: 503"
 			regexp.MustCompile(`(?i)\b(?:API ?Error|Error)\s*[:\s(]\s*\[?([45]\d\d)\b`),
 			// "Request failed with status code 503", "returned 429", "responded with 500",
