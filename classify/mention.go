@@ -38,7 +38,11 @@ import (
 // responds …", "this PR"), "I believe" (not Markdown bold: agents print
 // their errors in it), "it indicates
 // that …", release notes ("now shows …", "treated as"), and the same in
-// Chinese (错误…表示, code talk of 捕获 and except).
+// Chinese (错误…表示, code talk of 捕获 and except); an explanation that
+// opens the text ("This happens when …", "This is a rate limit error.
+// You …", 这是…错误 — a hint after the statement stays the provider's),
+// a conditional whose verb is a failure ("When the stream drops, …") and
+// words quoted after "surfaces", "displays", "shows".
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
@@ -90,7 +94,11 @@ func (v *view) prose() bool {
 //   - chatter openings: "I'm seeing …", "after upgrading …", "anyone else";
 //   - commit and changelog headings: "fix:", "feat(client):", "Fixes #12",
 //     "Changelog", a "## Bug fixes" heading;
-//   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like";
+//   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like",
+//     "most likely", "probably";
+//   - a maintainer's courtesy: "sorry for the late reply", "does that
+//     help?", "hope this helps";
+//   - release notes: "are no longer treated as …", "misclassified";
 //   - plural error talk: "these 429 errors", "rate limits happen when";
 //   - explanations: "the 401 means …", "a 503 from the gateway means",
 //     "typically … means", "the docs say";
