@@ -24,6 +24,14 @@ var kindPairs = []struct {
 	{"transport-vs-provider", classify.CodeAgentTransportLost, classify.CodeProviderUnavailable},
 	{"tls-vs-connection", "phrase.tls.v1", "phrase.network.v1"},
 	{"server-vs-model", classify.CodeModelUnavailable, classify.CodeProviderUnavailable},
+	// Learned from holdout6's misses (docs/CATALOGUE.md "holdout6").
+	{"plan-vs-model", classify.CodeSubscriptionRequired, classify.CodeModelUnavailable},
+	{"billing-vs-credentials", classify.CodeQuotaLimited, classify.CodeAuthRequired},
+	{"credentials-vs-bad-request", classify.CodeMissingCredentials, classify.CodeInvalidRequest},
+	{"configuration-vs-model", classify.CodeProviderNotConfigured, classify.CodeModelUnavailable},
+	{"model-vs-bad-request", classify.CodeModelUnavailable, classify.CodeInvalidRequest},
+	{"request-vs-refusal", classify.CodeInvalidRequest, classify.CodeContentRefused},
+	{"connection-vs-bad-request", classify.CodeNetworkUnavailable, classify.CodeInvalidRequest},
 }
 
 // TestKindCollisions: every kind pair has collision fixtures in both

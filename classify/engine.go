@@ -282,6 +282,9 @@ func (e *Engine) decideView(vw *view) (Verdict, []*compiledRule) {
 		return unclassified(ReasonNoMatch), all
 	}
 	win, conflicts := decide(all)
+	if win == nil {
+		win, conflicts = statusBreaksTie(all, conflicts, vw.status())
+	}
 	if win != nil {
 		if st := vw.status(); st.origin != StatusFromName || len(win.fields) == 0 {
 			// A winner that reads the provider's own field (error.code
@@ -417,6 +420,42 @@ func statusConflict(win *compiledRule, all []*compiledRule, status int) []string
 		return []string{win.ID, r.ID}
 	}
 	return nil
+}
+
+// statusBreaksTie settles a conflict between general rules only (each
+// states a broad kind: a wrapper's "APIConnectionError" beside "invalid
+// params") by the status the evidence carries as such — an envelope's, a
+// status field's, not one read from the words or a name: the general rule
+// of the status's class wins. A conflict that involves a specific rule, or
+// where no status speaks, stays a conflict.
+func statusBreaksTie(all []*compiledRule, conflicts []string, st derivedStatus) (*compiledRule, []string) {
+	if st.code == 0 || st.fromWords() {
+		return nil, conflicts
+	}
+	var status *compiledRule
+	for _, r := range all {
+		if r.httpSet != nil && r.Tier == TierStatus {
+			status = r
+			break
+		}
+	}
+	if status == nil {
+		return nil, conflicts
+	}
+	var pick *compiledRule
+	for _, id := range conflicts {
+		r := ruleByID(all, id)
+		if r == nil || !r.General {
+			return nil, conflicts
+		}
+		if pick == nil && ClassOf(r.Code) == ClassOf(status.Code) {
+			pick = r
+		}
+	}
+	if pick == nil {
+		return nil, conflicts
+	}
+	return pick, nil
 }
 
 // ruleByID returns the rule of rs with the given id.

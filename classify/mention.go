@@ -38,10 +38,14 @@ import (
 // responds …", "this PR"), "I believe" (not Markdown bold: agents print
 // their errors in it), "it indicates
 // that …", release notes ("now shows …", "treated as"), and the same in
-// Chinese (错误…表示, code talk of 捕获 and except).
+// Chinese (错误…表示, code talk of 捕获 and except); an explanation that
+// opens the text ("This happens when …", "This is a rate limit error.
+// You …", 这是…错误 — a hint after the statement stays the provider's),
+// a conditional whose verb is a failure ("When the stream drops, …") and
+// words quoted after "surfaces", "displays", "shows".
 
 var mentionRe = lazyRegexp(`(?i)` +
-	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into)\b` +
+	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
 	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you\b|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
 	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
 	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
@@ -54,7 +58,10 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
 	`|\bI(?:'m|'ve| am| have) (?:getting|seeing|hitting|been getting|been seeing|been hitting)\b` +
 	`|\A\s*(?://|/\*|\*\s|#\s)` +
-	`|\b(?:saw|sees|says|said|printed|prints|logged|logs|mentions?|mentioned|quotes?|quoted)\s+["'\x60\x{201C}]` +
+	`|\b(?:saw|sees|says|said|printed|prints|logged|logs|mentions?|mentioned|quotes?|quoted|surfaces|surfaced|displays|displayed|shows|showed|emits|emitted)\s+["'\x60\x{201C}]` +
+	`|\A\W*(?:this|that|it) (?:usually |typically |often |only |just |mostly |sometimes )?(?:happens|occurs) (?:when|if|whenever|because)\b` +
+	`|\A\W*(?:this|that|it)(?: i|')s (?:(?:just|probably|likely|most likely|definitely|clearly) )?(?:a|an) (?:[\w-]+ ){1,3}(?:error|issue|problem)\b[^\n]{0,20}?[.!]\s+(?:you|try|please|check|to fix)\b` +
+	`|\A\W*这(?:是|就是)[^\n。]{0,80}?(?:错误|报错|问题)` +
 	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b`)
 
 // quotedRe marks text that quotes a failure as expected output: a test
@@ -87,7 +94,11 @@ func (v *view) prose() bool {
 //   - chatter openings: "I'm seeing …", "after upgrading …", "anyone else";
 //   - commit and changelog headings: "fix:", "feat(client):", "Fixes #12",
 //     "Changelog", a "## Bug fixes" heading;
-//   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like";
+//   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like",
+//     "most likely", "probably";
+//   - a maintainer's courtesy: "sorry for the late reply", "does that
+//     help?", "hope this helps";
+//   - release notes: "are no longer treated as …", "misclassified";
 //   - plural error talk: "these 429 errors", "rate limits happen when";
 //   - explanations: "the 401 means …", "a 503 from the gateway means",
 //     "typically … means", "the docs say";
@@ -101,7 +112,9 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
 	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
-	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be)\b` +
+	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably)\b` +
+	`|\bsorry for the (?:delay(?:ed response)?|late (?:reply|response))\b|\b(?:does|did) (?:that|this) help\b|\bhope (?:this|that) helps\b` +
+	`|\b(?:are|is) no longer (?:\w+ )?(?:misclassified|classified|treated|reported|retried|shown|mapped|counted)\b|\bmisclassif(?:ied|ication|y)\b` +
 	`|\b(?:these|those|such|frequent|occasional|intermittent)\s+(?:[\w'"\x60-]+\s+){0,2}?(?:errors|exceptions|failures|timeouts|responses)\b` +
 	`|\b(?:rate limits|errors|timeouts|failures|\d{3}s|\dxx(?: errors)?) (?:happen|occur|appear|show up|are (?:returned|thrown|raised))\b` +
 	`|\b(?:a|an|the|this|that)\s+\d{3}\b[^.\n]{0,40}?\b(?:means|indicates|signals|is returned when)\b` +

@@ -130,11 +130,19 @@ func (e *Engine) crossClass(f Fixture, name string, matched []*compiledRule) []F
 			specific = true
 		}
 	}
+	// Two general rules that disagree are settled by a status of the
+	// fixture's class (statusBreaksTie).
+	statusAgrees := false
+	for _, m := range matched {
+		if m.Tier == TierStatus && m.httpSet != nil && ClassOf(m.Code) == want {
+			statusAgrees = true
+		}
+	}
 	var out []Finding
 	for _, m := range matched {
 		// A general rule yields to a specific one, and to a status it
 		// disagrees with (decideView).
-		if m == own || m.Tier == TierStatus || ClassOf(m.Code) == want || outranked(m, matched) || (m.General && (specific || own.Tier == TierStatus)) {
+		if m == own || m.Tier == TierStatus || ClassOf(m.Code) == want || outranked(m, matched) || (m.General && (specific || own.Tier == TierStatus || (own.General && statusAgrees))) {
 			continue
 		}
 		out = append(out, Finding{Rule: m.ID, Fixture: name, Problem: fmt.Sprintf(

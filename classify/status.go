@@ -34,7 +34,7 @@ const (
 // statusFields are the keys of a JSON object that hold an HTTP status.
 // "code" counts only inside an "error" object or beside "status"/"message"
 // (Google's error body), and only as a number in 400–599.
-var statusFields = []string{"status", "statusCode", "status_code", "httpStatus", "httpStatusCode", "http_status", "http_status_code", "http_code", "httpCode"}
+var statusFields = []string{"status", "statusCode", "status_code", "httpStatus", "httpStatusCode", "http_status", "http_status_code", "http_code", "httpCode", "httpcode"}
 
 // statusNames maps names that stand for an HTTP status to it: Google API
 // status strings (in a status field or as an upper-case word in text),
@@ -71,8 +71,10 @@ var (
 			// "HTTP 403", "(HTTP 403)", "HTTP/1.1 429", "HTTP/2 503", "http: 502"
 			regexp.MustCompile(`(?i)\bHTTP(?:/\d(?:\.\d)?)?(?:\s+status)?[\s:]+([45]\d\d)\b`),
 			// "status: 429", "status code 503", "statusCode=429", "error code: 429",
-			// "last status: 429", "got status 500", "status_code: 502", "code 429"
-			regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)\s*[:=]?\s*\(?([45]\d\d)\b`),
+			// "last status: 429", "got status 500", "status_code: 502", "code 429",
+			// and a JSON field in text that does not parse as an object (a
+			// body cut or split over lines): "\"statusCode\": 404"
+			regexp.MustCompile(`(?i)\b(?:status(?:[ _]?code)?|error[ _]?code|code)["']?\s*[:=]?\s*\(?([45]\d\d)\b`),
 			// "API Error: 429", "Error: 529 {…}", "[API Error: 500 …]", "APIError: 503"
 			regexp.MustCompile(`(?i)\b(?:API ?Error|Error)\s*[:\s(]\s*\[?([45]\d\d)\b`),
 			// "Request failed with status code 503", "returned 429", "responded with 500",

@@ -83,13 +83,29 @@ func headBytes(s string, n int) string {
 // "Provider\n   returned error" reads as "Provider returned error"), and
 // typographic apostrophes become ASCII ones, so phrases match however the
 // text was laid out.
+//
+// A box-drawn frame (a rich traceback, a test report's table, a log
+// viewer's line-number gutter: │ ┃ ║) is layout too: its rules read as
+// spaces, so a message split across a table's cells reads as one text.
 func unwrap(s string) string {
-	if !strings.ContainsAny(s, "\n\r’") {
+	if !strings.ContainsAny(s, "\n\r’│┃║") {
 		return s
 	}
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); {
 		switch {
+		case boxRule(s[i:]) > 0:
+			i += boxRule(s[i:])
+			if len(b) > 0 && b[len(b)-1] != ' ' {
+				b = append(b, ' ')
+			}
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || boxRule(s[i:]) > 0) {
+				if n := boxRule(s[i:]); n > 0 {
+					i += n
+				} else {
+					i++
+				}
+			}
 		case s[i] == '\n' || s[i] == '\r':
 			for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
 				b = b[:len(b)-1]
@@ -107,6 +123,17 @@ func unwrap(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// boxRule returns the length of the vertical box-drawing rule s starts
+// with (│ ┃ ║), or 0.
+func boxRule(s string) int {
+	for _, r := range []string{"│", "┃", "║"} {
+		if strings.HasPrefix(s, r) {
+			return len(r)
+		}
+	}
+	return 0
 }
 
 // stderrText joins the most recent stderr lines that fit in MaxScanBytes.
@@ -132,7 +159,7 @@ func stderrText(lines []string) string {
 	b.Grow(total)
 	for i, l := range lines[start:] {
 		if i > 0 {
-			if t := strings.TrimLeft(l, " \t"); len(t) < len(l) {
+			if t := strings.TrimLeft(l, " \t│┃║"); len(t) < len(l) {
 				b.WriteByte(' ')
 				l = t
 			} else {
