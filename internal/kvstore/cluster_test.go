@@ -302,3 +302,84 @@ func TestNATSUnavailableServerIsLeft(t *testing.T) {
 		t.Fatalf("%d reconnects after a second answer within %v, want 1", got, leaveEvery)
 	}
 }
+
+// A store error that says nothing was stored and a leader answers in a
+// moment — no responders (a stream electing its leader), a server not
+// current with its cluster — wraps ErrUnsettled (the caller asks again at
+// once); a timeout, whose outcome is unknown, and an answer do not.
+func TestUnsettledErrors(t *testing.T) {
+	s := openNATS(t, natstest.Start(t).URL(), NATSOptions{Bucket: "unsettled", TTL: time.Hour, MaxValue: 1024})
+	s.left.Store(time.Now().UnixNano()) // no leaveServer reconnect in this test
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nats.ErrNoResponders, true},
+		{jetstream.ErrNoStreamResponse, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: clusterUnavailable, Description: "JetStream system temporarily unavailable"}, true},
+		{context.DeadlineExceeded, false},
+		{nats.ErrTimeout, false},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10071, Description: "wrong last sequence"}, false},
+		{ErrConflict, false},
+	} {
+		err := s.failed("get", fmt.Errorf("wrapped: %w", c.err))
+		if got := errors.Is(err, ErrUnsettled); got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("%v: %v (unsettled %v), want unsettled %v and the error kept", c.err, err, got, c.want)
+		}
+	}
+}
+
+// lostOnce is a bucket whose first read's answer is lost: its Get waits
+// for its context to end; every later read answers.
+type lostOnce struct {
+	jetstream.KeyValue
+	mu    sync.Mutex
+	calls []time.Duration // each Get's time left when it was called
+	entry jetstream.KeyValueEntry
+}
+
+func (k *lostOnce) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	dl, _ := ctx.Deadline()
+	k.mu.Lock()
+	k.calls = append(k.calls, time.Until(dl))
+	first := len(k.calls) == 1
+	k.mu.Unlock()
+	if first {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return k.entry, nil
+}
+
+// A read whose answer did not come within half its time is sent again (a
+// read changes nothing): the second request answers within the call's
+// time. A read without a deadline is sent once.
+func TestNATSLostReadIsSentAgain(t *testing.T) {
+	s := openNATS(t, natstest.Start(t).URL(), NATSOptions{Bucket: "resend", TTL: time.Hour, MaxValue: 1024})
+	if err := s.CompareAndSwap(ctx, "k.1", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := s.bucket(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(ctx, "k.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := &lostOnce{entry: e}
+	cctx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	got, err := s.get(cctx, lost, "k.1")
+	cancel()
+	if err != nil || string(got.Value()) != "v" {
+		t.Fatalf("a read whose first answer was lost: %v, %v; want the value from the second request", got, err)
+	}
+	if len(lost.calls) != 2 || lost.calls[0] > 200*time.Millisecond || lost.calls[1] > lost.calls[0] {
+		t.Fatalf("requests with %v left, want two, the first with at most half the call's 400ms", lost.calls)
+	}
+	once := &lostOnce{entry: e}
+	once.calls = []time.Duration{0} // its next Get answers
+	if _, err := s.get(context.Background(), once, "k.1"); err != nil || len(once.calls) != 2 {
+		t.Fatalf("a read without a deadline: %v, %d requests; want one", err, len(once.calls)-1)
+	}
+}

@@ -209,7 +209,25 @@ func (s *NATS) failed(what string, err error) error {
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == clusterUnavailable:
 		s.leaveServer()
 	}
-	return fmt.Errorf("nats %s: %w", what, err)
+	if unsettled(err) {
+		return fmt.Errorf("nats %s (via %s): %w: %w", what, s.nc.ConnectedServerName(), ErrUnsettled, err)
+	}
+	return fmt.Errorf("nats %s (via %s): %w", what, s.nc.ConnectedServerName(), err)
+}
+
+// ErrUnsettled is wrapped by a store error that says the store is between
+// two states and answers again in a moment, and that nothing was stored:
+// no server took the request (no responders: a stream electing its
+// leader) or the connected server is not current with its cluster. A
+// caller asks again at its next operation instead of leaving the store
+// alone (Health.Unsettled).
+var ErrUnsettled = errors.New("between leaders")
+
+// unsettled reports whether err is one of ErrUnsettled's.
+func unsettled(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == clusterUnavailable)
 }
 
 // clusterUnavailable is the JetStream error of a server that is not
@@ -237,8 +255,9 @@ func (s *NATS) leaveServer() {
 const leaveEvery = 2 * time.Second
 
 // stallCheck bounds the round trip that tells a stalled connection from a
-// slow server.
-const stallCheck = time.Second
+// slow server (a server busy catching up, on a loaded machine, answers a
+// ping in well under this; a connection cut off answers none).
+const stallCheck = 2 * time.Second
 
 // checkConn, after a call timed out, pings the server (in the
 // background, one check at a time): a server that answers the ping is
@@ -247,7 +266,7 @@ const stallCheck = time.Second
 // stalled — a network cut off, its packets lost, TCP retransmitting ever
 // more slowly — so the client reconnects at once, to the next server of
 // the list, and keeps trying every ReconnectWait. A cut-off host thus
-// finds the cluster again within about ReconnectWait of healing instead
+// finds the cluster again within about stallCheck + ReconnectWait of healing instead
 // of after TCP's backed-off retransmission, and the reconnect has
 // failed stores asked at once (Health).
 func (s *NATS) checkConn() {
@@ -268,7 +287,7 @@ func (s *NATS) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	e, err := kv.Get(ctx, key)
+	e, err := s.get(ctx, kv, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, 0, nil
 	}
@@ -276,6 +295,27 @@ func (s *NATS) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 		return nil, 0, s.failed("get", err)
 	}
 	return e.Value(), e.Revision(), nil
+}
+
+// get reads key, sending the request again when no answer came within
+// half of ctx's time: a read changes nothing, so a second request is
+// safe, and the first one's answer may have been lost with a server that
+// went away or a route that was being re-established — the second finds
+// the stream's leader as it is now. (The stall check starts with the
+// first timeout, so a connection that stalled is left meanwhile.)
+func (s *NATS) get(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return kv.Get(ctx, key)
+	}
+	half, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
+	e, err := kv.Get(half, key)
+	cancel()
+	if err == nil || !unknownOutcome(err) || ctx.Err() != nil {
+		return e, err
+	}
+	s.checkConn()
+	return kv.Get(ctx, key)
 }
 
 // CompareAndSwap implements Store: Create when rev is 0 (also over a

@@ -367,6 +367,14 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		return "", false, err
 	}
 	cpu := c.cpuSeconds() - cpu0
+	if len(res.FailedAfterHealErrs) > 0 {
+		var tally []string
+		for k, v := range res.FailedAfterHealErrs {
+			tally = append(tally, fmt.Sprintf("  %4d %s", v, k))
+		}
+		sort.Slice(tally, func(i, j int) bool { return tally[i][5:] < tally[j][5:] })
+		fmt.Fprintf(stderr, "fleet-cluster: %s: circuit calls failed after healing, by second and error:\n%s\n", fault, strings.Join(tally, "\n"))
+	}
 	elapsed := time.Since(start)
 	burstMu.Lock()
 	b := burst
