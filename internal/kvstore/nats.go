@@ -221,7 +221,7 @@ func (s *NATS) failed(what string, err error) error {
 // leader) or the connected server is not current with its cluster. A
 // caller asks again at its next operation instead of leaving the store
 // alone (Health.Unsettled).
-var ErrUnsettled = errors.New("between leaders")
+var ErrUnsettled = errors.New("not settled (between leaders, or catching up)")
 
 // unsettled reports whether err is one of ErrUnsettled's.
 func unsettled(err error) bool {

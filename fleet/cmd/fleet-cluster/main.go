@@ -254,12 +254,19 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	curLeader.Store("")
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
+	t0 := time.Now()
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
+		last, lastWhole := "", false
 		for {
-			curLeader.Store(leader(js))
-			isWhole.Store(whole(js, 3))
+			l, w := leader(js), whole(js, 3)
+			curLeader.Store(l)
+			isWhole.Store(w)
+			if l != last || w != lastWhole { // for diagnosis, on the harness's clock (the prompts go out ~2 s in)
+				fmt.Fprintf(stderr, "fleet-cluster: %s: stream leader %q, whole %v at %.1f s\n", fault, l, w, time.Since(t0).Seconds())
+				last, lastWhole = l, w
+			}
 			select {
 			case <-pollCtx.Done():
 				return
@@ -348,6 +355,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	}
 	cpu0 := c.cpuSeconds()
 	start := time.Now()
+	fmt.Fprintf(stderr, "fleet-cluster: %s: fleet starts at %.1f s\n", fault, start.Sub(t0).Seconds())
 	cfg := fleet.Config{Bin: o.bin, N: o.n, Store: "nats", NATSURL: c.urls(), Retries: 4, Initial: 1,
 		Outage: fleet.After(o.outage), Dir: filepath.Join(dir, "fleet"), Log: stderr, Timeout: o.timeout, DebugLog: true,
 		Wrap:   func(i int) []string { return []string{"ip", "netns", "exec", hostNS(i%o.hosts + 1)} },
