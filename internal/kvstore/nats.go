@@ -281,41 +281,19 @@ func (s *NATS) checkConn() {
 	}()
 }
 
-// Get implements Store.
+// Get implements Store (read: the stream leader's answer).
 func (s *NATS) Get(ctx context.Context, key string) ([]byte, uint64, error) {
-	kv, err := s.bucket(ctx)
-	if err != nil {
+	if _, err := s.bucket(ctx); err != nil {
 		return nil, 0, err
 	}
-	e, err := s.get(ctx, kv, key)
+	e, err := s.read(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, 0, nil
 	}
 	if err != nil {
 		return nil, 0, s.failed("get", err)
 	}
-	return e.Value(), e.Revision(), nil
-}
-
-// get reads key, sending the request again when no answer came within
-// half of ctx's time: a read changes nothing, so a second request is
-// safe, and the first one's answer may have been lost with a server that
-// went away or a route that was being re-established — the second finds
-// the stream's leader as it is now. (The stall check starts with the
-// first timeout, so a connection that stalled is left meanwhile.)
-func (s *NATS) get(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return kv.Get(ctx, key)
-	}
-	half, cancel := context.WithTimeout(ctx, time.Until(deadline)/2)
-	e, err := kv.Get(half, key)
-	cancel()
-	if err == nil || !unknownOutcome(err) || ctx.Err() != nil {
-		return e, err
-	}
-	s.checkConn()
-	return kv.Get(ctx, key)
+	return e.value, e.rev, nil
 }
 
 // CompareAndSwap implements Store: Create when rev is 0 (also over a
