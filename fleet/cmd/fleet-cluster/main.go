@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -170,30 +171,62 @@ func ctlStore(urls string) (*circuit.NATSStore, error) {
 
 const stream = "KV_" + circuit.DefaultBucket
 
-// leader is the name of the bucket stream's leader ("" when none).
-func leader(js jetstream.JetStream) string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
+// streamInfo asks the cluster for stream name's info within timeout.
+// Every server receives the request; one that lost track of the cluster's
+// leader answers at once "temporarily unavailable" while the stream's
+// leader answers with the info: the first answer without an error is
+// taken (the client library would take the first answer of any kind,
+// and the harness would see the cluster broken while it is whole).
+func streamInfo(nc *nats.Conn, name string, timeout time.Duration) (*jetstream.StreamInfo, error) {
+	inbox := nc.NewRespInbox()
+	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.STREAM.INFO."+name, inbox, nil); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	var last error = nats.ErrTimeout
+	for {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if err != nil {
+			return nil, last
+		}
+		var r struct {
+			Error *jetstream.APIError `json:"error"`
+			jetstream.StreamInfo
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			last = err
+			continue
+		}
+		if r.Error != nil {
+			last = r.Error
+			continue
+		}
+		return &r.StreamInfo, nil
+	}
+}
+
+// leader is the name of the bucket stream's leader ("" when none).
+func leader(nc *nats.Conn) string {
+	si, err := streamInfo(nc, stream, time.Second)
+	if err != nil || si.Cluster == nil {
 		return ""
 	}
-	if ci := s.CachedInfo().Cluster; ci != nil {
-		return ci.Leader
-	}
-	return ""
+	return si.Cluster.Leader
 }
 
 // whole reports whether the bucket's stream has a leader and n current
 // replicas in all (the leader included).
-func whole(js jetstream.JetStream, n int) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
+func whole(nc *nats.Conn, n int) bool {
+	si, err := streamInfo(nc, stream, time.Second)
 	if err != nil {
 		return false
 	}
-	ci := s.CachedInfo().Cluster
+	ci := si.Cluster
 	if ci == nil || ci.Leader == "" {
 		return false
 	}
@@ -207,14 +240,12 @@ func whole(js jetstream.JetStream, n int) bool {
 }
 
 // consumers is how many consumers (watchers) a stream has now (-1: unknown).
-func consumers(js jetstream.JetStream, name string) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, name)
+func consumers(nc *nats.Conn, name string) int {
+	si, err := streamInfo(nc, name, 2*time.Second)
 	if err != nil {
 		return -1
 	}
-	return s.CachedInfo().State.Consumers
+	return si.State.Consumers
 }
 
 func runFault(ctx context.Context, o options, self, dir, fault string, stderr io.Writer) (string, bool, error) {
@@ -231,7 +262,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		return "", false, err
 	}
 	defer st.Close()
-	js, _ := jetstream.New(st.Conn())
+	nc := st.Conn()
 	// The bucket, at R3 (the store creates it so on a cluster), before
 	// any session: a hang guard of 60 s while the cluster forms.
 	deadline := time.Now().Add(60 * time.Second)
@@ -239,7 +270,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := st.List(lctx)
 		cancel()
-		if err == nil && leader(js) != "" {
+		if err == nil && leader(nc) != "" {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -260,7 +291,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		defer t.Stop()
 		last, lastWhole := "", false
 		for {
-			l, w := leader(js), whole(js, 3)
+			l, w := leader(nc), whole(nc, 3)
 			curLeader.Store(l)
 			isWhole.Store(w)
 			if l != last || w != lastWhole { // for diagnosis, on the harness's clock (the prompts go out ~2 s in)
@@ -367,7 +398,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			for _, p := range pids {
 				memKiB += rssKiB(p)
 			}
-			watchers = consumers(js, "KV_acp_guard_held")
+			watchers = consumers(nc, "KV_acp_guard_held")
 		},
 	}
 	res, err := fleet.Run(ctx, cfg)
