@@ -282,6 +282,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	// block the harness's loop while the cluster cannot answer).
 	var curLeader atomic.Value
 	var isWhole atomic.Bool
+	var polls atomic.Int64 // readings of the cluster's state so far
 	curLeader.Store("")
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
@@ -294,6 +295,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			l, w := leader(nc), whole(nc, 3)
 			curLeader.Store(l)
 			isWhole.Store(w)
+			polls.Add(1)
 			if l != last || w != lastWhole { // for diagnosis, on the harness's clock (the prompts go out ~2 s in)
 				fmt.Fprintf(stderr, "fleet-cluster: %s: stream leader %q, whole %v at %.1f s\n", fault, l, w, time.Since(t0).Seconds())
 				last, lastWhole = l, w
@@ -346,16 +348,33 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 				})},
 		}
 	case "partition":
+		// Healed once the stream has three current replicas again,
+		// judged by a reading that began after the rejoin: the cluster
+		// may need seconds to elect its leaders again (the server that
+		// was cut off comes back with a higher term), and while it has
+		// none nothing can be shared. The row says how long that took.
 		label = fmt.Sprintf("host %d (with server s%d) cut off at +3 s, rejoined at +8 s", partHost, partHost)
+		var rejoined time.Time
+		var pollsAtRejoin int64
 		faults = []fleet.Fault{
 			{Name: "partitioned", When: at(3 * time.Second), Disturbs: true, Do: func() error { return partition(partHost, true) }},
-			{Name: "rejoined", When: at(8 * time.Second), Heals: true, Do: func() error { return partition(partHost, false) }},
+			{Name: "rejoined", When: at(8 * time.Second), Do: func() error {
+				rejoined, pollsAtRejoin = time.Now(), polls.Load()
+				return partition(partHost, false)
+			}},
+			{Name: "cluster whole", Heals: true,
+				When: func(*fleet.State) bool { return !rejoined.IsZero() && polls.Load() > pollsAtRejoin+1 && isWhole.Load() },
+				Do: func() error {
+					note = fmt.Sprintf("cluster whole %.1f s after the rejoin", time.Since(rejoined).Seconds())
+					return nil
+				}},
 		}
 	case "restarts":
 		// A rolling restart: s3 goes only once s2 caught up again (else
 		// the stream would have one current replica: no quorum).
 		label = "s2 killed +3 s, restarted with its store +5 s; then (s2 current) s3 killed, restarted 2 s later with its store lost"
 		var s3killed time.Duration
+		var pollsAtRestart int64 // a reading begun after s3's restart decides it is whole
 		faults = []fleet.Fault{
 			{Name: "s2 killed", When: at(3 * time.Second), Disturbs: true, Do: func() error { c.kill(1); return nil }},
 			{Name: "s2 restarted (store kept)", When: at(5 * time.Second), Do: func() error { return c.restart(1, true) }},
@@ -366,9 +385,11 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 					s3killed = s.Since
 				}
 				return s3killed > 0 && s.Since >= s3killed+2*time.Second
-			}, Do: func() error { return c.restart(2, false) }},
+			}, Do: func() error { pollsAtRestart = polls.Load(); return c.restart(2, false) }},
 			{Name: "cluster whole", Heals: true, Do: func() error { return nil },
-				When: func(*fleet.State) bool { return s3killed > 0 && c.servers[2].cmd != nil && isWhole.Load() }},
+				When: func(*fleet.State) bool {
+					return s3killed > 0 && c.servers[2].cmd != nil && polls.Load() > pollsAtRestart+1 && isWhole.Load()
+				}},
 		}
 	case "burst":
 		label = fmt.Sprintf("burst of %d failure writes (10× N) at +4 s", 10*o.n)
