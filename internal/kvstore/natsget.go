@@ -66,7 +66,7 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		return entry{}, err
 	}
 	subject := "$JS.API.STREAM.MSG.GET.KV_" + s.o.Bucket
-	inbox := s.nc.NewRespInbox()
+	inbox := s.nc.NewInbox() // not under the client's request mux, which would get every answer too
 	sub, err := s.nc.SubscribeSync(inbox)
 	if err != nil {
 		return entry{}, err

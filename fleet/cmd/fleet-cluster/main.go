@@ -178,7 +178,7 @@ const stream = "KV_" + circuit.DefaultBucket
 // taken (the client library would take the first answer of any kind,
 // and the harness would see the cluster broken while it is whole).
 func streamInfo(nc *nats.Conn, name string, timeout time.Duration) (*jetstream.StreamInfo, error) {
-	inbox := nc.NewRespInbox()
+	inbox := nc.NewInbox()
 	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
 		return nil, err
