@@ -83,6 +83,7 @@ type NATS struct {
 
 	checking atomic.Bool  // a check of a connection that may have stalled is running
 	left     atomic.Int64 // unix ns of leaveServer's last reconnect
+	replies  replies      // the reads' answers (natsget.go)
 
 	mu    sync.Mutex
 	kv    jetstream.KeyValue // bound on first use; nil until then and after a loss
@@ -462,9 +463,16 @@ func (s *NATS) Watch(prefix string, fn func(Item)) (func(), error) {
 	}, nil
 }
 
-// Close implements Store: it closes the connection if the store dialled
-// it (a shared one is its owner's to close).
+// Close implements Store: it ends the reads' subscription, and closes
+// the connection if the store dialled it (a shared one is its owner's to
+// close).
 func (s *NATS) Close() error {
+	s.replies.mu.Lock()
+	if s.replies.sub != nil {
+		_ = s.replies.sub.Unsubscribe()
+		s.replies.sub = nil
+	}
+	s.replies.mu.Unlock()
 	if s.own {
 		s.nc.Close()
 	}

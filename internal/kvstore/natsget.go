@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -50,6 +52,53 @@ type entry struct {
 	rev   uint64
 }
 
+// replies is one subscription for the answers to a store's reads, under
+// an inbox prefix of its own (not the client's request mux, whose
+// wildcard would get every answer too): a read registers a token and
+// gets the answers sent to prefix+token. One subscription for the
+// store's life, not one per read — each would be announced to every
+// other server of the cluster, and withdrawn.
+type replies struct {
+	mu      sync.Mutex
+	prefix  string
+	sub     *nats.Subscription
+	next    uint64
+	waiting map[string]chan *nats.Msg
+}
+
+// register returns the reply subject of a new read and its answers;
+// done unregisters it.
+func (s *NATS) register() (subject string, answers <-chan *nats.Msg, done func(), err error) {
+	r := &s.replies
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub == nil {
+		prefix := s.nc.NewInbox() + "."
+		sub, err := s.nc.Subscribe(prefix+"*", func(m *nats.Msg) {
+			r.mu.Lock()
+			ch := r.waiting[m.Subject[len(prefix):]]
+			r.mu.Unlock()
+			select {
+			case ch <- m: // nil (the read is over): dropped
+			default:
+			}
+		})
+		if err != nil {
+			return "", nil, nil, err
+		}
+		r.prefix, r.sub, r.waiting = prefix, sub, map[string]chan *nats.Msg{}
+	}
+	r.next++
+	token := strconv.FormatUint(r.next, 36)
+	ch := make(chan *nats.Msg, 8) // every server may answer a request, and it may go out twice
+	r.waiting[token] = ch
+	return r.prefix + token, ch, func() {
+		r.mu.Lock()
+		delete(r.waiting, token)
+		r.mu.Unlock()
+	}, nil
+}
+
 // read returns the latest value of key in the bucket (ErrKeyNotFound,
 // ErrKeyDeleted as the JetStream client says them). The request is sent
 // again when no answer came within half of ctx's time — a read changes
@@ -66,47 +115,39 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		return entry{}, err
 	}
 	subject := "$JS.API.STREAM.MSG.GET.KV_" + s.o.Bucket
-	inbox := s.nc.NewInbox() // not under the client's request mux, which would get every answer too
-	sub, err := s.nc.SubscribeSync(inbox)
+	reply, answers, done, err := s.register()
 	if err != nil {
 		return entry{}, err
 	}
-	defer sub.Unsubscribe()
-	if err := s.nc.PublishRequest(subject, inbox, req); err != nil {
+	defer done()
+	if err := s.nc.PublishRequest(subject, reply, req); err != nil {
 		return entry{}, err
 	}
-	resend := time.Time{} // when to send the request again (zero: no deadline, never)
+	var resend, grace <-chan time.Time
 	if dl, ok := ctx.Deadline(); ok {
-		resend = time.Now().Add(time.Until(dl) / 2)
+		t := time.NewTimer(time.Until(dl) / 2)
+		defer t.Stop()
+		resend = t.C
 	}
 	var unsettledErr error
-	var graceEnd time.Time
 	for {
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if wait := earliest(resend, graceEnd); !wait.IsZero() {
-			wctx, cancel = context.WithDeadline(ctx, wait)
-		}
-		m, err := sub.NextMsgWithContext(wctx)
-		cancel()
-		switch {
-		case err != nil && ctx.Err() != nil:
+		var m *nats.Msg
+		select {
+		case <-ctx.Done():
 			if unsettledErr != nil {
 				return entry{}, unsettledErr
 			}
 			return entry{}, ctx.Err()
-		case err != nil && !graceEnd.IsZero() && !time.Now().Before(graceEnd):
+		case <-grace:
 			return entry{}, unsettledErr // the leader did not answer after all
-		case err != nil && errors.Is(wctx.Err(), context.DeadlineExceeded):
-			if !resend.IsZero() && !time.Now().Before(resend) {
-				resend = time.Time{}
-				s.checkConn() // a stalled connection is left meanwhile
-				if err := s.nc.PublishRequest(subject, inbox, req); err != nil {
-					return entry{}, err
-				}
+		case <-resend:
+			resend = nil
+			s.checkConn() // a stalled connection is left meanwhile
+			if err := s.nc.PublishRequest(subject, reply, req); err != nil {
+				return entry{}, err
 			}
 			continue
-		case err != nil:
-			return entry{}, err
+		case m = <-answers:
 		}
 		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
 			return entry{}, nats.ErrNoResponders
@@ -118,7 +159,10 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		switch {
 		case r.Error != nil && r.Error.ErrorCode == clusterUnavailable:
 			if unsettledErr == nil {
-				unsettledErr, graceEnd = r.Error, time.Now().Add(unsettledGrace)
+				unsettledErr = r.Error
+				t := time.NewTimer(unsettledGrace)
+				defer t.Stop()
+				grace = t.C
 			}
 			continue // the leader's answer may follow
 		case r.Error != nil && r.Error.ErrorCode == jsMsgGetErrNotFound:
@@ -147,15 +191,4 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		}
 		return e, nil
 	}
-}
-
-// earliest is the earlier of two times, zero ones ignored.
-func earliest(a, b time.Time) time.Time {
-	switch {
-	case a.IsZero():
-		return b
-	case b.IsZero() || a.Before(b):
-		return a
-	}
-	return b
 }
