@@ -20,7 +20,7 @@ const (
 	DefaultMaxCooldown   = 24 * time.Hour
 	DefaultOpTimeout     = 2 * time.Second
 	DefaultMaxOpTimeout  = 30 * time.Second
-	DefaultStoreRetry    = 4 * time.Second
+	DefaultStoreRetry    = 2 * time.Second
 )
 
 // maxHolder bounds a lease holder id.
@@ -75,10 +75,13 @@ type Config struct {
 	OpTimeout    time.Duration
 	MaxOpTimeout time.Duration
 	// StoreRetry caps how long a failed store is left alone: it is asked
-	// again after 0.5 s, then after twice as long at each further
-	// failure, up to StoreRetry; operations in between answer at once as
-	// if circuits were off. A store that reconnects (NATS) is asked at
-	// once. The first answer resumes sharing.
+	// again after a pause of 0.5 s, then twice as long at each further
+	// failure, up to StoreRetry (each pause drawn in [half, whole], so
+	// that processes that lost the store together come back spread);
+	// operations in between answer at once as if circuits were off. A
+	// store that reconnects (NATS) is asked at once, and so is one whose
+	// error says it is between leaders and stored nothing
+	// (kvstore.ErrUnsettled). The first answer resumes sharing.
 	StoreRetry time.Duration
 	// Logger receives "circuit store unavailable" once per store outage
 	// and "circuit store recovered"; nil discards.
@@ -419,7 +422,14 @@ func (c *Circuits) storeFailed(op string, now time.Time, err error) error {
 		// One record this build cannot read: the store itself answers.
 		return fmt.Errorf("%w: %s: %w", ErrStore, op, err)
 	}
-	if first, wait := c.health.Failed(now); first {
+	var first bool
+	var wait time.Duration
+	if errors.Is(err, kvstore.ErrUnsettled) {
+		first = c.health.Unsettled(now) // nothing stored, a leader in a moment: asked again at the next operation
+	} else {
+		first, wait = c.health.Failed(now)
+	}
+	if first {
 		c.log.Warn("circuit store unavailable", "op", op, "err", err, "retry_after_ms", wait.Milliseconds())
 	}
 	if errors.Is(err, ErrStore) {

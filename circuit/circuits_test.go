@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 var (
@@ -243,7 +245,8 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 		t.Fatalf("Acquire on a failing store = %+v, %v; want park on the last view and ErrStore", d, err)
 	}
 	// The store is left alone for 0.5 s, then asked again with a doubling
-	// pause (1 s, 2 s, … capped at StoreRetry, 30 s here).
+	// pause (1 s, 2 s, … capped at StoreRetry, 30 s here), each pause
+	// drawn in [half its step, its step].
 	var asked []time.Duration
 	for ms := 1100; ms <= 62500; ms += 100 {
 		at := t0.Add(time.Duration(ms) * time.Millisecond)
@@ -260,10 +263,18 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 			asked = append(asked, at.Sub(t0))
 		}
 	}
-	want := []time.Duration{1500 * time.Millisecond, 2500 * time.Millisecond, 4500 * time.Millisecond,
-		8500 * time.Millisecond, 16500 * time.Millisecond, 32500 * time.Millisecond, 62500 * time.Millisecond}
-	if fmt.Sprint(asked) != fmt.Sprint(want) {
-		t.Fatalf("store asked again at %v, want %v (a doubling pause from 0.5 s, capped at 30 s)", asked, want)
+	// Asked at 100 ms steps: each ask within [step/2, step + 100 ms] of
+	// the failure before it (the first at +1 s).
+	prev, step := time.Second, 500*time.Millisecond
+	for _, at := range asked {
+		if gap := at - prev; gap < step/2 || gap > step+100*time.Millisecond {
+			t.Fatalf("store asked again at %v: %v after the failure before, want a pause in [%v, %v] (a doubling step from 0.5 s, capped at 30 s)",
+				asked, gap, step/2, step)
+		}
+		prev, step = at, min(2*step, 30*time.Second)
+	}
+	if len(asked) < 7 || prev < 62500*time.Millisecond-step-100*time.Millisecond {
+		t.Fatalf("store asked again at %v: too seldom (the last pause ends by +62.5 s)", asked)
 	}
 	if _, err := c.Fail(ctx, testKey, transient(t0.Add(time.Hour)), "b", t0.Add(62600*time.Millisecond)); !errors.Is(err, ErrStore) {
 		t.Fatalf("Fail on a failing store: %v", err)
@@ -275,6 +286,35 @@ func TestStoreFailureProceedsAndIsLoggedOnce(t *testing.T) {
 	mustAcquire(t, c, "b", t0.Add(93*time.Second), Park) // the store answers again: still open
 	if !strings.Contains(logs.String(), "circuit store recovered") {
 		t.Fatalf("recovery not logged:\n%s", logs.String())
+	}
+}
+
+// A store between leaders (an error wrapping kvstore.ErrUnsettled:
+// nothing stored, a leader in a moment) is asked again at the very next
+// operation, not left alone; the operation itself still decides locally,
+// and the outage is logged once, its end as a recovery.
+func TestUnsettledStoreIsAskedAgainAtOnce(t *testing.T) {
+	st := newMemStore()
+	var logs bytes.Buffer
+	c := New(Config{Store: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	c.sleep = func(context.Context, time.Duration) {}
+	mustFail(t, c, transient(t0.Add(time.Hour)), "a", t0)
+	st.setFail(fmt.Errorf("nats get: %w: no responders", kvstore.ErrUnsettled))
+	for i := range 3 {
+		at := t0.Add(time.Second + time.Duration(i)*time.Millisecond)
+		before, _ := st.counts()
+		d, err := c.Acquire(ctx, testKey, "b", at)
+		if !errors.Is(err, ErrStore) || d.Action != Park {
+			t.Fatalf("Acquire %d between leaders: %+v, %v; want Park on the last view with ErrStore", i, d, err)
+		}
+		if after, _ := st.counts(); after == before {
+			t.Fatalf("Acquire %d (+%v) did not ask the store: an unsettled store was left alone", i, at.Sub(t0))
+		}
+	}
+	st.setFail(nil)
+	mustAcquire(t, c, "b", t0.Add(time.Second+5*time.Millisecond), Park)
+	if n := strings.Count(logs.String(), "circuit store unavailable"); n != 1 || !strings.Contains(logs.String(), "circuit store recovered") {
+		t.Fatalf("want the outage logged once and its end:\n%s", logs.String())
 	}
 }
 

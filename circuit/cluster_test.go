@@ -53,21 +53,30 @@ func TestClusterMinorityDecidesLocallyChangesNothingResumes(t *testing.T) {
 		d.Until.After(t0.Add(DefaultParkPoll)) {
 		t.Fatalf("minority Acquire on its view: %+v, %v; want Park behind a probe within a poll, with ErrStore", d, err)
 	}
-	// A circuit it never saw: Go.
-	if d, err := minority.Acquire(ctx, closed, "min/1", t0); !errors.Is(err, ErrStore) || d.Action != Go {
-		t.Fatalf("minority Acquire without a view: %v, %v; want Go with ErrStore", d.Action, err)
+	// A circuit it never saw: Go. (The store is left alone after that
+	// failure — "skipped" — unless the failure said it was only not
+	// settled, kvstore.ErrUnsettled: then it is asked, and a server that
+	// led the stream when it lost the majority may still answer a read,
+	// with nothing there: Go all the same.)
+	if d, err := minority.Acquire(ctx, closed, "min/1", t0); (err != nil && !errors.Is(err, ErrStore)) || d.Action != Go {
+		t.Fatalf("minority Acquire without a view: %v, %v; want Go (with ErrStore)", d.Action, err)
 	}
-	if _, err := minority.Progress(ctx, open, t0); !errors.Is(err, ErrStore) {
-		t.Fatalf("minority Progress (closing the majority's circuit): %v, want ErrStore", err)
+	// The writes fail — with ErrStore, or, on such a stale leader whose
+	// own unreplicated write is in the way, ErrContended — and change
+	// nothing (checked after healing).
+	unwritten := func(err error) bool { return errors.Is(err, ErrStore) || errors.Is(err, ErrContended) }
+	if _, err := minority.Progress(ctx, open, t0); !unwritten(err) {
+		t.Fatalf("minority Progress (closing the majority's circuit): %v, want ErrStore or ErrContended", err)
 	}
-	if _, err := minority.Fail(ctx, closed, f, "min/1", t0); !errors.Is(err, ErrStore) {
-		t.Fatalf("minority Fail (opening a circuit): %v, want ErrStore", err)
+	if _, err := minority.Fail(ctx, closed, f, "min/1", t0); !unwritten(err) {
+		t.Fatalf("minority Fail (opening a circuit): %v, want ErrStore or ErrContended", err)
 	}
-	// Left alone after the failure: the next calls are answered at once
-	// without asking the store.
-	if d, err := minority.Acquire(ctx, open, "min/2", t0.Add(100*time.Millisecond)); !errors.Is(err, ErrStore) ||
-		!strings.Contains(err.Error(), "skipped") || d.Action != Park {
-		t.Fatalf("minority Acquire while left alone: %v, %v; want Park on its view, skipped", d.Action, err)
+	// Left alone after the failure, the next calls are answered at once
+	// without asking the store ("skipped"; asked again at once only after
+	// an ErrUnsettled), on the view: Park.
+	d, err = minority.Acquire(ctx, open, "min/2", t0.Add(100*time.Millisecond))
+	if !unwritten(err) || d.Action != Park {
+		t.Fatalf("minority Acquire while left alone: %v, %v; want Park on its view", d.Action, err)
 	}
 	last := now.Add(DefaultLeaseTTL + time.Second)
 	// A view older than LeaseTTL is no guide: the session goes on its

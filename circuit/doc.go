@@ -107,12 +107,16 @@
 // of its last operation the store served whole) — parking as it says,
 // never taking the lease, Go when there is none, it is closed, or it is
 // older than LeaseTTL — and the other operations change nothing; the store
-// is left alone for 0.5 s, then 1 s, 2 s … up to StoreRetry (4 s, so that sharing resumes within about 4 s of a
-// store coming back):
-// operations in between answer at once. A store that reconnects (NATS) is
-// asked at once. The Logger gets "circuit store unavailable" once per store
-// outage and "circuit store recovered" when it answers again — sharing
-// resumes with that answer.
+// is left alone for a pause of 0.5 s, then 1 s, up to StoreRetry (2 s, so
+// that sharing resumes within about 2 s of a store coming back), each
+// pause drawn in [half, whole] so that processes that lost the store
+// together come back spread: operations in between answer at once. A
+// store that reconnects (NATS) is asked at once, and so is one whose error
+// says it stored nothing and is only between leaders or catching up
+// (kvstore.ErrUnsettled: no responders, "temporarily unavailable"). The
+// Logger gets "circuit store unavailable" once per store outage and
+// "circuit store recovered" when it answers again — sharing resumes with
+// that answer.
 //
 // [FileStore] (embedded default, $XDG_STATE_HOME/acp-guard/) is one JSON
 // document, circuits.json, shared by every acp-guard process of the user on
@@ -147,7 +151,13 @@
 // revision per key and a bucket TTL of 48 h (a key nobody wrote for 48 h
 // disappears). The NATS key is Key.ID, "ns.<namespace>.<hash>", so a NATS
 // permission on "$KV.acp_guard_circuits.ns.<namespace>.>" confines a
-// tenant; the value is the JSON record. CompareAndSwap is Create (rev 0,
+// tenant; the value is the JSON record. A read is the JetStream API's
+// message get ("$JS.API.STREAM.MSG.GET.KV_acp_guard_circuits", answered
+// by the stream's leader), made by the store itself (kvstore): every
+// server of a cluster receives it, and the answer "temporarily
+// unavailable" of one that lost track of the leader is taken only when
+// the leader's does not follow within 0.5 s; a read not answered within
+// half its time is sent again. CompareAndSwap is Create (rev 0,
 // also over a deleted key) or Update at the revision; a wrong-last-sequence
 // answer is ErrConflict. The client reconnects forever in the background
 // (every second, plus the client's jitter) and buffers nothing while

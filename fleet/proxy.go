@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,35 @@ type LogEvent struct {
 	Proxy int
 	Kind  string // unavailable | recovered | probe | failed | overlay
 	At    time.Time
+	// Err is a failed call's error, its numbers elided (errShape), to
+	// tally why calls failed.
+	Err string
+}
+
+var digits = regexp.MustCompile(`[0-9][0-9]+`)
+
+// errShape is the err= value of a log line, numbers elided and at most
+// 160 bytes ("" when none).
+func errShape(line string) string {
+	i := strings.Index(line, " err=")
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(" err="):]
+	if strings.HasPrefix(v, `"`) {
+		if j := strings.Index(v[1:], `" `); j >= 0 {
+			v = v[1 : j+1]
+		} else {
+			v = strings.Trim(v, `"`)
+		}
+	} else if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	v = digits.ReplaceAllString(v, "N")
+	if len(v) > 160 {
+		v = v[:160]
+	}
+	return v
 }
 
 var logKinds = map[string]string{
@@ -120,7 +150,11 @@ func (p *proxy) readErr(r io.Reader, onLog func(LogEvent)) {
 		line := sc.Text()
 		for needle, kind := range logKinds {
 			if strings.Contains(line, needle) {
-				onLog(LogEvent{Proxy: p.i, Kind: kind, At: time.Now()})
+				e := LogEvent{Proxy: p.i, Kind: kind, At: time.Now()}
+				if kind == "failed" {
+					e.Err = errShape(line)
+				}
+				onLog(e)
 			}
 		}
 		p.mu.Lock()

@@ -97,6 +97,9 @@ type Result struct {
 	// (seen with Config.DebugLog only).
 	FailedAfterHeal     int
 	LastFailedAfterHeal time.Duration
+	// FailedAfterHealErrs tallies those calls by the whole second after
+	// healing and their error (numbers elided), for diagnosis.
+	FailedAfterHealErrs map[string]int
 	// RetriesAfterRestart are the retries per policy window from the
 	// restart to the end of the outage (sharing again: at most 2 each).
 	MaxPerWindowAfterRestart int
@@ -257,6 +260,10 @@ func (r *run) logFigures(res *Result) {
 		case "failed":
 			if !r.storeUp.IsZero() && e.At.After(r.storeUp) {
 				res.FailedAfterHeal++
+				if res.FailedAfterHealErrs == nil {
+					res.FailedAfterHealErrs = map[string]int{}
+				}
+				res.FailedAfterHealErrs[fmt.Sprintf("+%ds %s", int(e.At.Sub(r.storeUp).Seconds()), e.Err)]++
 				res.LastFailedAfterHeal = max(res.LastFailedAfterHeal, e.At.Sub(r.storeUp))
 			}
 		case "recovered":

@@ -74,6 +74,7 @@ type circuitClient struct {
 	doc     policy.Document
 	tracker *observers.Tracker
 	log     *slog.Logger
+	warmed  bool // warm ran
 }
 
 // promptCircuit is a prompt's part in the circuits and its attempts. Where
@@ -212,6 +213,30 @@ func (cl *circuitClient) failed(c transport.Ctl, p *prompt, f *failure, d policy
 			return nil
 		}
 		return cl.reported(c, p, "fail", snap)
+	})
+}
+
+// warmScope is the scope of the circuit warm reads: a provider-wide
+// outage's, the one many sessions share.
+const warmScope = "provider"
+
+// warm reads, once per guard at its first session, the circuit of the
+// session's provider-wide failures on model (its current one): the
+// store's bucket (a NATS bucket's lookup) is bound then rather than by
+// the first prompt's failure report, and the process has a view of that
+// circuit to decide on should the store not answer when a prompt needs
+// it. Off the event loop like every store call; nothing waits for it.
+func (cl *circuitClient) warm(c transport.Ctl, model string) {
+	if !cl.on() || cl.warmed {
+		return
+	}
+	cl.warmed = true
+	key, now, cc := cl.key(model, warmScope), c.Now(), cl.cc
+	cl.w.do(c, func() func() {
+		if _, _, err := cc.Get(context.Background(), key, now); err != nil {
+			cl.log.Debug("circuit warm read", "key", key.String(), "err", err)
+		}
+		return nil
 	})
 }
 

@@ -205,3 +205,76 @@ func TestCircuitProbeRefreshesLease(t *testing.T) {
 func recoveredEndTurn(attempts int) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"result":{"_meta":{"acpGuard":{"attempts":%d}},"stopReason":"end_turn"}}`, attempts)
 }
+
+// downable is a shared store that can be taken down (every call fails).
+type downable struct {
+	circuit.Store
+	down bool
+	gets []string // the ids read, in order
+	mu   sync.Mutex
+}
+
+func (s *downable) Get(ctx context.Context, id string) (*circuit.Record, uint64, error) {
+	s.mu.Lock()
+	down := s.down
+	s.gets = append(s.gets, id)
+	s.mu.Unlock()
+	if down {
+		return nil, 0, errDown
+	}
+	return s.Store.Get(ctx, id)
+}
+
+func (s *downable) CompareAndSwap(ctx context.Context, id string, rec circuit.Record, rev uint64) error {
+	s.mu.Lock()
+	down := s.down
+	s.mu.Unlock()
+	if down {
+		return errDown
+	}
+	return s.Store.CompareAndSwap(ctx, id, rec, rev)
+}
+
+// The first session/new reads the circuit of the session's provider-wide
+// failures once (the store bound before the first prompt needs it), and
+// that read is a view to decide on: another process opened the circuit,
+// the store then went away, and this session's retry parks on the
+// circuit's cooldown instead of dispatching into the outage. A second
+// session reads nothing more.
+func TestCircuitWarmReadAtFirstSession(t *testing.T) {
+	shared, err := circuit.OpenFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	st := &downable{Store: shared}
+	other := circuit.New(circuit.Config{Store: shared})
+	key := circuit.Key{Namespace: "default", Provider: "claude-agent-acp", Model: "model-a", Scope: "provider"}
+	if _, err := other.Fail(context.Background(), key, circuit.Failure{Class: "transient", Code: "provider_overloaded",
+		CooldownUntil: epoch.Add(20 * time.Second), Backoff: 20 * time.Second}, "other/1", epoch); err != nil {
+		t.Fatal(err)
+	}
+	h := newCircuitHarness(t, circuit.New(circuit.Config{Store: st}))
+	h.client(`{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	h.agent(`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1","models":{"availableModels":[{"modelId":"model-a","name":"A"}],"currentModelId":"model-a"}}}`)
+	nk, _ := key.Normalize()
+	if len(st.gets) != 1 || st.gets[0] != nk.ID() {
+		t.Fatalf("reads at the first session/new: %v, want one of %s (%s)", st.gets, nk.ID(), key)
+	}
+	h.client(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	h.agent(`{"jsonrpc":"2.0","id":3,"result":{"sessionId":"s2"}}`)
+	if len(st.gets) != 1 {
+		t.Fatalf("a second session/new read the store again: %v", st.gets)
+	}
+	st.mu.Lock()
+	st.down = true
+	st.mu.Unlock()
+	h.client(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hi"}]}}`)
+	h.clientFrames()
+	h.agentFrames()
+	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	h.v.Advance(5 * time.Second)
+	if n := prompts(h.agentFrames()); n != 0 {
+		t.Fatalf("%d prompts dispatched at the retry's deadline, the store down and the circuit open in the warm read's view; want 0 (parked)", n)
+	}
+}

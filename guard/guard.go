@@ -271,6 +271,7 @@ func (g *Guard) agentResponse(c transport.Ctl, m *transport.Msg, req *transport.
 		}
 	case acp.AgentMethodSessionNew, acp.AgentMethodSessionLoad, acp.AgentMethodSessionResume, acp.AgentMethodSessionFork:
 		if sid := g.ag.learnSession(req, m); sid != "" {
+			g.circ.warm(c, g.ag.session(sid).currentModel)
 			return g.ag.fallbackCheck(c, req, m, sid)
 		}
 	case acp.AgentMethodSessionSetConfigOption:

@@ -29,7 +29,8 @@ const (
 	// casRounds bounds the read-swap rounds of one write.
 	casRounds = 8
 	// firstRetry, maxRetry: after a failure the store is left alone for
-	// 0.5 s, doubling up to 8 s.
+	// a pause of 0.5 s, doubling up to 8 s (kvstore.Health: each drawn
+	// in [half, whole]).
 	firstRetry = 500 * time.Millisecond
 	maxRetry   = 8 * time.Second
 )

@@ -48,8 +48,8 @@
 //
 // A store failure never blocks a turn: the guard calls the board on a
 // worker of its own (guard/held.go), every call is bounded by
-// CallTimeout, and a failed store is left alone for 0.5 s, doubling up to
-// 8 s, logged once ("held-prompt store unavailable") — its prompts are
+// CallTimeout, and a failed store is left alone for a pause of 0.5 s,
+// doubling up to 8 s (each drawn in [half, whole]), logged once ("held-prompt store unavailable") — its prompts are
 // then only invisible to operators. The client's own _acp-guard/recovery
 // request needs no store at all.
 //

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -300,5 +301,175 @@ func TestNATSUnavailableServerIsLeft(t *testing.T) {
 	_ = s.failed("get", unavailable) // within leaveEvery: stays
 	if got := s.Reconnects(); got != 1 {
 		t.Fatalf("%d reconnects after a second answer within %v, want 1", got, leaveEvery)
+	}
+}
+
+// A store error that says nothing was stored and a leader answers in a
+// moment — no responders (a stream electing its leader), a server not
+// current with its cluster — wraps ErrUnsettled (the caller asks again at
+// once); a timeout, whose outcome is unknown, and an answer do not.
+func TestUnsettledErrors(t *testing.T) {
+	s := openNATS(t, natstest.Start(t).URL(), NATSOptions{Bucket: "unsettled", TTL: time.Hour, MaxValue: 1024})
+	s.left.Store(time.Now().UnixNano()) // no leaveServer reconnect in this test
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nats.ErrNoResponders, true},
+		{jetstream.ErrNoStreamResponse, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: clusterUnavailable, Description: "JetStream system temporarily unavailable"}, true},
+		{context.DeadlineExceeded, false},
+		{nats.ErrTimeout, false},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10071, Description: "wrong last sequence"}, false},
+		{ErrConflict, false},
+	} {
+		err := s.failed("get", fmt.Errorf("wrapped: %w", c.err))
+		if got := errors.Is(err, ErrUnsettled); got != c.want || !errors.Is(err, c.err) {
+			t.Errorf("%v: %v (unsettled %v), want unsettled %v and the error kept", c.err, err, got, c.want)
+		}
+	}
+}
+
+// scripted is a server without JetStream where the test answers the
+// bucket's message gets itself, as the servers of a cluster would.
+func scripted(t *testing.T) (*NATS, *nats.Conn) {
+	t.Helper()
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(srv.Shutdown)
+	s := openNATS(t, srv.ClientURL(), NATSOptions{Bucket: "scripted", TTL: time.Hour, MaxValue: 1024})
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return s, nc
+}
+
+const (
+	getSubject  = "$JS.API.STREAM.MSG.GET.KV_scripted"
+	answerValue = `{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","message":{"subject":"$KV.scripted.k.1","seq":7,"data":"dg==","time":"2026-12-02T00:00:00Z"}}`
+	answerBusy  = `{"type":"io.nats.jetstream.api.v1.stream_msg_get_response","error":{"code":503,"err_code":10008,"description":"JetStream system temporarily unavailable"}}`
+)
+
+// respond answers every get on nc with fn's reply ("" : none), fn told
+// the request's number (from 1).
+func respond(t *testing.T, nc *nats.Conn, fn func(n int) string) {
+	t.Helper()
+	var n atomic.Int64
+	sub, err := nc.Subscribe(getSubject, func(m *nats.Msg) {
+		if reply := fn(int(n.Add(1))); reply != "" {
+			_ = m.Respond([]byte(reply))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A read whose answer did not come within half its time is sent again (a
+// read changes nothing): the second request's answer is the value.
+func TestNATSLostReadIsSentAgain(t *testing.T) {
+	s, nc := scripted(t)
+	var requests atomic.Int64
+	respond(t, nc, func(n int) string {
+		requests.Store(int64(n))
+		if n == 1 {
+			return "" // lost
+		}
+		return answerValue
+	})
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	e, err := s.read(cctx, "k.1")
+	if err != nil || string(e.value) != "v" || e.rev != 7 {
+		t.Fatalf("a read whose first answer was lost: %q rev %d, %v; want the value from the second request", e.value, e.rev, err)
+	}
+	if requests.Load() != 2 {
+		t.Fatalf("%d requests, want 2", requests.Load())
+	}
+}
+
+// One server of the cluster that does not know the leader answers every
+// read at once "temporarily unavailable"; the leader's answer, after
+// it, is the one taken. Only such answers, and no leader's within
+// unsettledGrace: the error, which Get reports as ErrUnsettled.
+func TestNATSLaggingServerDoesNotFailReads(t *testing.T) {
+	s, nc := scripted(t)
+	busyAnswered := make(chan struct{}, 16)
+	sub, err := nc.Subscribe(getSubject, func(m *nats.Msg) {
+		_ = m.Respond([]byte(answerBusy))
+		_ = nc.Flush() // the server has it: it reaches the reader before the leader's
+		busyAnswered <- struct{}{}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	leader, err := nats.Connect(nc.ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leader.Close)
+	var leaderUp atomic.Bool
+	leaderUp.Store(true)
+	respond(t, leader, func(int) string {
+		<-busyAnswered // the lagging server's answer first
+		if !leaderUp.Load() {
+			return ""
+		}
+		return answerValue
+	})
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	e, err := s.read(cctx, "k.1")
+	cancel()
+	if err != nil || string(e.value) != "v" {
+		t.Fatalf("read with a lagging server answering first: %q, %v; want the leader's value", e.value, err)
+	}
+	leaderUp.Store(false) // no leader now: the lagging server's answer stands
+	cctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	_, err = s.read(cctx, "k.1")
+	over := cctx.Err()
+	cancel()
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != clusterUnavailable || over != nil {
+		t.Fatalf("read with only the lagging server: %v (call's time over: %v); want its error within the grace", err, over)
+	}
+	if err := s.failed("get", err); !errors.Is(err, ErrUnsettled) {
+		t.Fatalf("reported as %v, want ErrUnsettled", err)
+	}
+}
+
+// The answers a read takes as the JetStream client does: no message —
+// not found; a delete or purge marker — deleted; nobody listening — no
+// responders.
+func TestNATSReadAnswers(t *testing.T) {
+	s, nc := scripted(t)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.read(cctx, "k.1"); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("nobody listening: %v, want no responders", err)
+	}
+	answer := `{"error":{"code":404,"err_code":10037,"description":"no message found"}}`
+	var mu sync.Mutex
+	respond(t, nc, func(int) string { mu.Lock(); defer mu.Unlock(); return answer })
+	if _, err := s.read(cctx, "k.1"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("no message: %v, want ErrKeyNotFound", err)
+	}
+	mu.Lock()
+	answer = `{"message":{"subject":"$KV.scripted.k.1","seq":9,"hdrs":"TkFUUy8xLjANCktWLU9wZXJhdGlvbjogREVMDQoNCg=="}}` // KV-Operation: DEL
+	mu.Unlock()
+	if _, err := s.read(cctx, "k.1"); !errors.Is(err, jetstream.ErrKeyDeleted) {
+		t.Fatalf("a delete marker: %v, want ErrKeyDeleted", err)
 	}
 }

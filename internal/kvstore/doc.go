@@ -56,6 +56,13 @@
 // operation binds it again, creating it if need be. The connection
 // reconnects forever and buffers nothing while disconnected, so an
 // operation during an outage fails at once; an unreachable server at
-// start is not an error. List is one watcher over the prefix (the current
-// values, then the end marker); Watch is a watcher for updates only.
+// start is not an error. Get is the JetStream message get, made by the
+// store itself (natsget.go): a server that lost track of its cluster's
+// leader answers it "temporarily unavailable" at once, and the store
+// waits up to 0.5 s more for the leader's answer; a get without an answer
+// within half its time is sent again. An error that says nothing was
+// stored and a leader is coming (no responders, "temporarily
+// unavailable") wraps [ErrUnsettled]. List is one watcher over the prefix
+// (the current values, then the end marker); Watch is a watcher for
+// updates only.
 package kvstore

@@ -18,6 +18,7 @@ func TestHealth(t *testing.T) {
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	st := &reconnecting{}
 	h := NewHealth(st, 500*time.Millisecond, 2*time.Second)
+	h.draw = func(time.Duration) time.Duration { return 0 } // every pause its whole step
 	if h.Skip(t0) {
 		t.Fatal("a healthy store is skipped")
 	}
@@ -47,5 +48,65 @@ func TestHealth(t *testing.T) {
 	}
 	if NewHealth(struct{}{}, time.Second, 0).max != time.Second {
 		t.Error("a limit below the first wait is not raised to it")
+	}
+}
+
+// TestHealthPauseJittered: each pause is drawn in [step/2, step] — the
+// draw's whole range maps onto it — so processes that failed together
+// come back spread, never later than the step.
+func TestHealthPauseJittered(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		draw func(time.Duration) time.Duration
+		want []time.Duration
+	}{
+		{func(time.Duration) time.Duration { return 0 }, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
+		{func(n time.Duration) time.Duration { return n - 1 }, []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second}},
+	} {
+		h := NewHealth(nil, 500*time.Millisecond, 2*time.Second)
+		var asked []time.Duration
+		h.draw = func(n time.Duration) time.Duration { asked = append(asked, n); return c.draw(n) }
+		var got []time.Duration
+		for range c.want {
+			_, wait := h.Failed(t0)
+			got = append(got, wait)
+			if !h.Skip(t0.Add(wait-1)) || h.Skip(t0.Add(wait)) {
+				t.Errorf("pause %v: not left alone for exactly it", wait)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("pauses %v, want %v", got, c.want)
+		}
+		if want := []time.Duration{250*time.Millisecond + 1, 500*time.Millisecond + 1, time.Second + 1}; !slices.Equal(asked, want) {
+			t.Errorf("draws over %v, want %v (half the step, inclusive)", asked, want)
+		}
+	}
+}
+
+// TestHealthUnsettled: a store between leaders counts as down (the first
+// such failure is the one to log; its answer is a recovery) but is asked
+// again at once, and its pause does not grow.
+func TestHealthUnsettled(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	h := NewHealth(nil, 500*time.Millisecond, 2*time.Second)
+	h.draw = func(time.Duration) time.Duration { return 0 }
+	if !h.Unsettled(t0) || h.Unsettled(t0) {
+		t.Error("Unsettled: only the first failure of an outage is first")
+	}
+	if h.Skip(t0) {
+		t.Error("a store between leaders is left alone")
+	}
+	if first, wait := h.Failed(t0); first || wait != 500*time.Millisecond {
+		t.Errorf("a failure after Unsettled: first %v, wait %v; want false, the first step", first, wait)
+	}
+	h.Unsettled(t0.Add(100 * time.Millisecond))
+	if h.Skip(t0.Add(100 * time.Millisecond)) {
+		t.Error("Unsettled after a failure: still left alone")
+	}
+	if _, wait := h.Failed(t0); wait != time.Second {
+		t.Errorf("the step after Unsettled: %v, want 1s (Unsettled does not grow it)", wait)
+	}
+	if !h.Answered() {
+		t.Error("an answer after Unsettled is not a recovery")
 	}
 }

@@ -83,6 +83,7 @@ type NATS struct {
 
 	checking atomic.Bool  // a check of a connection that may have stalled is running
 	left     atomic.Int64 // unix ns of leaveServer's last reconnect
+	replies  replies      // the reads' answers (natsget.go)
 
 	mu    sync.Mutex
 	kv    jetstream.KeyValue // bound on first use; nil until then and after a loss
@@ -209,7 +210,25 @@ func (s *NATS) failed(what string, err error) error {
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == clusterUnavailable:
 		s.leaveServer()
 	}
-	return fmt.Errorf("nats %s: %w", what, err)
+	if unsettled(err) {
+		return fmt.Errorf("nats %s (via %s): %w: %w", what, s.nc.ConnectedServerName(), ErrUnsettled, err)
+	}
+	return fmt.Errorf("nats %s (via %s): %w", what, s.nc.ConnectedServerName(), err)
+}
+
+// ErrUnsettled is wrapped by a store error that says the store is between
+// two states and answers again in a moment, and that nothing was stored:
+// no server took the request (no responders: a stream electing its
+// leader) or the connected server is not current with its cluster. A
+// caller asks again at its next operation instead of leaving the store
+// alone (Health.Unsettled).
+var ErrUnsettled = errors.New("not settled (between leaders, or catching up)")
+
+// unsettled reports whether err is one of ErrUnsettled's.
+func unsettled(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		(errors.As(err, &apiErr) && apiErr.ErrorCode == clusterUnavailable)
 }
 
 // clusterUnavailable is the JetStream error of a server that is not
@@ -237,8 +256,9 @@ func (s *NATS) leaveServer() {
 const leaveEvery = 2 * time.Second
 
 // stallCheck bounds the round trip that tells a stalled connection from a
-// slow server.
-const stallCheck = time.Second
+// slow server (a server busy catching up, on a loaded machine, answers a
+// ping in well under this; a connection cut off answers none).
+const stallCheck = 2 * time.Second
 
 // checkConn, after a call timed out, pings the server (in the
 // background, one check at a time): a server that answers the ping is
@@ -247,7 +267,7 @@ const stallCheck = time.Second
 // stalled — a network cut off, its packets lost, TCP retransmitting ever
 // more slowly — so the client reconnects at once, to the next server of
 // the list, and keeps trying every ReconnectWait. A cut-off host thus
-// finds the cluster again within about ReconnectWait of healing instead
+// finds the cluster again within about stallCheck + ReconnectWait of healing instead
 // of after TCP's backed-off retransmission, and the reconnect has
 // failed stores asked at once (Health).
 func (s *NATS) checkConn() {
@@ -262,20 +282,19 @@ func (s *NATS) checkConn() {
 	}()
 }
 
-// Get implements Store.
+// Get implements Store (read: the stream leader's answer).
 func (s *NATS) Get(ctx context.Context, key string) ([]byte, uint64, error) {
-	kv, err := s.bucket(ctx)
-	if err != nil {
+	if _, err := s.bucket(ctx); err != nil {
 		return nil, 0, err
 	}
-	e, err := kv.Get(ctx, key)
+	e, err := s.read(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return nil, 0, nil
 	}
 	if err != nil {
 		return nil, 0, s.failed("get", err)
 	}
-	return e.Value(), e.Revision(), nil
+	return e.value, e.rev, nil
 }
 
 // CompareAndSwap implements Store: Create when rev is 0 (also over a
@@ -444,9 +463,16 @@ func (s *NATS) Watch(prefix string, fn func(Item)) (func(), error) {
 	}, nil
 }
 
-// Close implements Store: it closes the connection if the store dialled
-// it (a shared one is its owner's to close).
+// Close implements Store: it ends the reads' subscription, and closes
+// the connection if the store dialled it (a shared one is its owner's to
+// close).
 func (s *NATS) Close() error {
+	s.replies.mu.Lock()
+	if s.replies.sub != nil {
+		_ = s.replies.sub.Unsubscribe()
+		s.replies.sub = nil
+	}
+	s.replies.mu.Unlock()
 	if s.own {
 		s.nc.Close()
 	}

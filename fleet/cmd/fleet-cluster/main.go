@@ -19,6 +19,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -170,30 +171,62 @@ func ctlStore(urls string) (*circuit.NATSStore, error) {
 
 const stream = "KV_" + circuit.DefaultBucket
 
-// leader is the name of the bucket stream's leader ("" when none).
-func leader(js jetstream.JetStream) string {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
+// streamInfo asks the cluster for stream name's info within timeout.
+// Every server receives the request; one that lost track of the cluster's
+// leader answers at once "temporarily unavailable" while the stream's
+// leader answers with the info: the first answer without an error is
+// taken (the client library would take the first answer of any kind,
+// and the harness would see the cluster broken while it is whole).
+func streamInfo(nc *nats.Conn, name string, timeout time.Duration) (*jetstream.StreamInfo, error) {
+	inbox := nc.NewInbox()
+	sub, err := nc.SubscribeSync(inbox)
 	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest("$JS.API.STREAM.INFO."+name, inbox, nil); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(timeout)
+	var last error = nats.ErrTimeout
+	for {
+		m, err := sub.NextMsg(time.Until(deadline))
+		if err != nil {
+			return nil, last
+		}
+		var r struct {
+			Error *jetstream.APIError `json:"error"`
+			jetstream.StreamInfo
+		}
+		if err := json.Unmarshal(m.Data, &r); err != nil {
+			last = err
+			continue
+		}
+		if r.Error != nil {
+			last = r.Error
+			continue
+		}
+		return &r.StreamInfo, nil
+	}
+}
+
+// leader is the name of the bucket stream's leader ("" when none).
+func leader(nc *nats.Conn) string {
+	si, err := streamInfo(nc, stream, time.Second)
+	if err != nil || si.Cluster == nil {
 		return ""
 	}
-	if ci := s.CachedInfo().Cluster; ci != nil {
-		return ci.Leader
-	}
-	return ""
+	return si.Cluster.Leader
 }
 
 // whole reports whether the bucket's stream has a leader and n current
 // replicas in all (the leader included).
-func whole(js jetstream.JetStream, n int) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
+func whole(nc *nats.Conn, n int) bool {
+	si, err := streamInfo(nc, stream, time.Second)
 	if err != nil {
 		return false
 	}
-	ci := s.CachedInfo().Cluster
+	ci := si.Cluster
 	if ci == nil || ci.Leader == "" {
 		return false
 	}
@@ -207,14 +240,12 @@ func whole(js jetstream.JetStream, n int) bool {
 }
 
 // consumers is how many consumers (watchers) a stream has now (-1: unknown).
-func consumers(js jetstream.JetStream, name string) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, name)
+func consumers(nc *nats.Conn, name string) int {
+	si, err := streamInfo(nc, name, 2*time.Second)
 	if err != nil {
 		return -1
 	}
-	return s.CachedInfo().State.Consumers
+	return si.State.Consumers
 }
 
 func runFault(ctx context.Context, o options, self, dir, fault string, stderr io.Writer) (string, bool, error) {
@@ -231,7 +262,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		return "", false, err
 	}
 	defer st.Close()
-	js, _ := jetstream.New(st.Conn())
+	nc := st.Conn()
 	// The bucket, at R3 (the store creates it so on a cluster), before
 	// any session: a hang guard of 60 s while the cluster forms.
 	deadline := time.Now().Add(60 * time.Second)
@@ -239,7 +270,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err := st.List(lctx)
 		cancel()
-		if err == nil && leader(js) != "" {
+		if err == nil && leader(nc) != "" {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -251,15 +282,24 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	// block the harness's loop while the cluster cannot answer).
 	var curLeader atomic.Value
 	var isWhole atomic.Bool
+	var polls atomic.Int64 // readings of the cluster's state so far
 	curLeader.Store("")
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
+	t0 := time.Now()
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
+		last, lastWhole := "", false
 		for {
-			curLeader.Store(leader(js))
-			isWhole.Store(whole(js, 3))
+			l, w := leader(nc), whole(nc, 3)
+			curLeader.Store(l)
+			isWhole.Store(w)
+			polls.Add(1)
+			if l != last || w != lastWhole { // for diagnosis, on the harness's clock (the prompts go out ~2 s in)
+				fmt.Fprintf(stderr, "fleet-cluster: %s: stream leader %q, whole %v at %.1f s\n", fault, l, w, time.Since(t0).Seconds())
+				last, lastWhole = l, w
+			}
 			select {
 			case <-pollCtx.Done():
 				return
@@ -308,16 +348,33 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 				})},
 		}
 	case "partition":
+		// Healed once the stream has three current replicas again,
+		// judged by a reading that began after the rejoin: the cluster
+		// may need seconds to elect its leaders again (the server that
+		// was cut off comes back with a higher term), and while it has
+		// none nothing can be shared. The row says how long that took.
 		label = fmt.Sprintf("host %d (with server s%d) cut off at +3 s, rejoined at +8 s", partHost, partHost)
+		var rejoined time.Time
+		var pollsAtRejoin int64
 		faults = []fleet.Fault{
 			{Name: "partitioned", When: at(3 * time.Second), Disturbs: true, Do: func() error { return partition(partHost, true) }},
-			{Name: "rejoined", When: at(8 * time.Second), Heals: true, Do: func() error { return partition(partHost, false) }},
+			{Name: "rejoined", When: at(8 * time.Second), Do: func() error {
+				rejoined, pollsAtRejoin = time.Now(), polls.Load()
+				return partition(partHost, false)
+			}},
+			{Name: "cluster whole", Heals: true,
+				When: func(*fleet.State) bool { return !rejoined.IsZero() && polls.Load() > pollsAtRejoin+1 && isWhole.Load() },
+				Do: func() error {
+					note = fmt.Sprintf("cluster whole %.1f s after the rejoin", time.Since(rejoined).Seconds())
+					return nil
+				}},
 		}
 	case "restarts":
 		// A rolling restart: s3 goes only once s2 caught up again (else
 		// the stream would have one current replica: no quorum).
 		label = "s2 killed +3 s, restarted with its store +5 s; then (s2 current) s3 killed, restarted 2 s later with its store lost"
 		var s3killed time.Duration
+		var pollsAtRestart int64 // a reading begun after s3's restart decides it is whole
 		faults = []fleet.Fault{
 			{Name: "s2 killed", When: at(3 * time.Second), Disturbs: true, Do: func() error { c.kill(1); return nil }},
 			{Name: "s2 restarted (store kept)", When: at(5 * time.Second), Do: func() error { return c.restart(1, true) }},
@@ -328,9 +385,11 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 					s3killed = s.Since
 				}
 				return s3killed > 0 && s.Since >= s3killed+2*time.Second
-			}, Do: func() error { return c.restart(2, false) }},
+			}, Do: func() error { pollsAtRestart = polls.Load(); return c.restart(2, false) }},
 			{Name: "cluster whole", Heals: true, Do: func() error { return nil },
-				When: func(*fleet.State) bool { return s3killed > 0 && c.servers[2].cmd != nil && isWhole.Load() }},
+				When: func(*fleet.State) bool {
+					return s3killed > 0 && c.servers[2].cmd != nil && polls.Load() > pollsAtRestart+1 && isWhole.Load()
+				}},
 		}
 	case "burst":
 		label = fmt.Sprintf("burst of %d failure writes (10× N) at +4 s", 10*o.n)
@@ -348,6 +407,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	}
 	cpu0 := c.cpuSeconds()
 	start := time.Now()
+	fmt.Fprintf(stderr, "fleet-cluster: %s: fleet starts at %.1f s\n", fault, start.Sub(t0).Seconds())
 	cfg := fleet.Config{Bin: o.bin, N: o.n, Store: "nats", NATSURL: c.urls(), Retries: 4, Initial: 1,
 		Outage: fleet.After(o.outage), Dir: filepath.Join(dir, "fleet"), Log: stderr, Timeout: o.timeout, DebugLog: true,
 		Wrap:   func(i int) []string { return []string{"ip", "netns", "exec", hostNS(i%o.hosts + 1)} },
@@ -359,7 +419,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			for _, p := range pids {
 				memKiB += rssKiB(p)
 			}
-			watchers = consumers(js, "KV_acp_guard_held")
+			watchers = consumers(nc, "KV_acp_guard_held")
 		},
 	}
 	res, err := fleet.Run(ctx, cfg)
@@ -367,6 +427,14 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		return "", false, err
 	}
 	cpu := c.cpuSeconds() - cpu0
+	if len(res.FailedAfterHealErrs) > 0 {
+		var tally []string
+		for k, v := range res.FailedAfterHealErrs {
+			tally = append(tally, fmt.Sprintf("  %4d %s", v, k))
+		}
+		sort.Slice(tally, func(i, j int) bool { return tally[i][5:] < tally[j][5:] })
+		fmt.Fprintf(stderr, "fleet-cluster: %s: circuit calls failed after healing, by second and error:\n%s\n", fault, strings.Join(tally, "\n"))
+	}
 	elapsed := time.Since(start)
 	burstMu.Lock()
 	b := burst
