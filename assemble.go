@@ -11,6 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/presence"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
@@ -53,6 +54,9 @@ type pipeline struct {
 	memLog  *memoryLog           // a recorded session's attempt log, when kept in memory
 	tap     *recorderTap         // nil: not recording
 	tel     *telemetry.Telemetry // nil: telemetry off
+	// presence keeps a live session's presence record (presence.go);
+	// nil: not published.
+	presence func(guard.Event)
 	closers []func() error       // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
 	// not take from the recording (an invalid recorded policy).
@@ -135,11 +139,31 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 		gc.CircuitHolder = "replay"
 	}
 	storeKind := ""
+	var presenceStore *presence.Store
 	if set.circuits != "" {
-		st := openStores(set.circuits, cfg.StateDir, cfg.version(), pl.log)
-		gc.Circuits, gc.Held, storeKind = st.circuits, st.held, st.kind
+		st := openStores(set.circuits, cfg.StateDir, cfg.version(), !o.recorded, pl.log)
+		gc.Circuits, gc.Held, storeKind, presenceStore = st.circuits, st.held, st.kind, st.presence
 		if st.close != nil {
 			pl.closers = append(pl.closers, st.close)
+		}
+	} else if !o.recorded && cfg.Circuits != "" {
+		ps, err := openPresence(cfg.Circuits, cfg.StateDir, cfg.version(), pl.log)
+		if err != nil {
+			pl.log.Warn("presence not published: store unavailable", "err", err)
+		} else if ps != nil {
+			presenceStore = ps
+			pl.closers = append(pl.closers, ps.Close)
+		}
+	}
+	if presenceStore != nil {
+		adapter, _ := id.Resolve()
+		ev, stop, err := startPresence(presenceStore, set.namespace, gc.CircuitHolder, adapter, pl.log)
+		if err != nil {
+			pl.log.Warn("presence not published", "err", err)
+		} else {
+			pl.presence = ev
+			// Before the store closes: the record is deleted first.
+			pl.closers = append([]func() error{stop}, pl.closers...)
 		}
 	}
 	if cfg.Record != "" {
@@ -220,6 +244,9 @@ func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
 	if pl.tel != nil {
 		subs = append(subs, subscriber{fn: pl.tel.Event})
 		gc.TraceContext = true
+	}
+	if pl.presence != nil {
+		subs = append(subs, subscriber{fn: pl.presence})
 	}
 	if cfg.OnTurn != nil {
 		subs = append(subs, subscriber{fn: guard.Turns(cfg.OnTurn)})
