@@ -49,15 +49,15 @@ func (o origin) identity(flag string) observers.Identity {
 // caller's), the transcript tap, and what to close when the session is
 // over.
 type pipeline struct {
-	log     *slog.Logger
-	guard   *guard.Guard
-	memLog  *memoryLog           // a recorded session's attempt log, when kept in memory
-	tap     *recorderTap         // nil: not recording
-	tel     *telemetry.Telemetry // nil: telemetry off
+	log    *slog.Logger
+	guard  *guard.Guard
+	memLog *memoryLog           // a recorded session's attempt log, when kept in memory
+	tap    *recorderTap         // nil: not recording
+	tel    *telemetry.Telemetry // nil: telemetry off
 	// presence keeps a live session's presence record (presence.go);
 	// nil: not published.
 	presence func(guard.Event)
-	closers []func() error       // in order, after the guard's own Close
+	closers  []func() error // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
 	// not take from the recording (an invalid recorded policy).
 	notes []string
