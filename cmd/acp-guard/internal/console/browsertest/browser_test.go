@@ -125,7 +125,8 @@ func slowSeed(backoff time.Duration) string {
 // The console, beside a guarded session whose prompt waits an hour for
 // its retry: the browser sees the held prompt appear, clicks "retry now",
 // reads the holder's answer on the page, and the session's client gets
-// its prompt answered by the re-sent attempt.
+// its prompt answered by the re-sent attempt; the circuit the failure
+// opened is closed by that success.
 func TestBrowserConsoleRetryNow(t *testing.T) {
 	ctx := browser(t)
 	state := filepath.Join(t.TempDir(), "state")
@@ -169,6 +170,8 @@ func TestBrowserConsoleRetryNow(t *testing.T) {
 		t.Errorf("the session never re-sent the prompt:\n%s", sess.Stderr.Tail(3000))
 	}
 	step(t, ctx, "see the prompt leave the list", chromedp.WaitNotPresent(chromedp.CSS(row)))
+	// The retried prompt's success closes the circuit its failure opened.
+	step(t, ctx, "see the circuit close", chromedp.WaitVisible(chromedp.CSS(`tr.circuit[data-key="default/codex-acp/model-a/provider"][data-state="closed"]`)))
 }
 
 // A replay --html report of the terminal transcripts, opened from a file:
