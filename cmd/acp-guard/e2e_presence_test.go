@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,7 +135,7 @@ func TestE2EConsoleLiveSessions(t *testing.T) {
 
 			// A killed session writes nothing more: listed while its last
 			// heartbeat's lease runs, gone from then on.
-			killed.Signal(syscall.SIGKILL)
+			killed.Signal(os.Kill)
 			<-killed.Done()
 			var last time.Time
 			pollLive(t, base, "the killed session leaves the list after its lease", func(now time.Time, rows map[int]liveRow, _ string) bool {
