@@ -18,7 +18,8 @@
 #       - circuit: a failing session opens a circuit, until the row shows
 #         open — from the record's updatedAt (5 times; cleared between);
 #       - lease: a session killed with SIGKILL, from its lease's end
-#         (heartbeat + 15 s) to the first answer without it (once).
+#         (heartbeat + 15 s) to the first answer without it (once);
+#   * what the heartbeats cost: the idle sessions' CPU time over 30 s.
 # Prints the figures and the load average before and after.
 # Needs: go, curl, GNU date. Everything runs on loopback.
 set -euo pipefail
@@ -99,6 +100,23 @@ for path in / /state; do
 		awk '{printf "%d\n", $1*1000}' | stats | sed "s|^|GET $path ms: |"
 	echo ", $(curl -s "$url$path" | wc -c) bytes"
 done
+
+# What the heartbeats cost: the CPU time of the N idle acp-guard
+# processes (utime + stime) over 30 s.
+cpu_ticks() {
+	local sum=0 p f
+	for p in "${spid[@]}"; do
+		f=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+		sum=$(( sum + ${f% *} + ${f#* } ))
+	done
+	echo "$sum"
+}
+c0=$(cpu_ticks)
+sleep 30
+c1=$(cpu_ticks)
+hz=$(getconf CLK_TCK)
+echo "idle sessions' CPU over 30 s: $(( (c1 - c0) * 1000 / hz )) ms in all, $(( (c1 - c0) * 1000 / hz / N )) ms per session"
+echo "presence.json: $(wc -c <"$state/presence.json" 2>/dev/null || echo -) bytes"
 
 # Presence: a second turn on one session shows as turn 2.
 lat=()
