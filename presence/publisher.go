@@ -154,12 +154,12 @@ func (p *Publisher) run() {
 				continue
 			}
 		}
-		last = time.Now()
-		p.write()
-		select { // a change that came before this write is in it
+		select { // a change that came before the write is in it; one during it signals again
 		case <-p.changed:
 		default:
 		}
+		last = time.Now()
+		p.write()
 		t.Stop()
 		select {
 		case <-t.C:
