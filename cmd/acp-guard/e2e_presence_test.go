@@ -157,3 +157,24 @@ func TestE2EConsoleLiveSessions(t *testing.T) {
 		})
 	}
 }
+
+// Presence is off unless a store is named: a session with --circuits off
+// or memory writes no presence record, whatever the state directory.
+func TestE2EPresenceOffWithoutStore(t *testing.T) {
+	t.Parallel()
+	for _, spec := range []string{"off", "memory"} {
+		state := filepath.Join(t.TempDir(), "state")
+		p := startBin(t, nil, proxy(t, []string{"--circuits", spec, "--state-dir", state, "--policy", acptest.RetryPolicy(t, 2, 1)},
+			"--scenario", "fail-then-succeed", "--fail", "1", "--error", "overloaded")...)
+		p.Send(acptest.Initialize(1), acptest.SessionNew(2))
+		p.Until("1")
+		p.Send(acptest.Prompt(3, sessionID(t, p.Until("2"))))
+		p.Until("3")
+		if _, code := p.Finish(); code != 0 {
+			t.Errorf("--circuits %s: exit %d", spec, code)
+		}
+		if _, err := os.Lstat(filepath.Join(state, presence.FileName)); err == nil {
+			t.Errorf("--circuits %s: %s was written", spec, presence.FileName)
+		}
+	}
+}
