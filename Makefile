@@ -17,7 +17,7 @@ DATE := $(DATE)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 GOBUILD = CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)'
 
-.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet fleet-cluster bench-jsonrpc2 test-collector test-browser
+.PHONY: help build demo test test-short test-busy lint fuzz clean acp-schema fleet fleet-cluster console-fleet bench-jsonrpc2 test-collector test-browser
 
 help:
 	@echo "make build        build $(BIN)"
@@ -35,6 +35,7 @@ help:
 	@echo "make test-browser    the console and a replay --html report in headless Chromium (a module of its own)"
 	@echo "make bench-jsonrpc2  the relay against a sourcegraph/jsonrpc2 forwarder (ARCHITECTURE.md)"
 	@echo "make fleet        shared circuits at N = 50/100/200 acp-guard processes (NATS, file store, a store restart)"
+	@echo "make console-fleet   the console beside N=200 live sessions: page load and update latency (CONSOLE_FLEET_N=…)"
 	@echo "make fleet-cluster  the fleet on a 3-server NATS cluster over network namespaces, with faults (root)"
 	@echo "make fuzz         short fuzz runs of every parser"
 	@echo "make transcripts  re-capture real-agent transcripts (needs Node and npm)"
@@ -113,6 +114,12 @@ bench-jsonrpc2:
 FLEET_FLAGS ?=
 fleet:
 	$(GO) run ./fleet/cmd/fleet $(FLEET_FLAGS)
+
+# The console beside N live guarded sessions sharing one state directory
+# (scripts/console-fleet.sh; docs/OPERATIONS.md has the figures).
+CONSOLE_FLEET_N ?= 200
+console-fleet:
+	bash scripts/console-fleet.sh $(CONSOLE_FLEET_N)
 
 # The fleet on a three-server NATS cluster across network namespaces, with
 # faults (needs root; fleet/cmd/fleet-cluster, docs/CIRCUITS.md).

@@ -11,6 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/presence"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/telemetry"
 	"github.com/acp-guard/acp-guard/transport"
@@ -48,12 +49,15 @@ func (o origin) identity(flag string) observers.Identity {
 // caller's), the transcript tap, and what to close when the session is
 // over.
 type pipeline struct {
-	log     *slog.Logger
-	guard   *guard.Guard
-	memLog  *memoryLog           // a recorded session's attempt log, when kept in memory
-	tap     *recorderTap         // nil: not recording
-	tel     *telemetry.Telemetry // nil: telemetry off
-	closers []func() error       // in order, after the guard's own Close
+	log    *slog.Logger
+	guard  *guard.Guard
+	memLog *memoryLog           // a recorded session's attempt log, when kept in memory
+	tap    *recorderTap         // nil: not recording
+	tel    *telemetry.Telemetry // nil: telemetry off
+	// presence keeps a live session's presence record (presence.go);
+	// nil: not published.
+	presence func(guard.Event)
+	closers  []func() error // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
 	// not take from the recording (an invalid recorded policy).
 	notes []string
@@ -134,14 +138,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	default:
 		gc.CircuitHolder = "replay"
 	}
-	storeKind := ""
-	if set.circuits != "" {
-		st := openStores(set.circuits, cfg.StateDir, cfg.version(), pl.log)
-		gc.Circuits, gc.Held, storeKind = st.circuits, st.held, st.kind
-		if st.close != nil {
-			pl.closers = append(pl.closers, st.close)
-		}
-	}
+	storeKind := pl.stores(&cfg, o, set, &gc, id)
 	if cfg.Record != "" {
 		if o.offline {
 			return nil, fieldErr("Record", "", errors.New("an offline replay writes no transcript"))
@@ -220,6 +217,9 @@ func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
 	if pl.tel != nil {
 		subs = append(subs, subscriber{fn: pl.tel.Event})
 		gc.TraceContext = true
+	}
+	if pl.presence != nil {
+		subs = append(subs, subscriber{fn: pl.presence})
 	}
 	if cfg.OnTurn != nil {
 		onTurn := cfg.OnTurn
@@ -460,4 +460,39 @@ func oneLine(s string, max int) string {
 		}
 	}
 	return string(out)
+}
+
+// stores opens the circuits' and held prompts' store (and with it the
+// presence record), or — without shared circuits but with a store named —
+// the presence record alone, and starts publishing the session's presence;
+// it returns the store's kind for the recording.
+func (pl *pipeline) stores(cfg *Config, o origin, set settings, gc *guard.Config, id observers.Identity) (storeKind string) {
+	var presenceStore *presence.Store
+	if set.circuits != "" {
+		st := openStores(set.circuits, cfg.StateDir, cfg.version(), !o.recorded, pl.log)
+		gc.Circuits, gc.Held, storeKind, presenceStore = st.circuits, st.held, st.kind, st.presence
+		if st.close != nil {
+			pl.closers = append(pl.closers, st.close)
+		}
+	} else if !o.recorded && cfg.Circuits != "" {
+		ps, err := openPresence(cfg.Circuits, cfg.StateDir, cfg.version(), pl.log)
+		if err != nil {
+			pl.log.Warn("presence not published: store unavailable", "err", err)
+		} else if ps != nil {
+			presenceStore = ps
+			pl.closers = append(pl.closers, ps.Close)
+		}
+	}
+	if presenceStore != nil {
+		adapter, _ := id.Resolve()
+		ev, stop, err := startPresence(presenceStore, set.namespace, gc.CircuitHolder, adapter, pl.log)
+		if err != nil {
+			pl.log.Warn("presence not published", "err", err)
+		} else {
+			pl.presence = ev
+			// Before the store closes: the record is deleted first.
+			pl.closers = append([]func() error{stop}, pl.closers...)
+		}
+	}
+	return storeKind
 }

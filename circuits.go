@@ -8,7 +8,25 @@ import (
 	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/presence"
 )
+
+// openPresence opens only the presence store spec names, for a live
+// session that opens no other store (its policy recovers nothing) but
+// was given --circuits: nil for off, memory or a store that cannot be
+// opened (logged).
+func openPresence(spec, stateDir, version string, log *slog.Logger) (*presence.Store, error) {
+	kind, _, err := kvstore.ParseSpec(spec)
+	if err != nil || (kind != kvstore.KindFile && kind != kvstore.KindNATS) {
+		return nil, nil
+	}
+	if kind == kvstore.KindFile && stateDir == "" {
+		if stateDir, err = policy.DefaultStateDir(); err != nil {
+			return nil, err
+		}
+	}
+	return presence.OpenStore(spec, stateDir, presence.NATSOptions{Name: "acp-guard " + version})
+}
 
 // storeMemory keeps circuits in this process only (Config.Circuits).
 const storeMemory = string(kvstore.KindMemory)
@@ -21,6 +39,7 @@ const storeMemory = string(kvstore.KindMemory)
 type sharedStores struct {
 	circuits *circuit.Circuits
 	held     *held.Board
+	presence *presence.Store // a live session's presence (presence.go); nil: none
 	kind     string
 	close    func() error
 }
@@ -30,8 +49,10 @@ type sharedStores struct {
 // directory, the JetStream buckets acp_guard_circuits and acp_guard_held
 // over one NATS connection, or the circuits of this process alone. A store
 // that cannot be opened is logged and the session runs without it: a turn
-// never depends on a store.
-func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
+// never depends on a store. live: a live session, which publishes its
+// presence beside them (the bucket acp_guard_presence on the same
+// connection, or presence.json).
+func openStores(spec, stateDir, version string, live bool, log *slog.Logger) sharedStores {
 	kind, spec, err := kvstore.ParseSpec(spec)
 	switch {
 	case err != nil:
@@ -51,7 +72,7 @@ func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
 		stateDir = d
 	}
 	name := "acp-guard " + version
-	copts, hopts := circuit.NATSOptions{Name: name}, held.NATSOptions{Name: name}
+	copts, hopts, popts := circuit.NATSOptions{Name: name}, held.NATSOptions{Name: name}, presence.NATSOptions{Name: name}
 	closeConn := func() error { return nil }
 	if kind == kvstore.KindNATS {
 		nc, err := kvstore.DialNATS(spec, name)
@@ -59,7 +80,7 @@ func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
 			log.Warn("circuits off: store unavailable", "err", err)
 			return sharedStores{kind: "off"}
 		}
-		copts.Conn, hopts.Conn = nc, nc
+		copts.Conn, hopts.Conn, popts.Conn = nc, nc, nc
 		closeConn = func() error { nc.Close(); return nil }
 	}
 	cs, err := circuit.OpenStore(spec, stateDir, copts)
@@ -75,10 +96,20 @@ func openStores(spec, stateDir, version string, log *slog.Logger) sharedStores {
 	} else if hs != nil {
 		s.held = held.NewBoard(hs, log)
 	}
+	if live {
+		if ps, err := presence.OpenStore(spec, stateDir, popts); err != nil {
+			log.Warn("presence not published: store unavailable", "err", err)
+		} else {
+			s.presence = ps
+		}
+	}
 	s.close = func() error {
 		var errs []error
 		if s.held != nil {
 			errs = append(errs, s.held.Close())
+		}
+		if s.presence != nil {
+			errs = append(errs, s.presence.Close())
 		}
 		return errors.Join(append(errs, cs.Close(), closeConn())...)
 	}

@@ -75,7 +75,8 @@ type Config struct {
 	// (--circuits): "file" (the state directory), "memory" (this process
 	// only), "off", or a nats:// or tls:// URL (a NATS JetStream key-value
 	// bucket). Prompts held for recovery are published beside them for
-	// operators (`acp-guard held`) with "file" and NATS. Empty: "file" for
+	// operators (`acp-guard held`) with "file" and NATS, and so is a live
+	// session's presence (`acp-guard console`; package presence). Empty: "file" for
 	// a live session, "memory" for a replayed or served one (off when the
 	// recording ran without circuits).
 	Circuits string

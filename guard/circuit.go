@@ -84,6 +84,11 @@ type promptCircuit struct {
 	budget   time.Duration     // parked: how much longer cooldowns may hold the prompt
 	circuit  *circuit.Snapshot // the circuit as last seen, for a circuit_open answer
 	attempts []Attempt
+	// retriedNow is the circuit of the failure a retry_now re-sent the
+	// prompt over (zero: none): that retry went without asking the
+	// circuit, so it holds no probe lease, but its success is the
+	// provider's answer all the same (retriedNowEnded).
+	retriedNow circuit.Key
 }
 
 // Attempt is one failed attempt of a prompt, as the fallback summary
@@ -417,6 +422,37 @@ func (cl *circuitClient) settleLease(c transport.Ctl, p *prompt, l leaseEffect, 
 	case leaseReleased:
 		cl.release(c, key, h)
 	}
+}
+
+// retryNow notes the circuit a retry_now's retry runs against: that of
+// p's latest failure, on the model the retry runs on, when the failure
+// is one that opens circuits.
+func (cl *circuitClient) retryNow(p *prompt) {
+	p.circ.retriedNow = circuit.Key{}
+	if cl.on() && opensCircuits(p.last) {
+		p.circ.retriedNow = cl.key(cl.ag.modelOf(p), p.last.verdict.Scope)
+	}
+}
+
+// retriedNowEnded settles a retry_now's retry as it leaves retrying: a
+// success closes the circuit (Progress, as a probe's success does:
+// parked sessions are released instead of waiting out the cooldown);
+// any other end leaves the circuit to the failure's own report.
+func (cl *circuitClient) retriedNowEnded(c transport.Ctl, p *prompt, on event) {
+	key := p.circ.retriedNow
+	p.circ.retriedNow = circuit.Key{}
+	if on != onSucceed || key == (circuit.Key{}) || !cl.on() {
+		return
+	}
+	now, cc := c.Now(), cl.cc
+	cl.w.do(c, func() func() {
+		snap, err := cc.Progress(context.Background(), key, now)
+		if err != nil {
+			cl.log.Debug("circuit progress", "key", key.String(), "err", err)
+			return nil
+		}
+		return cl.reported(c, p, "progress", snap)
+	})
 }
 
 func (cl *circuitClient) release(c transport.Ctl, key circuit.Key, h string) {

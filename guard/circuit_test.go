@@ -278,3 +278,36 @@ func TestCircuitWarmReadAtFirstSession(t *testing.T) {
 		t.Fatalf("%d prompts dispatched at the retry's deadline, the store down and the circuit open in the warm read's view; want 0 (parked)", n)
 	}
 }
+
+// A held prompt retried now (the client's or an operator's retry_now) goes
+// out without asking the circuit, so it holds no probe lease; when that
+// retry succeeds the provider is back, and the success closes the circuit
+// as a probe's would: sessions parked on it are released instead of
+// waiting out the cooldown.
+func TestCircuitRetryNowSuccessClosesCircuit(t *testing.T) {
+	cc, st := sharedCircuits(t)
+	h := newCircuitHarness(t, cc)
+	h.start()
+	h.agent(`{"jsonrpc":"2.0","id":2,"error":%s}`, overloaded)
+	h.clientFrames() // the retry notice
+	recs, err := st.List(context.Background())
+	if err != nil || len(recs) != 1 || recs[0].Closed() {
+		t.Fatalf("after the failure: records %+v (%v), want one open circuit", recs, err)
+	}
+	got := h.recovery("s1", "retry_now")
+	if r := recoveryResult(t, got[len(got)-1]); r.State != "retrying" {
+		t.Fatalf("retry_now answered %+v, want retrying", r)
+	}
+	if n := prompts(h.agentFrames()); n != 1 {
+		t.Fatalf("%d prompts sent on retry_now, want 1", n)
+	}
+	h.agent("%s", msgChunk("Hello"))
+	h.agent(`{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}`)
+	if got := h.clientFrames(); len(got) != 2 || got[1] != recoveredEndTurn(2) {
+		t.Fatalf("client got %q, want the chunk and end_turn for 2", got)
+	}
+	recs, err = st.List(context.Background())
+	if err != nil || len(recs) != 1 || !recs[0].Closed() {
+		t.Errorf("after the retried prompt succeeded: records %+v (%v), want the circuit closed", recs, err)
+	}
+}

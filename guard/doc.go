@@ -171,7 +171,9 @@
 // only with a fallback model the failure authorizes (its work is the
 // model switch a policy skip starts, circuits included); retry_now's work
 // is the retry, dispatched at once without asking the circuit — an
-// explicit request overrides the wait, not the gate. Each record names who
+// explicit request overrides the wait, not the gate — and, holding no
+// probe lease, its success still closes the circuit of the failure it
+// retried (circuit Progress, as a probe's success). Each record names who
 // asked (policy.Record.By), and the client gets a notice first; stop_now's
 // ProviderError says recovery.reason "stop_now" and recovery.by.
 // stall is the opt-in watchdog (stall.go) seeing nothing from the agent

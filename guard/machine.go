@@ -68,6 +68,9 @@ func (m *machine) transit(c transport.Ctl, p *prompt, s step, then func()) bool 
 	if e.lease != leaseKept {
 		m.circ.settleLease(c, p, e.lease, s)
 	}
+	if e.from == stRetrying {
+		m.circ.retriedNowEnded(c, p, s.on)
+	}
 	m.enter(p, e, s)
 	if m.ev.on() {
 		m.ev.emit(Transition{EventBase: m.ev.base(c, p), From: e.from.String(), On: s.on.String(), To: e.to.String(),

@@ -121,6 +121,7 @@ func (a *actions) act(c transport.Ctl, p *prompt, action, by string) error {
 	switch action {
 	case held.ActionRetryNow:
 		d.Action, d.Reason, d.Attempt = policy.ActionRetry, ReasonRetryNow, p.attempt+1
+		a.m.circ.retryNow(p)
 		a.m.transit(c, p, step{on: onRetryNow, d: d, by: by}, func() { a.rc.dispatchRetry(c, p) })
 	case held.ActionSkip:
 		next, _ := a.ag.nextCandidate(p)

@@ -18,6 +18,7 @@ import (
 	"github.com/acp-guard/acp-guard/cmd/acp-guard/internal/console"
 	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/presence"
 )
 
 // consoleOptions are the flags of `acp-guard console`.
@@ -42,12 +43,15 @@ func newConsoleCmd(s *streams) *cobra.Command {
 	o := &consoleOptions{}
 	cmd := &cobra.Command{
 		Use:   "console",
-		Short: "A local web page over the held prompts and the circuits, with retry-now / skip / stop buttons",
+		Short: "A local web page over the live sessions, held prompts and circuits, with retry-now / skip / stop buttons",
 		Long: `console serves a web page over the store the sessions share (--circuits,
-else $ACP_GUARD_CIRCUITS, else the file in the state directory): the
-prompts held for recovery, with retry now / skip / stop buttons, and the
-circuits per provider and model with their state, failures, next probe and
-lease holder. The page refreshes itself every --poll.
+else $ACP_GUARD_CIRCUITS, else the file in the state directory): the live
+sessions (agent, model, state, turn, heartbeat; a session whose heartbeat
+stopped leaves the list when its lease runs out), the last hour's
+ProviderErrors by agent, code and class, the prompts held for recovery,
+with retry now / skip / stop buttons, and the circuits per provider and
+model with their state, failures, next probe and lease holder. The page
+refreshes itself every --poll.
 
 A button takes the same path as acp-guard held retry-now|skip|stop: the
 holding process's safety gate decides, and an action on a prompt whose
@@ -102,6 +106,23 @@ func consoleSource(o *consoleOptions) (console.Source, string, func(), error) {
 		b.Close()
 		return console.Source{}, "", nil, withCode(exitUsage, err)
 	}
+	ps, err := presence.OpenStore(spec, dir, presence.NATSOptions{Name: "acp-guard console"})
+	if err != nil {
+		cs.Close()
+		b.Close()
+		return console.Source{}, "", nil, withCode(exitUsage, err)
+	}
+	ns := o.held.store.namespace
+	if ns == "" {
+		ns = circuit.DefaultNamespace
+	}
+	pprefix, err := presence.Prefix(ns)
+	if err != nil {
+		ps.Close()
+		cs.Close()
+		b.Close()
+		return console.Source{}, "", nil, withCode(exitUsage, fmt.Errorf("--circuit-namespace: %w", err))
+	}
 	desc := spec
 	if desc == "" || desc == "file" {
 		desc = "file " + dir
@@ -109,6 +130,7 @@ func consoleSource(o *consoleOptions) (console.Source, string, func(), error) {
 	src := console.Source{
 		Held:     func(ctx context.Context) ([]held.Stored, error) { return b.Held(ctx, prefix, time.Now()) },
 		Circuits: cs.List,
+		Live:     func(ctx context.Context, now time.Time) ([]presence.Record, error) { return ps.Live(ctx, pprefix, now) },
 		Act: func(ctx context.Context, a console.Action) (string, error) {
 			out, err := askHeld(ctx, b, prefix, heldTarget{Session: a.Session, Holder: a.Holder, Hold: a.Hold}, a.Action, 10*time.Second)
 			if err != nil {
@@ -117,7 +139,7 @@ func consoleSource(o *consoleOptions) (console.Source, string, func(), error) {
 			return out.From + " → " + out.To, nil
 		},
 	}
-	return src, desc, func() { cs.Close(); b.Close() }, nil
+	return src, desc, func() { ps.Close(); cs.Close(); b.Close() }, nil
 }
 
 func runConsole(ctx context.Context, o *consoleOptions) error {

@@ -14,13 +14,15 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/cmd/acp-guard/internal/console"
 	"github.com/acp-guard/acp-guard/held"
+	"github.com/acp-guard/acp-guard/presence"
 )
 
 // consoleFleet is how many sessions the scale test puts in the store.
 const consoleFleet = 200
 
-// The console over a fleet's worth of state — 200 held prompts of 200
-// processes and 200 circuits, in the file store — lists them all; the
+// The console over a fleet's worth of state — 200 live sessions (each
+// with ProviderErrors in the hour), 200 held prompts of those processes
+// and 200 circuits, in the file store — lists them all; the
 // page's load time and the live part's refresh are logged (figures, not
 // assertions: docs/OPERATIONS.md quotes them).
 func TestConsoleScale(t *testing.T) {
@@ -36,6 +38,11 @@ func TestConsoleScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	ps, err := presence.OpenFileStore(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
 	ctx := context.Background()
 	now := time.Now().UTC()
 	next := now.Add(time.Hour)
@@ -57,6 +64,19 @@ func TestConsoleScale(t *testing.T) {
 		}
 		rec := circuit.Record{Key: key, OpenUntil: now.Add(10 * time.Minute), OpenedAt: now, Code: "rate_limited", Class: "transient", Failures: 1, Epoch: 1, UpdatedAt: now}
 		if err := cs.CompareAndSwap(ctx, key.ID(), rec, 0); err != nil {
+			t.Fatal(err)
+		}
+		holder := fmt.Sprintf("host-%d/%d/1", i%20, 1000+i)
+		pr := presence.Record{Version: presence.Version, Namespace: circuit.DefaultNamespace, Holder: holder, Host: fmt.Sprintf("host-%d", i%20),
+			PID: 1000 + i, Agent: fmt.Sprintf("agent-%d", i%10), Model: "gpt-5", State: "retry_wait", Turn: 3, InFlight: 1, SessionID: sid,
+			Started: now, Heartbeat: now, Expires: now.Add(time.Hour)}
+		pr.Count("provider_overloaded", "transient", now)
+		pr.Count("rate_limited", "transient", now.Add(-30*time.Minute))
+		pkey, err := presence.Key(circuit.DefaultNamespace, holder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ps.Put(ctx, pkey, pr, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,7 +109,7 @@ func TestConsoleScale(t *testing.T) {
 			body = string(b)
 		}
 		slices.Sort(ds)
-		t.Logf("GET %s with %d held prompts and %d circuits: median %s, max %s, %d bytes", path, consoleFleet, consoleFleet,
+		t.Logf("GET %s with %d live sessions, %d held prompts and %d circuits: median %s, max %s, %d bytes", path, consoleFleet, consoleFleet, consoleFleet,
 			ds[len(ds)/2].Round(100*time.Microsecond), ds[len(ds)-1].Round(100*time.Microsecond), len(body))
 		return ds[len(ds)/2], body
 	}
@@ -100,5 +120,12 @@ func TestConsoleScale(t *testing.T) {
 	}
 	if n := strings.Count(page, `<tr class="circuit `); n != consoleFleet {
 		t.Errorf("the page lists %d circuits, want %d", n, consoleFleet)
+	}
+	if n := strings.Count(page, `<tr class="session"`); n != consoleFleet {
+		t.Errorf("the page lists %d live sessions, want %d", n, consoleFleet)
+	}
+	// 10 agents × 2 codes, each 20 sessions' worth.
+	if n := strings.Count(page, `<tr class="errors"`); n != 20 || !strings.Contains(page, `data-n="20"`) {
+		t.Errorf("the chart has %d rows, want 20 of 20 errors each", n)
 	}
 }

@@ -28,11 +28,11 @@ const module = "github.com/acp-guard/acp-guard"
 // fails the test: a new package takes its place in the map on purpose.
 var rules = map[string][]string{
 	// The core, top to bottom.
-	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held",
+	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence",
 		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
 	// The library dials the one NATS connection its stores share (kvstore).
-	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "internal/kvstore"},
+	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore"},
 	"replay":    {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
 	"telemetry": {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
 	"guard":     {"transport", "observers", "classify", "policy", "circuit", "held"},
@@ -43,6 +43,7 @@ var rules = map[string][]string{
 	"policy":    {"classify"}, // the registry of codes, for per-code overrides
 	"circuit":   {"internal/kvstore"},
 	"held":      {"internal/kvstore"}, // held prompts in the circuits' store, for operators
+	"presence":  {"internal/kvstore"}, // live sessions' records beside them, for the console
 
 	// Beside the core: tools and tests that use it from outside.
 	"fleet":                    {"circuit"}, // a load generator against the circuit store
@@ -84,7 +85,7 @@ var rules = map[string][]string{
 
 	// The console's web page: it reads the stores' types and takes its
 	// actions through the command's (the held action path).
-	"cmd/acp-guard/internal/console": {"circuit", "held"},
+	"cmd/acp-guard/internal/console": {"circuit", "held", "presence"},
 }
 
 // leaves import nothing of the module but each other (safefile builds on

@@ -149,46 +149,56 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 			continue
 		case m = <-answers:
 		}
-		if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
-			return entry{}, nats.ErrNoResponders
-		}
-		var r msgGetResponse
-		if err := json.Unmarshal(m.Data, &r); err != nil {
-			return entry{}, fmt.Errorf("message get: %w", err)
-		}
-		switch {
-		case r.Error != nil && r.Error.ErrorCode == clusterUnavailable:
+		e, err := decodeGet(m)
+		var unsettled *jetstream.APIError
+		if errors.As(err, &unsettled) && unsettled.ErrorCode == clusterUnavailable {
 			if unsettledErr == nil {
-				unsettledErr = r.Error
+				unsettledErr = err
 				t := time.NewTimer(unsettledGrace)
 				defer t.Stop()
 				grace = t.C
 			}
 			continue // the leader's answer may follow
-		case r.Error != nil && r.Error.ErrorCode == jsMsgGetErrNotFound:
-			return entry{}, jetstream.ErrKeyNotFound
-		case r.Error != nil && r.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
-			return entry{}, jetstream.ErrStreamNotFound // the bucket is gone: bound again (failed)
-		case r.Error != nil:
-			return entry{}, r.Error
-		case r.Message == nil:
-			return entry{}, errors.New("message get: an answer without a message")
 		}
-		e := entry{value: r.Message.Data, rev: r.Message.Sequence}
-		if len(r.Message.Header) > 0 {
-			h, err := nats.DecodeHeadersMsg(r.Message.Header)
-			if err != nil {
-				return entry{}, fmt.Errorf("message get: %w", err)
-			}
-			switch h.Get(kvOperation) {
-			case "DEL", "PURGE":
-				return e, jetstream.ErrKeyDeleted
-			}
-			switch h.Get(markerReason) {
-			case "MaxAge", "Purge", "Remove":
-				return e, jetstream.ErrKeyDeleted
-			}
-		}
-		return e, nil
+		return e, err
 	}
+}
+
+// decodeGet is one answer to a message get: the entry, or the error it
+// carries (the server's own, "temporarily unavailable" included, which
+// read weighs against the leader's answer).
+func decodeGet(m *nats.Msg) (entry, error) {
+	if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+		return entry{}, nats.ErrNoResponders
+	}
+	var r msgGetResponse
+	if err := json.Unmarshal(m.Data, &r); err != nil {
+		return entry{}, fmt.Errorf("message get: %w", err)
+	}
+	switch {
+	case r.Error != nil && r.Error.ErrorCode == jsMsgGetErrNotFound:
+		return entry{}, jetstream.ErrKeyNotFound
+	case r.Error != nil && r.Error.ErrorCode == jetstream.JSErrCodeStreamNotFound:
+		return entry{}, jetstream.ErrStreamNotFound // the bucket is gone: bound again (failed)
+	case r.Error != nil:
+		return entry{}, r.Error
+	case r.Message == nil:
+		return entry{}, errors.New("message get: an answer without a message")
+	}
+	e := entry{value: r.Message.Data, rev: r.Message.Sequence}
+	if len(r.Message.Header) > 0 {
+		h, err := nats.DecodeHeadersMsg(r.Message.Header)
+		if err != nil {
+			return entry{}, fmt.Errorf("message get: %w", err)
+		}
+		switch h.Get(kvOperation) {
+		case "DEL", "PURGE":
+			return e, jetstream.ErrKeyDeleted
+		}
+		switch h.Get(markerReason) {
+		case "MaxAge", "Purge", "Remove":
+			return e, jetstream.ErrKeyDeleted
+		}
+	}
+	return e, nil
 }

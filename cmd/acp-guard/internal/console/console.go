@@ -1,6 +1,7 @@
-// Package console is the web page of `acp-guard console`: the prompts held
-// for recovery, with retry-now / skip / stop buttons, and the shared
-// circuits, over the stores the sessions use. It owns the HTTP surface
+// Package console is the web page of `acp-guard console`: the live
+// sessions and the last hour's ProviderErrors from their presence
+// records, the prompts held for recovery, with retry-now / skip / stop
+// buttons, and the shared circuits, over the stores the sessions use. It owns the HTTP surface
 // and its safety — loopback by default, a token otherwise, CSRF-checked
 // POSTs, no frame text — and nothing of the actions themselves: those
 // come in through Source, the same path `acp-guard held` takes.
@@ -32,6 +33,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
+	"github.com/acp-guard/acp-guard/presence"
 )
 
 //go:embed static page.html.tmpl
@@ -49,6 +51,8 @@ type Action struct {
 type Source struct {
 	Held     func(ctx context.Context) ([]held.Stored, error)
 	Circuits func(ctx context.Context) ([]circuit.Record, error)
+	// Live lists the sessions whose presence lease runs at now.
+	Live func(ctx context.Context, now time.Time) ([]presence.Record, error)
 	// Act takes an action and says what came of it ("retry_wait →
 	// retrying"); its error is shown to the operator as it is.
 	Act func(ctx context.Context, a Action) (string, error)
@@ -118,6 +122,7 @@ func New(opts Options) (*Server, error) {
 		"ago":     func(now, t time.Time) string { return since(now, t) },
 		"until":   func(now, t time.Time) string { return until(now, t) },
 		"stamp":   func(t time.Time) string { return t.UTC().Format("15:04:05Z") },
+		"nano":    func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) },
 		"button":  buttonText,
 		"offered": func(e held.Entry, a string) bool { return e.Offers(a) },
 	}).ParseFS(files, "page.html.tmpl")
@@ -193,6 +198,9 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 type view struct {
 	Now      time.Time
 	CSRF     string
+	Sessions []presence.Record
+	LiveErr  string
+	Errors   errorChart
 	Held     []held.Entry
 	HeldErr  string
 	Circuits []circuitRow
@@ -212,6 +220,14 @@ func (s *Server) view(ctx context.Context) view {
 	defer cancel()
 	now := s.opts.Source.Now()
 	v := view{Now: now, CSRF: s.csrf, Actions: held.Actions}
+	if s.opts.Source.Live != nil {
+		recs, err := s.opts.Source.Live(ctx, now)
+		if err != nil {
+			v.LiveErr = err.Error()
+		}
+		v.Sessions = recs
+		v.Errors = chartErrors(recs, now)
+	}
 	if s.opts.Source.Held != nil {
 		list, err := s.opts.Source.Held(ctx)
 		if err != nil {

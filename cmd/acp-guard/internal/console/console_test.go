@@ -13,6 +13,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
+	"github.com/acp-guard/acp-guard/presence"
 )
 
 func TestConsoleCheckAddr(t *testing.T) {
@@ -55,6 +56,19 @@ func (f *fakeSource) source() Source {
 		Circuits: func(context.Context) ([]circuit.Record, error) {
 			return []circuit.Record{{Key: circuit.Key{Namespace: "default", Provider: "codex-acp", Model: "m", Scope: "provider"},
 				OpenUntil: now.Add(time.Hour), OpenedAt: now, Failures: 3, Code: "provider_overloaded", UpdatedAt: now}}, nil
+		},
+		Live: func(_ context.Context, at time.Time) ([]presence.Record, error) {
+			slot := presence.SlotOf(at)
+			return []presence.Record{
+				{Version: 1, Holder: "h/7/1", Host: "h", PID: 7, Agent: "codex-acp", Model: "gpt-5", State: "retry_wait", Turn: 3, InFlight: 1,
+					SessionID: "s<1>", Started: at.Add(-time.Hour), Heartbeat: at.Add(-2 * time.Second), Expires: at.Add(13 * time.Second),
+					Errors: []presence.ErrorCount{{Code: "provider_overloaded", Class: "transient", Slot: slot, N: 2},
+						{Code: "provider_overloaded", Class: "transient", Slot: slot - 3, N: 1},
+						{Code: "rate_limited", Class: "transient", Slot: slot - int64(presence.Slots), N: 9}}}, // left the window
+				{Version: 1, Holder: "h/8/1", Host: "h", PID: 8, Agent: "<claude>", State: "idle", Turn: 1,
+					Started: at, Heartbeat: at, Expires: at.Add(15 * time.Second),
+					Errors: []presence.ErrorCount{{Code: "provider_overloaded", Class: "transient", Slot: slot, N: 1}}},
+			}, nil
 		},
 		Act: func(_ context.Context, a Action) (string, error) {
 			f.mu.Lock()
@@ -187,5 +201,38 @@ func TestConsoleToken(t *testing.T) {
 	r.AddCookie(c[0])
 	if w := do(s, r); w.Code != 200 {
 		t.Errorf("cookie: %d, want 200", w.Code)
+	}
+}
+
+// The live sessions are listed from their presence records, escaped, and
+// the last hour's ProviderErrors are counted per agent, code and class —
+// a slot that left the hour is not — with one SVG bar per 5 minutes that
+// had any.
+func TestConsoleLiveSessionsAndErrorChart(t *testing.T) {
+	s, _ := newTestServer(t, "")
+	w := do(s, httptest.NewRequest("GET", "http://127.0.0.1:7171/state", nil))
+	body := w.Body.String()
+	if w.Code != 200 {
+		t.Fatalf("status %d: %s", w.Code, body)
+	}
+	if n := strings.Count(body, `<tr class="session"`); n != 2 {
+		t.Errorf("%d session rows, want 2", n)
+	}
+	for _, want := range []string{`data-holder="h/7/1" data-state="retry_wait" data-turn="3"`, "&lt;claude&gt;", "<code>h/8</code>", "in 13s",
+		`data-agent="codex-acp" data-code="provider_overloaded" data-class="transient" data-n="3"`,
+		`data-agent="&lt;claude&gt;" data-code="provider_overloaded" data-class="transient" data-n="1"`,
+		`ProviderErrors, last hour <span class="count">4</span>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("live part lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "rate_limited") || strings.Contains(body, "<claude>") {
+		t.Errorf("an error outside the hour, or an unescaped agent, is on the page")
+	}
+	if n := strings.Count(body, `<rect class="bar"`); n != 3 {
+		t.Errorf("%d bars, want 3 (two slots of codex-acp, one of claude)", n)
+	}
+	if !strings.Contains(body, `<rect class="bar" x="110" y="0" width="8" height="24">`) {
+		t.Errorf("the fullest slot's bar is not full height in the last place:\n%s", body)
 	}
 }

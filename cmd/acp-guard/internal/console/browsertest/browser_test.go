@@ -125,7 +125,8 @@ func slowSeed(backoff time.Duration) string {
 // The console, beside a guarded session whose prompt waits an hour for
 // its retry: the browser sees the held prompt appear, clicks "retry now",
 // reads the holder's answer on the page, and the session's client gets
-// its prompt answered by the re-sent attempt.
+// its prompt answered by the re-sent attempt; the circuit the failure
+// opened is closed by that success.
 func TestBrowserConsoleRetryNow(t *testing.T) {
 	ctx := browser(t)
 	state := filepath.Join(t.TempDir(), "state")
@@ -169,6 +170,8 @@ func TestBrowserConsoleRetryNow(t *testing.T) {
 		t.Errorf("the session never re-sent the prompt:\n%s", sess.Stderr.Tail(3000))
 	}
 	step(t, ctx, "see the prompt leave the list", chromedp.WaitNotPresent(chromedp.CSS(row)))
+	// The retried prompt's success closes the circuit its failure opened.
+	step(t, ctx, "see the circuit close", chromedp.WaitVisible(chromedp.CSS(`tr.circuit[data-key="default/codex-acp/model-a/provider"][data-state="closed"]`)))
 }
 
 // A replay --html report of the terminal transcripts, opened from a file:
@@ -298,6 +301,62 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 			})
 			step(t, ctx, "see the circuit close", chromedp.WaitVisible(chromedp.CSS(row+`[data-state="closed"]`)))
 			screenshot(t, ctx, "circuit-"+tt.name+"-closed")
+		})
+	}
+}
+
+// Live sessions on the page: a guarded session beside the console
+// appears in the live list with its agent, turn and state once its turn
+// is answered, its ProviderError is in the last hour's chart, and it
+// leaves the list when it ends. Through the file store and through NATS.
+func TestBrowserConsoleLiveSession(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		flags func(t *testing.T, state string) []string
+	}{
+		{"file", func(t *testing.T, state string) []string { return []string{"--state-dir", state} }},
+		{"nats", func(t *testing.T, state string) []string {
+			return []string{"--circuits", natstest.Start(t).URL(), "--state-dir", state}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := browser(t)
+			flags := tt.flags(t, filepath.Join(t.TempDir(), "state"))
+			env := acptest.Options{Env: acptest.CleanEnv(t)}
+			bin := acptest.Bin(t)
+			con := acptest.Start(t, append([]string{bin, "console", "--addr", "127.0.0.1:0", "--poll", "500ms"}, flags...), env)
+			url := regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(con.WaitStderr("(store "))
+			step(t, ctx, "open the console", chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(`#sessions`)))
+
+			pol := acptest.WriteFile(t, "policy.json", `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":3,"initial_interval_seconds":1}}}`)
+			argv := append(append([]string{bin, "--policy", pol}, flags...), "--")
+			sess := acptest.Start(t, append(argv, acptest.DemoAgent(t, "--scenario", "fail-then-succeed", "--fail", "1", "--error", "overloaded", "--agent-name", "codex-acp")...), env)
+			sess.Send(acptest.Initialize(1), acptest.SessionNew(2))
+			sess.Until("1")
+			var r struct {
+				SessionID string `json:"sessionId"`
+			}
+			frames := sess.Until("2")
+			if err := json.Unmarshal(frames[len(frames)-1].Result, &r); err != nil || r.SessionID == "" {
+				t.Fatalf("session/new answered %s", frames[len(frames)-1].Raw)
+			}
+			sess.Send(acptest.Prompt(3, r.SessionID))
+			sess.Until("3")
+
+			row := fmt.Sprintf(`tr.session[data-holder*="/%d/"]`, sess.Pid())
+			step(t, ctx, "see the live session, idle after its turn",
+				chromedp.WaitVisible(chromedp.CSS(row+`[data-state="idle"][data-turn="1"]`)),
+				chromedp.WaitVisible(chromedp.CSS(`tr.errors[data-agent="codex-acp"][data-code="provider_overloaded"][data-n="1"] svg rect.bar`)))
+			agent := value(t, ctx, "read the agent", chromedp.Text(chromedp.CSS(row+` td:nth-child(2)`)))
+			if agent != "codex-acp" {
+				t.Errorf("agent on the page %q, want codex-acp", agent)
+			}
+			screenshot(t, ctx, "console-live-"+tt.name)
+			sess.CloseStdin()
+			if code := sess.Wait(); code != 0 {
+				t.Errorf("session exit %d", code)
+			}
+			step(t, ctx, "see the ended session leave the list", chromedp.WaitNotPresent(chromedp.CSS(row)))
 		})
 	}
 }

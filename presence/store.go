@@ -1,0 +1,151 @@
+package presence
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/acp-guard/acp-guard/internal/kvstore"
+)
+
+// File names of the file store in the state directory, and its format.
+const (
+	FileName     = "presence.json"
+	LockFileName = "presence.lock"
+	FileFormat   = "acp-guard.presence/1"
+	// The file document's bounds: a record is < 2 KiB with every field at
+	// its bound and MaxErrors rows.
+	fileMaxBytes   = 1 << 20
+	fileMaxEntries = 2048
+)
+
+// DefaultBucket is the NATS key-value bucket of presence records.
+const DefaultBucket = "acp_guard_presence"
+
+const natsMaxValue = 16 << 10
+
+// ErrConflict is returned by Put when the record changed since it was
+// read.
+var ErrConflict = errors.New("presence: record changed concurrently")
+
+// ErrFormat wraps a file document of another format.
+var ErrFormat = errors.New("presence: unsupported document format")
+
+// Store keeps presence records by key with a revision each: a file in the
+// state directory or a NATS bucket (doc.go, "Stores"). Safe for
+// concurrent use.
+type Store struct {
+	t    *kvstore.Typed[Record]
+	desc string
+}
+
+func newStore(kv kvstore.Store, desc string) *Store {
+	return &Store{t: &kvstore.Typed[Record]{KV: kv, Encode: encodeRecord, Decode: decodeRecord,
+		Conflict: ErrConflict, Format: ErrFormat, What: "presence store"}, desc: desc}
+}
+
+// OpenFileStore opens (creating as needed, 0700) the file store in dir.
+func OpenFileStore(dir string) (*Store, error) {
+	f, err := kvstore.OpenFile(dir, kvstore.FileOptions{
+		Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "presence",
+		MaxBytes: fileMaxBytes, MaxEntries: fileMaxEntries, Times: recordTimes,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("presence store: %w", err)
+	}
+	return newStore(f, "file "+f.Path()), nil
+}
+
+// NATSOptions configures OpenNATS. Zero fields take the defaults.
+type NATSOptions struct {
+	Bucket string        // DefaultBucket
+	TTL    time.Duration // the bucket's max age: Lease
+	// Conn is a connection shared with the process's other buckets; the
+	// store does not close it. nil: OpenNATS dials its own (Name, Extra).
+	Conn  *nats.Conn
+	Name  string
+	Extra []nats.Option
+}
+
+// OpenNATS opens the presence bucket on the server at url (or opts.Conn).
+// An unreachable server is not an error here.
+func OpenNATS(url string, opts NATSOptions) (*Store, error) {
+	bucket := cmp.Or(opts.Bucket, DefaultBucket)
+	s, err := kvstore.OpenNATS(url, kvstore.NATSOptions{
+		Conn: opts.Conn, Name: opts.Name, Extra: opts.Extra,
+		Bucket: bucket, Description: "acp-guard session presence (" + FileFormat + " records)",
+		TTL: cmp.Or(max(opts.TTL, 0), Lease), MaxValue: natsMaxValue,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("presence store: %w", err)
+	}
+	return newStore(s, "nats bucket "+bucket), nil
+}
+
+// OpenStore opens the store a --circuits value names (kvstore.ParseSpec):
+// "" or "file" → the file in stateDir; a nats:// or tls:// URL → the
+// bucket; "off" or "memory" → nil, nil (no presence).
+func OpenStore(spec, stateDir string, nopts NATSOptions) (*Store, error) {
+	kind, spec, err := kvstore.ParseSpec(spec)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("presence store: %w", err)
+	case kind == kvstore.KindFile:
+		return OpenFileStore(stateDir)
+	case kind == kvstore.KindNATS:
+		return OpenNATS(spec, nopts)
+	}
+	return nil, nil
+}
+
+// NewMemoryStore is a store of this process only (tests).
+func NewMemoryStore() *Store { return newStore(kvstore.NewMemory(), "memory") }
+
+// String says where the store keeps its records.
+func (s *Store) String() string { return s.desc }
+
+// Get returns the record under key and its revision, or (nil, 0, nil).
+func (s *Store) Get(ctx context.Context, key string) (*Record, uint64, error) {
+	return s.t.Get(ctx, key)
+}
+
+// Put stores r, bounded, under key if the stored revision is still rev
+// (0: none), else fails with ErrConflict.
+func (s *Store) Put(ctx context.Context, key string, r Record, rev uint64) error {
+	r.Bound()
+	return s.t.CompareAndSwap(ctx, key, r, rev)
+}
+
+// Delete removes the record under key.
+func (s *Store) Delete(ctx context.Context, key string) error { return s.t.Delete(ctx, key) }
+
+// Live lists the records under prefix (Prefix(namespace); "p." for every
+// namespace) whose lease still runs at now, by host, pid and holder.
+func (s *Store) Live(ctx context.Context, prefix string, now time.Time) ([]Record, error) {
+	es, err := s.t.List(ctx, prefix)
+	var out []Record
+	for _, e := range es {
+		if e.Value.LiveAt(now) {
+			out = append(out, e.Value)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		return a.Holder < b.Holder
+	})
+	return out, err
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.t.Close() }
