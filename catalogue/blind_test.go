@@ -44,26 +44,18 @@ func TestBlindCorpus(t *testing.T) {
 			continue
 		}
 		failures++
-		for _, sh := range corpusShapes {
-			ev, ok := sh.render(en)
-			if !ok {
-				continue
-			}
-			ev.Now = classify.DefaultFixtureNow
-			v := e.Classify(ev)
-			right := v.Code == en.Code
-			count(shapes, sh.name, right)
-			all.add(right)
-			switch {
-			case right:
-			case v.Code == classify.CodeUnclassified:
+		scoreShapes(e, en, func(shape string, _ classify.Verdict, miss missKind) {
+			count(shapes, shape, miss == missNone)
+			all.add(miss == missNone)
+			switch miss {
+			case missUnclassified:
 				unclassified++
-			case v.Class != classify.ClassOf(en.Code):
+			case missWrongClass:
 				wrongClass++
-			default:
+			case missOtherCode:
 				otherCode++
 			}
-		}
+		})
 	}
 	codes := make([]string, 0, len(negativeCodes))
 	for c, n := range negativeCodes {

@@ -96,6 +96,41 @@ var corpusShapes = []corpusShape{
 
 func intp(n int) *int { return &n }
 
+// missKind is how a verdict misses an entry's label: not at all, with no
+// verdict (safe), with another class (costly), or with another code of the
+// right class.
+type missKind int
+
+const (
+	missNone missKind = iota
+	missUnclassified
+	missWrongClass
+	missOtherCode
+)
+
+// scoreShapes classifies en in every shape that applies to it and hands
+// each verdict and how it misses to f.
+func scoreShapes(e *classify.Engine, en corpusEntry, f func(shape string, v classify.Verdict, miss missKind)) {
+	for _, sh := range corpusShapes {
+		ev, ok := sh.render(en)
+		if !ok {
+			continue
+		}
+		ev.Now = classify.DefaultFixtureNow
+		v := e.Classify(ev)
+		miss := missOtherCode
+		switch {
+		case v.Code == en.Code:
+			miss = missNone
+		case v.Code == classify.CodeUnclassified:
+			miss = missUnclassified
+		case v.Class != classify.ClassOf(en.Code):
+			miss = missWrongClass
+		}
+		f(sh.name, v, miss)
+	}
+}
+
 type tally struct{ ok, n int }
 
 func (t *tally) add(ok bool) {
@@ -156,27 +191,21 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) (wrongClass int)
 		if en.Code == "none" {
 			continue // TestCorpusNegatives
 		}
-		for _, sh := range corpusShapes {
-			ev, ok := sh.render(en)
-			if !ok {
-				continue
-			}
-			ev.Now = classify.DefaultFixtureNow
-			v := e.Classify(ev)
-			right := v.Code == en.Code
-			count(shapes, sh.name, right)
+		scoreShapes(e, en, func(shape string, v classify.Verdict, miss missKind) {
+			right := miss == missNone
+			count(shapes, shape, right)
 			count(families, corpusFamily(en.Provider), right)
 			count(codes, en.Code, right)
-			if !right {
-				switch {
-				case v.Code == classify.CodeUnclassified:
-					unclassified++
-				case v.Class != classify.ClassOf(en.Code):
-					wrongClass++
-				}
-				misses = append(misses, fmt.Sprintf("%s [%s] want %s, got %s (rule %q reason %q %v): %.160q", en.ID, sh.name, en.Code, v.Code, v.Rule, v.Reason, v.Conflicts, en.Text))
+			switch miss {
+			case missNone:
+				return
+			case missUnclassified:
+				unclassified++
+			case missWrongClass:
+				wrongClass++
 			}
-		}
+			misses = append(misses, fmt.Sprintf("%s [%s] want %s, got %s (rule %q reason %q %v): %.160q", en.ID, shape, en.Code, v.Code, v.Rule, v.Reason, v.Conflicts, en.Text))
+		})
 	}
 	t.Logf("%s: %d entries, by shape:\n%s", file, len(entries), table(shapes))
 	t.Logf("by provider family:\n%s", table(families))

@@ -405,15 +405,7 @@ func (cl *circuitClient) settleLease(c transport.Ctl, p *prompt, l leaseEffect, 
 	key, h := p.circ.key, cl.holder(p)
 	switch l {
 	case leaseClose:
-		now, cc := c.Now(), cl.cc
-		cl.w.do(c, func() func() {
-			snap, err := cc.Progress(context.Background(), key, now)
-			if err != nil {
-				cl.log.Debug("circuit progress", "key", key.String(), "err", err)
-				return nil
-			}
-			return cl.reported(c, p, "progress", snap)
-		})
+		cl.reportProgress(c, p, key)
 	case leaseReported:
 		if opensCircuits(s.f) && cl.key(cl.ag.modelOf(p), s.f.verdict.Scope) == key {
 			return
@@ -444,15 +436,7 @@ func (cl *circuitClient) retriedNowEnded(c transport.Ctl, p *prompt, on event) {
 	if on != onSucceed || key == (circuit.Key{}) || !cl.on() {
 		return
 	}
-	now, cc := c.Now(), cl.cc
-	cl.w.do(c, func() func() {
-		snap, err := cc.Progress(context.Background(), key, now)
-		if err != nil {
-			cl.log.Debug("circuit progress", "key", key.String(), "err", err)
-			return nil
-		}
-		return cl.reported(c, p, "progress", snap)
-	})
+	cl.reportProgress(c, p, key)
 }
 
 func (cl *circuitClient) release(c transport.Ctl, key circuit.Key, h string) {
@@ -479,4 +463,18 @@ func (cl *circuitClient) reported(c transport.Ctl, p *prompt, op string, snap ci
 		return nil
 	}
 	return func() { cl.ev.emit(CircuitChanged{EventBase: cl.ev.base(c, p), Op: op, Circuit: snap}) }
+}
+
+// reportProgress reports p's success on key to the store (Progress: a probe's
+// success, or a retried-now prompt's, closes the circuit).
+func (cl *circuitClient) reportProgress(c transport.Ctl, p *prompt, key circuit.Key) {
+	now, cc := c.Now(), cl.cc
+	cl.w.do(c, func() func() {
+		snap, err := cc.Progress(context.Background(), key, now)
+		if err != nil {
+			cl.log.Debug("circuit progress", "key", key.String(), "err", err)
+			return nil
+		}
+		return cl.reported(c, p, "progress", snap)
+	})
 }
