@@ -222,9 +222,10 @@ func (e *Engine) classify(ev *Evidence) (Verdict, []*compiledRule) {
 // decideText classifies text an agent printed (a chunk) as a message
 // chunk, and as an error message when no chunk rule speaks (ClassifyText).
 func (e *Engine) decideText(ev *Evidence) (Verdict, []*compiledRule) {
-	v, all := e.decideView(newView(ev))
-	if v.Rule != "" || v.Reason == ReasonStale {
-		return v, all
+	vw := newView(ev)
+	v, all := e.decideView(vw)
+	if v.Rule != "" || v.Reason == ReasonStale || vw.docLayout() {
+		return v, all // reference text stays prose when read as an error message too (mention.go)
 	}
 	alt := *ev
 	alt.Source = SourceRPCError

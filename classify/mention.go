@@ -21,7 +21,8 @@ import (
 //   - a provider error body: a JSON or Python-repr object with an "error",
 //     "errors" or "error_code" member, or a "type" naming an error;
 //   - an error line: the text (or a stderr line) starts with an error head
-//     (ParseErrorLine: "Error:", "API Error:", "RateLimitError:", ✕ …).
+//     (ParseErrorLine: "Error:", "API Error:", "RateLimitError:", ✕ …) or
+//     a command-line client's numbered head ("curl: (92) …").
 //
 // Narrative (mentionRe): text that opens with a hypothetical or
 // conditional frame ("If you get …", "When the API returns …", or a
@@ -133,9 +134,41 @@ var discourseRe = lazyRegexp(`(?i)` +
 func (v *view) proseDiscourse() bool {
 	if !v.discourseOK {
 		v.discourseOK = true
-		v.discourseOn = v.prose() && !v.errorShaped() && v.discourse()
+		v.discourseOn = v.prose() && (v.docLayout() || !v.errorShaped() && v.discourse())
 	}
 	return v.discourseOn
+}
+
+// docLayoutRe marks reference text by its layout, whatever words it
+// holds (prose sources only, error-shaped or not: a help page's
+// "Error: … Cause: … Solution: …" opens with an error head):
+//
+//   - a Markdown table row of two or more cells ("| 402 | … | … |");
+//   - a cause heading followed by a remedy heading, each opening a line
+//     or set in bold ("Cause: … Solution: …", "**原因**：… **解决方法**：");
+//   - a numbered or bare Chinese cause heading (原因二：) with a hedge
+//     after it (可能 may, 默认 by default, 通常 usually): a reference's
+//     explanation, not a report.
+//
+// A provider's hint ("Possible cause: …", 请确认 …) is one heading at
+// most, and a provider's body is JSON: neither is a layout.
+var docLayoutRe = lazyRegexp(`(?i)` +
+	`(?:\A|\n)[ \t]*\|[^|\n]+\|[^|\n]+\|` +
+	`|(?:\A|\n)[ \t*]*(?:possible )?causes?\**[ \t]*:[\s\S]{0,600}?\n[ \t*]*(?:solutions?|resolution|how to fix|fix)\**[ \t]*:` +
+	`|(?:\A|\n|\*\*)[ \t]*原因[一二三四五六七八九十\d]*\**[ \t]*[:：][\s\S]{0,600}?(?:解决方案|解决方法|解决办法)\**[ \t]*[:：]` +
+	`|(?:\A|\n)[ \t]*原因[一二三四五六七八九十\d]*[ \t]*[:：][\s\S]{0,600}?(?:可能|默认|通常)`)
+
+// docLayout reports whether the message or stderr text of prose
+// evidence (a message chunk, stderr) is laid out as reference text
+// (docLayoutRe). A JSON-RPC error and structured data are never read
+// for it.
+func (v *view) docLayout() bool {
+	if !v.prose() {
+		return false
+	}
+	// The layout is in the lines as printed: the message before unwrap
+	// joins them.
+	return docLayoutRe().MatchString(headBytes(v.ev.Message, MaxScanBytes)) || docLayoutRe().MatchString(v.text(FieldStderr))
 }
 
 func (v *view) discourse() bool {
@@ -265,13 +298,18 @@ func (v *view) computeErrorShaped() bool {
 			if i := strings.Index(line, ": "); i > 0 && genericRPCMessage(line[:i]) {
 				line = line[i+2:]
 			}
-			if _, ok := ParseErrorLine(line); ok {
+			if _, ok := ParseErrorLine(line); ok || toolErrorHeadRe().MatchString(line) {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// toolErrorHeadRe is a command-line client's numbered error head, the
+// tool's name and its exit code in brackets ("curl: (92) …"): the line
+// is the tool's report, whatever words follow ("treated as error").
+var toolErrorHeadRe = lazyRegexp(`\A\s*[a-z][\w.-]{1,20}: \(\d{1,3}\) \S`)
 
 // errorBody reports whether obj is shaped like an error body: a message
 // ("message", "msg") beside a code, status, AWS __type or a validation
