@@ -229,13 +229,16 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) (wrongClass int)
 // provider failure except by where it came from — are counted, not
 // required: the projection keeps tool output from the engine.
 func TestCorpusNegatives(t *testing.T) {
-	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl", "../testdata/corpus/holdout5.jsonl", "../testdata/corpus/holdout6.jsonl"} {
+	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl", "../testdata/corpus/holdout5.jsonl", "../testdata/corpus/holdout6.jsonl", "../testdata/corpus/holdout7.jsonl"} {
 		min := corpusMinNegatives
 		if strings.HasSuffix(f, "holdout5.jsonl") {
 			min = corpusMinNegativesHoldout5
 		}
 		if strings.HasSuffix(f, "holdout6.jsonl") {
 			min = corpusMinNegativesHoldout6
+		}
+		if strings.HasSuffix(f, "holdout7.jsonl") {
+			min = corpusMinNegativesHoldout7
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testNegatives(t, f, min) })
 	}
@@ -353,3 +356,23 @@ func TestHoldout6Corpus(t *testing.T) {
 // agent-side logs) that must stay unclassified: all of them (15/22 at
 // first contact).
 const corpusMinNegativesHoldout6 = 1.0
+
+// TestHoldout7Corpus: a seventh blind set (testdata/corpus/HOLDOUT7.md),
+// built from SDK sources, gateways, inference servers, HTTP and TLS clients
+// and provider references rather than issue trackers, frozen before it was
+// measured. At first contact with catalogue 2026.12.02-3: 52.0 % in the
+// rpc_data, rpc_message and text shapes, 60.0 % envelope, 18 wrong class,
+// 16/22 soft negatives unclassified (docs/CATALOGUE.md); its misses, read by
+// kind (HOLDOUT7.md), then taught the catalogue, and it is held to the bar
+// of every corpus and to no wrong class.
+func TestHoldout7Corpus(t *testing.T) {
+	if wrong := testCorpus(t, "../testdata/corpus/holdout7.jsonl", corpusMinHoldout); wrong > 0 {
+		t.Errorf("%d misses of another class than the label, want none (CORPUS_MISSES=1 lists them)", wrong)
+	}
+}
+
+// corpusMinNegativesHoldout7 is the share of holdout7's soft negatives
+// (reference prose and table rows, changelog lines, SDK log lines, other
+// services' limits, MCP tool transport) that must stay unclassified: all of
+// them (16/22 at first contact).
+const corpusMinNegativesHoldout7 = 1.0

@@ -32,6 +32,8 @@ var kindPairs = []struct {
 	{"model-vs-bad-request", classify.CodeModelUnavailable, classify.CodeInvalidRequest},
 	{"request-vs-refusal", classify.CodeInvalidRequest, classify.CodeContentRefused},
 	{"connection-vs-bad-request", classify.CodeNetworkUnavailable, classify.CodeInvalidRequest},
+	// Learned from holdout7's misses (docs/CATALOGUE.md "holdout7").
+	{"load-vs-capacity", classify.CodeProviderOverloaded, classify.CodeModelCapacity},
 }
 
 // TestKindCollisions: every kind pair has collision fixtures in both
