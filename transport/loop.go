@@ -169,6 +169,7 @@ func start(o Options) (*loop, error) {
 		toAgent:     newWriter(ch.stdin, log, "agent"),
 		toClient:    newWriter(o.Stdout, log, "client"),
 		agentOut:    newWatchedReader(ch.stdout),
+		in:          newClientInput(o.Stdin),
 		now:         time.Now(),
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
@@ -185,7 +186,7 @@ func (l *loop) serve(ctx context.Context) *sync.WaitGroup {
 	// never closes, which is why nothing waits for it (the process exits
 	// under it). The agent's stdout and stderr readers exit at EOF or when
 	// their files are closed at shutdown; stop waits for them.
-	go readLines(o.Stdin, o.MaxLine, evClientLines, evClientEOF, l)
+	go func() { readLines(l.in, o.MaxLine, evClientLines, evClientEOF, l); l.in.ended() }()
 	var readers sync.WaitGroup
 	readers.Add(3)
 	go func() { defer readers.Done(); readLines(l.agentOut, o.MaxLine, evAgentLines, evAgentEOF, l) }()
@@ -253,6 +254,11 @@ func (l *loop) stop(readers *sync.WaitGroup) Result {
 	ch.stderr.Close()
 	l.relay.AgentExited(l.exit)
 	l.flush()
+	// What the client had sent by now is answered too (owed.go).
+	l.mu.Unlock()
+	l.readOwed(l.o.Grace)
+	l.mu.Lock()
+	l.owedRead = true
 	l.toAgent.close()
 	l.toClient.close()
 	res := Result{Exit: l.exit, Counts: l.relay.Counts, GraceSignal: l.graceSignal}
@@ -300,9 +306,11 @@ type loop struct {
 	over        bool
 	timers      []func() bool
 	agentOut    *watchedReader
-	stopping    bool // a signal arrived: forwarded once, escalation runs
-	escalating  int  // which TERM/KILL timers are set (escalateNone…)
-	outLost     bool // the agent closed stdout while running
+	in          *clientInput // the client's input, as its reader reads it (owed.go)
+	owedRead    bool         // stop has read what the client had sent; later lines are dropped
+	stopping    bool         // a signal arrived: forwarded once, escalation runs
+	escalating  int          // which TERM/KILL timers are set (escalateNone…)
+	outLost     bool         // the agent closed stdout while running
 	// After the exit: the client writer's progress at the last drain
 	// check, and since when it has not moved.
 	drainWritten uint64
@@ -341,6 +349,15 @@ func (l *loop) handle(ev event) {
 }
 
 func (l *loop) handleLocked(ev event) {
+	if l.over && ev.kind == evClientLines && !l.owedRead {
+		// The session is over; a request the client had sent by then is
+		// still answered, at once (Relay.FromClient after the exit).
+		for _, ln := range ev.batch.lines {
+			l.relay.FromClient(ln)
+		}
+		l.releaseAfter(l.toAgent, ev.batch)
+		return
+	}
 	if l.over {
 		if ev.batch != nil {
 			ev.batch.release()
