@@ -363,7 +363,7 @@ const corpusMinNegativesHoldout6 = 1.0
 // measured. At first contact with catalogue 2026.12.02-3: 52.0 % in the
 // rpc_data, rpc_message and text shapes, 60.0 % envelope, 18 wrong class,
 // 16/22 soft negatives unclassified (docs/CATALOGUE.md); its misses, read by
-// kind (HOLDOUT7.md), then taught the catalogue, and it is held to the bar
+// kind (testdata/corpus/HOLDOUT7.md), then taught the catalogue, and it is held to the bar
 // of every corpus and to no wrong class.
 func TestHoldout7Corpus(t *testing.T) {
 	if wrong := testCorpus(t, "../testdata/corpus/holdout7.jsonl", corpusMinHoldout); wrong > 0 {

@@ -3,10 +3,10 @@ package transport_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/acp-guard/acp-guard/internal/platform"
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +29,7 @@ func (h *heldInput) Read(p []byte) (int, error) {
 	return h.f.Read(p)
 }
 
-func (h *heldInput) SyscallConn() (syscall.RawConn, error) {
+func (h *heldInput) SyscallConn() (platform.RawConn, error) {
 	h.once.Do(func() { close(h.open) })
 	return h.f.SyscallConn()
 }
