@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
@@ -13,7 +14,7 @@ import (
 
 func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 	b.Run("file", func(b *testing.B) {
-		st, err := OpenFileStore(b.TempDir())
+		st, err := OpenStore("file", kvstore.Options{Dir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -22,7 +23,7 @@ func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 	})
 	b.Run("nats", func(b *testing.B) {
 		ns := natstest.Start(b)
-		st, err := OpenNATS(ns.URL(), NATSOptions{})
+		st, err := OpenStore(ns.URL(), kvstore.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/acp-guard/acp-guard/circuit"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 // The outage scenario's environment (demoagent.EnvOutageFile and
@@ -358,9 +359,9 @@ func (r *run) finalCircuits() ([]circuit.Record, error) {
 	case r.cfg.ReadStore != nil:
 		st, err = r.cfg.ReadStore()
 	case r.cfg.Store == "nats":
-		st, err = circuit.OpenNATS(r.circuitsFlag(), circuit.NATSOptions{Name: "fleet"})
+		st, err = circuit.OpenStore(r.circuitsFlag(), kvstore.Options{Name: "fleet"})
 	case r.cfg.Store == "file":
-		st, err = circuit.OpenFileStore(r.state)
+		st, err = circuit.OpenStore("file", kvstore.Options{Dir: r.state})
 	default:
 		return nil, nil
 	}

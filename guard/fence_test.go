@@ -10,6 +10,7 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -84,7 +85,7 @@ func TestFenceDropsStaleCallbacks(t *testing.T) {
 				Attempts: h, Events: guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) }),
 			}
 			if tc.circuits {
-				st, err := circuit.OpenFileStore(t.TempDir())
+				st, err := circuit.OpenStore("file", kvstore.Options{Dir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acp-guard/acp-guard/circuit"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -72,7 +73,7 @@ func runCircuits(ctx context.Context, o *circuitsCmdOptions) error {
 		}
 		dir = d
 	}
-	st, err := circuit.OpenStore(spec, dir, circuit.NATSOptions{Name: "acp-guard circuits"})
+	st, err := circuit.OpenStore(spec, kvstore.Options{Dir: dir, Name: "acp-guard circuits"})
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

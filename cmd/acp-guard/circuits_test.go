@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/circuit"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 func TestCircuitsCommand(t *testing.T) {
 	dir := t.TempDir()
-	st, err := circuit.OpenFileStore(dir)
+	st, err := circuit.OpenStore("file", kvstore.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -228,9 +229,9 @@ func openCircuit(t *testing.T, st heldStore) {
 	var cs circuit.Store
 	var err error
 	if st.url != "" {
-		cs, err = circuit.OpenNATS(st.url, circuit.NATSOptions{})
+		cs, err = circuit.OpenStore(st.url, kvstore.Options{})
 	} else {
-		cs, err = circuit.OpenFileStore(st.state)
+		cs, err = circuit.OpenStore("file", kvstore.Options{Dir: st.state})
 	}
 	if err != nil {
 		t.Fatal(err)

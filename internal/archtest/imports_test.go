@@ -29,6 +29,7 @@ const module = "github.com/acp-guard/acp-guard"
 var rules = map[string][]string{
 	// The core, top to bottom.
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence",
+		"internal/kvstore", // the one set of store options (kvstore.Options) the stores open with
 		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
 	// The library dials the one NATS connection its stores share (kvstore).
@@ -46,9 +47,9 @@ var rules = map[string][]string{
 	"presence":  {"internal/kvstore"}, // live sessions' records beside them, for the console
 
 	// Beside the core: tools and tests that use it from outside.
-	"fleet":                    {"circuit"}, // a load generator against the circuit store
+	"fleet":                    {"circuit", "internal/kvstore"}, // a load generator against the circuit store
 	"fleet/cmd/fleet":          {"fleet"},
-	"fleet/cmd/fleet-cluster":  {"fleet", "circuit"}, // the fleet on a NATS cluster across network namespaces
+	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces
 	"bench":                    {},
 	"bench/cmd/bytecopy":       {"bench"},
 	"bench/cmd/e2ebench":       {"bench"},
@@ -70,8 +71,9 @@ var rules = map[string][]string{
 	"internal/natstest":  {},
 	"internal/archtest":  {},
 
-	// Beneath the stores: the revisioned key-value layer the circuit and
-	// held-prompt stores are typed adapters over (file, NATS, memory).
+	// Beneath the stores: the revisioned key-value layer and its one
+	// opener (the registry of backends: file, NATS, memory) the circuit,
+	// held-prompt, presence and overlay stores are typed views over.
 	"internal/kvstore": {},
 
 	// The leaves.
@@ -105,7 +107,7 @@ var testRules = map[string][]string{
 	"internal/acpschema": {"replay", "policy"}, // and read the attempt log the operator actions wrote
 	// The guard's tests also run it with the real catalogue, and replay
 	// what the binary recorded through the library's Replay.
-	"guard": {"replay", "catalogue", "."},
+	"guard": {"replay", "catalogue", ".", "internal/kvstore"}, // and open the stores as the library does
 	// Golden transcripts are played through the whole pipeline, the
 	// library's Replay, with policies written by the tests.
 	"replay": {".", "policy"},

@@ -17,6 +17,18 @@
 //     connection a process's buckets share.
 //   - [Memory]: this process only (replayed and served sessions, tests).
 //
+// # One opener
+//
+// A store spec (a --circuits value) names a backend of one registry
+// (open.go: file, memory, NATS; [Register] adds one, as a test does):
+// [ParseSpec] says which, and [Open] opens one view's [Schema] — its file
+// document, its bucket, whether it is Shared — with the process's
+// [Options] (the state directory, the NATS connection or how to dial it).
+// [Share] makes the one connection a process's views share. The views
+// (circuit, held, presence, the root package's catalogue overlay) are
+// [Typed] stores over what Open returns; none of them knows a backend.
+// A new backend is one file here and one row of the registry.
+//
 // # The file document
 //
 //	{"format":"<FileOptions.Format>","seq":N,

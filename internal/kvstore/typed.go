@@ -104,3 +104,15 @@ func (s *Typed[T]) Err(err error) error {
 	}
 	return fmt.Errorf("%s: %w", s.What, err)
 }
+
+// Reconnects is how many times the backend's connection came back after
+// a loss (kvstore.Health follows it); 0 for a backend without one.
+func (s *Typed[T]) Reconnects() uint64 {
+	if rc, ok := s.KV.(interface{ Reconnects() uint64 }); ok {
+		return rc.Reconnects()
+	}
+	return 0
+}
+
+// String says where the store keeps its values (the backend's String).
+func (s *Typed[T]) String() string { return fmt.Sprint(s.KV) }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/internal/acptest"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -234,7 +235,7 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 		open func(t *testing.T, state string) (circuit.Store, []string)
 	}{
 		{"file", func(t *testing.T, state string) (circuit.Store, []string) {
-			st, err := circuit.OpenFileStore(state)
+			st, err := circuit.OpenStore("file", kvstore.Options{Dir: state})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +243,7 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 		}},
 		{"nats", func(t *testing.T, state string) (circuit.Store, []string) {
 			url := natstest.Start(t).URL()
-			st, err := circuit.OpenNATS(url, circuit.NATSOptions{})
+			st, err := circuit.OpenStore(url, kvstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
