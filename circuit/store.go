@@ -66,12 +66,14 @@ const (
 	fileRetain = 48 * time.Hour
 )
 
-var schema = kvstore.Schema{
+// records are the circuits over any backend (kvstore.View): the Schema
+// above, the stored format of record.go.
+var records = &kvstore.View[Record]{Schema: kvstore.Schema{
 	What: "circuit store",
 	File: kvstore.FileOptions{Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "record", Times: recordTimes},
 	NATS: kvstore.NATSOptions{Bucket: DefaultBucket, Description: "acp-guard circuits (" + FileFormat + " records)",
 		TTL: DefaultBucketTTL, MaxValue: natsMaxValue},
-}
+}, Encode: encodeRecord, Decode: decodeRecord, Conflict: ErrConflict, Format: ErrFormat}
 
 // OpenStore opens the store a --circuits value (or ACP_GUARD_CIRCUITS)
 // names (kvstore.Open): "" or "file" → the document in o.Dir; "nats://…"
@@ -81,27 +83,22 @@ var schema = kvstore.Schema{
 // unreachable NATS server is not an error here: the client keeps
 // reconnecting and operations fail with ErrStore until it answers.
 func OpenStore(spec string, o kvstore.Options) (Store, error) {
-	kv, err := kvstore.Open(spec, schema, o)
-	if kv == nil {
+	t, err := records.Open(spec, o)
+	if t == nil {
 		return nil, err
 	}
-	return newKVStore(kv), nil
+	return kvStore{t}, nil
 }
 
 // NewMemoryStore returns a store that keeps circuits in this process
 // only, gone with it (--circuits memory: replayed and served sessions,
 // which must not touch the circuits live sessions share).
-func NewMemoryStore() Store { return newKVStore(kvstore.NewMemory()) }
+func NewMemoryStore() Store { return kvStore{records.Over(kvstore.NewMemory())} }
 
 // kvStore is every Store: records in their stored format (record.go) as
 // the values of a revisioned key-value store (internal/kvstore); its
 // Reconnects is the backend's, which Circuits' health follows.
 type kvStore struct{ *kvstore.Typed[Record] }
-
-func newKVStore(kv kvstore.Store) kvStore {
-	return kvStore{&kvstore.Typed[Record]{KV: kv, Encode: encodeRecord, Decode: decodeRecord,
-		Conflict: ErrConflict, Format: ErrFormat, What: "circuit store"}}
-}
 
 // List implements Store.
 func (s kvStore) List(ctx context.Context) ([]Record, error) {

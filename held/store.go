@@ -66,34 +66,31 @@ const (
 	natsMaxValue     = 8 << 10 // an entry is < 4 KiB with every field at its bound
 )
 
-var schema = kvstore.Schema{
+// entries are the held prompts over any shared backend (kvstore.View):
+// the Schema above, the stored format of entry.go.
+var entries = &kvstore.View[Entry]{Schema: kvstore.Schema{
 	What: "held store", Shared: true,
 	File: kvstore.FileOptions{Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "entry", Times: entryTimes},
 	NATS: kvstore.NATSOptions{Bucket: DefaultBucket, Description: "acp-guard held prompts (" + FileFormat + " entries)",
 		TTL: DefaultBucketTTL, MaxValue: natsMaxValue},
-}
+}, Encode: encodeEntry, Decode: decodeEntry, Conflict: ErrConflict, Format: ErrFormat}
 
 // OpenStore opens the store that a --circuits value names (kvstore.Open),
 // beside the circuits: "" or "file" → the document in o.Dir; "nats://…"
 // or "tls://…" → the bucket DefaultBucket; "off" or "memory" → nil (no
 // shared store: prompts are not published). Anything else is an error.
 func OpenStore(spec string, o kvstore.Options) (Store, error) {
-	kv, err := kvstore.Open(spec, schema, o)
-	if kv == nil {
+	t, err := entries.Open(spec, o)
+	if t == nil {
 		return nil, err
 	}
-	return newKVStore(kv), nil
+	return kvStore{t}, nil
 }
 
 // kvStore is every Store: entries in their stored format (entry.go) as the
 // values of a revisioned key-value store (internal/kvstore); its
 // Reconnects is the backend's, which the Board's health follows.
 type kvStore struct{ *kvstore.Typed[Entry] }
-
-func newKVStore(kv kvstore.Store) kvStore {
-	return kvStore{&kvstore.Typed[Entry]{KV: kv, Encode: encodeEntry, Decode: decodeEntry,
-		Conflict: ErrConflict, Format: ErrFormat, What: "held store"}}
-}
 
 // List implements Store.
 func (s kvStore) List(ctx context.Context, prefix string) ([]Stored, error) {

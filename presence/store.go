@@ -25,13 +25,15 @@ const DefaultBucket = "acp_guard_presence"
 
 const natsMaxValue = 16 << 10
 
-var schema = kvstore.Schema{
+// records are the presence records over any shared backend
+// (kvstore.View), in the stored format of record.go.
+var records = &kvstore.View[Record]{Schema: kvstore.Schema{
 	What: "presence store", Shared: true,
 	File: kvstore.FileOptions{Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "presence",
 		MaxBytes: fileMaxBytes, MaxEntries: fileMaxEntries, Times: recordTimes},
 	NATS: kvstore.NATSOptions{Bucket: DefaultBucket, Description: "acp-guard session presence (" + FileFormat + " records)",
 		TTL: Lease, MaxValue: natsMaxValue},
-}
+}, Encode: encodeRecord, Decode: decodeRecord, Conflict: ErrConflict, Format: ErrFormat}
 
 // ErrConflict is returned by Put when the record changed since it was
 // read.
@@ -45,26 +47,21 @@ var ErrFormat = errors.New("presence: unsupported document format")
 // concurrent use.
 type Store struct{ t *kvstore.Typed[Record] }
 
-func newStore(kv kvstore.Store) *Store {
-	return &Store{&kvstore.Typed[Record]{KV: kv, Encode: encodeRecord, Decode: decodeRecord,
-		Conflict: ErrConflict, Format: ErrFormat, What: "presence store"}}
-}
-
 // OpenStore opens the store a --circuits value names (kvstore.Open):
 // "" or "file" → the file in o.Dir (created as needed, 0700); a nats://
 // or tls:// URL → the bucket DefaultBucket, whose max age is Lease
 // unless o.TTL says otherwise; "off" or "memory" → nil, nil (no
 // presence). An unreachable server is not an error here.
 func OpenStore(spec string, o kvstore.Options) (*Store, error) {
-	kv, err := kvstore.Open(spec, schema, o)
-	if kv == nil {
+	t, err := records.Open(spec, o)
+	if t == nil {
 		return nil, err
 	}
-	return newStore(kv), nil
+	return &Store{t}, nil
 }
 
 // NewMemoryStore is a store of this process only (tests).
-func NewMemoryStore() *Store { return newStore(kvstore.NewMemory()) }
+func NewMemoryStore() *Store { return &Store{records.Over(kvstore.NewMemory())} }
 
 // String says where the store keeps its records.
 func (s *Store) String() string { return s.t.String() }
