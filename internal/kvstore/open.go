@@ -3,6 +3,7 @@ package kvstore
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,12 +78,7 @@ func Register(b Backend) (unregister func()) {
 	return func() {
 		registryMu.Lock()
 		defer registryMu.Unlock()
-		for i := range registry {
-			if registry[i].Kind == b.Kind {
-				registry = append(registry[:i:i], registry[i+1:]...)
-				return
-			}
-		}
+		registry = slices.DeleteFunc(registry, func(r Backend) bool { return r.Kind == b.Kind })
 	}
 }
 
@@ -90,11 +86,9 @@ func Register(b Backend) (unregister func()) {
 func backend(spec string) *Backend {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
-	for i := range registry {
-		if registry[i].Match(spec) {
-			b := registry[i]
-			return &b
-		}
+	if i := slices.IndexFunc(registry, func(b Backend) bool { return b.Match(spec) }); i >= 0 {
+		b := registry[i]
+		return &b
 	}
 	return nil
 }
