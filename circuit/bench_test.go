@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
@@ -14,7 +13,7 @@ import (
 
 func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 	b.Run("file", func(b *testing.B) {
-		st, err := OpenStore("file", kvstore.Options{Dir: b.TempDir()})
+		st, err := OpenStore("file", Options{Dir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -23,7 +22,7 @@ func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 	})
 	b.Run("nats", func(b *testing.B) {
 		ns := natstest.Start(b)
-		st, err := OpenStore(ns.URL(), kvstore.Options{})
+		st, err := OpenStore(ns.URL(), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

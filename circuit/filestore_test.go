@@ -14,13 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
 func openFile(t *testing.T, dir string) Store {
 	t.Helper()
-	s, err := OpenStore("file", kvstore.Options{Dir: dir})
+	s, err := OpenStore("file", Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,13 +11,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
 func openNATS(t testing.TB, url string, extra ...nats.Option) Store {
 	t.Helper()
-	s, err := OpenStore(url, kvstore.Options{Extra: extra})
+	s, err := OpenStore(url, Options{Extra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}

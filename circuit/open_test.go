@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
@@ -15,7 +14,7 @@ import (
 func TestOpenStore(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "acp-guard")
 	for i, spec := range []string{"", "file", " memory ", natstest.Start(t).URL()} {
-		st, err := OpenStore(spec, kvstore.Options{Dir: filepath.Join(dir, strconv.Itoa(i))})
+		st, err := OpenStore(spec, Options{Dir: filepath.Join(dir, strconv.Itoa(i))})
 		if st == nil || err != nil {
 			t.Fatalf("OpenStore(%q) = %v, %v", spec, st, err)
 		}
@@ -24,10 +23,10 @@ func TestOpenStore(t *testing.T) {
 		}
 		st.Close()
 	}
-	if st, err := OpenStore("off", kvstore.Options{Dir: dir}); st != nil || err != nil {
+	if st, err := OpenStore("off", Options{Dir: dir}); st != nil || err != nil {
 		t.Fatalf("OpenStore(off) = %v, %v", st, err)
 	}
-	_, err := OpenStore("redis://user:hunter2@host", kvstore.Options{Dir: dir})
+	_, err := OpenStore("redis://user:hunter2@host", Options{Dir: dir})
 	if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "host") {
 		t.Fatalf("OpenStore(redis) = %v, want an error without the password", err)
 	}

@@ -75,6 +75,13 @@ var records = &kvstore.View[Record]{Schema: kvstore.Schema{
 		TTL: DefaultBucketTTL, MaxValue: natsMaxValue},
 }, Encode: encodeRecord, Decode: decodeRecord, Conflict: ErrConflict, Format: ErrFormat}
 
+// Options is how a process opens its stores (kvstore.Options, the one
+// set shared with held and presence): the state directory, a NATS
+// connection to share or the name and client options to dial one, and
+// the bucket name and max age instead of DefaultBucket and
+// DefaultBucketTTL.
+type Options = kvstore.Options
+
 // OpenStore opens the store a --circuits value (or ACP_GUARD_CIRCUITS)
 // names (kvstore.Open): "" or "file" → the document in o.Dir; "nats://…"
 // or "tls://…" (comma-separated server URLs allowed) → the bucket
@@ -82,7 +89,7 @@ var records = &kvstore.View[Record]{Schema: kvstore.Schema{
 // off). Anything else is an error naming the value, password hidden. An
 // unreachable NATS server is not an error here: the client keeps
 // reconnecting and operations fail with ErrStore until it answers.
-func OpenStore(spec string, o kvstore.Options) (Store, error) {
+func OpenStore(spec string, o Options) (Store, error) {
 	t, err := records.Open(spec, o)
 	if t == nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/acp-guard/acp-guard/circuit"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 // The outage scenario's environment (demoagent.EnvOutageFile and
@@ -359,9 +358,9 @@ func (r *run) finalCircuits() ([]circuit.Record, error) {
 	case r.cfg.ReadStore != nil:
 		st, err = r.cfg.ReadStore()
 	case r.cfg.Store == "nats":
-		st, err = circuit.OpenStore(r.circuitsFlag(), kvstore.Options{Name: "fleet"})
+		st, err = circuit.OpenStore(r.circuitsFlag(), circuit.Options{Name: "fleet"})
 	case r.cfg.Store == "file":
-		st, err = circuit.OpenStore("file", kvstore.Options{Dir: r.state})
+		st, err = circuit.OpenStore("file", circuit.Options{Dir: r.state})
 	default:
 		return nil, nil
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -46,7 +45,7 @@ func newCircuitHarnessWith(t *testing.T, cc *circuit.Circuits, doc policy.Docume
 
 func sharedCircuits(t *testing.T) (*circuit.Circuits, circuit.Store) {
 	t.Helper()
-	st, err := circuit.OpenStore("file", kvstore.Options{Dir: t.TempDir()})
+	st, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +242,7 @@ func (s *downable) CompareAndSwap(ctx context.Context, id string, rec circuit.Re
 // circuit's cooldown instead of dispatching into the outage. A second
 // session reads nothing more.
 func TestCircuitWarmReadAtFirstSession(t *testing.T) {
-	shared, err := circuit.OpenStore("file", kvstore.Options{Dir: t.TempDir()})
+	shared, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/internal/acptest"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -80,7 +79,7 @@ func TestE2ESlowDecisionAgreesWithCircuit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := circuit.OpenStore("file", kvstore.Options{Dir: t.TempDir()})
+	st, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

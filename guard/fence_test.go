@@ -10,7 +10,6 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -85,7 +84,7 @@ func TestFenceDropsStaleCallbacks(t *testing.T) {
 				Attempts: h, Events: guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) }),
 			}
 			if tc.circuits {
-				st, err := circuit.OpenStore("file", kvstore.Options{Dir: t.TempDir()})
+				st, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -10,7 +10,6 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/held"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -287,7 +286,7 @@ func TestRecoveryAdvertised(t *testing.T) {
 // (offline there is no watch: the next refresh finds it) and its result
 // is written back; the entry then leaves the held list.
 func TestHeldPromptPublishedAndMoved(t *testing.T) {
-	st, err := held.OpenStore("file", kvstore.Options{Dir: t.TempDir()})
+	st, err := held.OpenStore("file", held.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
@@ -31,7 +30,7 @@ func entry(s string, hold uint64, now time.Time) Entry {
 // nats-server with JetStream, in the test process).
 func stores(t *testing.T, f func(t *testing.T, st Store)) {
 	t.Run("file", func(t *testing.T) {
-		st, err := OpenStore("file", kvstore.Options{Dir: filepath.Join(t.TempDir(), "state")})
+		st, err := OpenStore("file", Options{Dir: filepath.Join(t.TempDir(), "state")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +38,7 @@ func stores(t *testing.T, f func(t *testing.T, st Store)) {
 		f(t, st)
 	})
 	t.Run("nats", func(t *testing.T) {
-		st, err := OpenStore(natstest.Start(t).URL(), kvstore.Options{})
+		st, err := OpenStore(natstest.Start(t).URL(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +202,7 @@ func TestMergeStaleRequest(t *testing.T) {
 // document stays 0600.
 func TestFileStorePrunesExpired(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	st, err := OpenStore("file", kvstore.Options{Dir: dir})
+	st, err := OpenStore("file", Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +231,7 @@ func TestFileStorePrunesExpired(t *testing.T) {
 // A store that fails is logged once and left alone; its calls fail at
 // once meanwhile, and nothing blocks.
 func TestBoardStoreDown(t *testing.T) {
-	st, err := OpenStore(natstest.DeadURL(t), kvstore.Options{})
+	st, err := OpenStore(natstest.DeadURL(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +264,7 @@ func TestFileStoreKeepsItsFormat(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, FileName), before, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore("file", kvstore.Options{Dir: dir})
+	st, err := OpenStore("file", Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

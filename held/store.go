@@ -75,11 +75,15 @@ var entries = &kvstore.View[Entry]{Schema: kvstore.Schema{
 		TTL: DefaultBucketTTL, MaxValue: natsMaxValue},
 }, Encode: encodeEntry, Decode: decodeEntry, Conflict: ErrConflict, Format: ErrFormat}
 
+// Options is how a process opens its stores (kvstore.Options, the one
+// set shared with circuit and presence).
+type Options = kvstore.Options
+
 // OpenStore opens the store that a --circuits value names (kvstore.Open),
 // beside the circuits: "" or "file" → the document in o.Dir; "nats://…"
 // or "tls://…" → the bucket DefaultBucket; "off" or "memory" → nil (no
 // shared store: prompts are not published). Anything else is an error.
-func OpenStore(spec string, o kvstore.Options) (Store, error) {
+func OpenStore(spec string, o Options) (Store, error) {
 	t, err := entries.Open(spec, o)
 	if t == nil {
 		return nil, err

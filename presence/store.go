@@ -47,12 +47,16 @@ var ErrFormat = errors.New("presence: unsupported document format")
 // concurrent use.
 type Store struct{ t *kvstore.Typed[Record] }
 
+// Options is how a process opens its stores (kvstore.Options, the one
+// set shared with circuit and held).
+type Options = kvstore.Options
+
 // OpenStore opens the store a --circuits value names (kvstore.Open):
 // "" or "file" → the file in o.Dir (created as needed, 0700); a nats://
 // or tls:// URL → the bucket DefaultBucket, whose max age is Lease
 // unless o.TTL says otherwise; "off" or "memory" → nil, nil (no
 // presence). An unreachable server is not an error here.
-func OpenStore(spec string, o kvstore.Options) (*Store, error) {
+func OpenStore(spec string, o Options) (*Store, error) {
 	t, err := records.Open(spec, o)
 	if t == nil {
 		return nil, err

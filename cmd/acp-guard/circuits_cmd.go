@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/acp-guard/acp-guard/circuit"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -73,7 +72,7 @@ func runCircuits(ctx context.Context, o *circuitsCmdOptions) error {
 		}
 		dir = d
 	}
-	st, err := circuit.OpenStore(spec, kvstore.Options{Dir: dir, Name: "acp-guard circuits"})
+	st, err := circuit.OpenStore(spec, circuit.Options{Dir: dir, Name: "acp-guard circuits"})
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/circuit"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 func TestCircuitsCommand(t *testing.T) {
 	dir := t.TempDir()
-	st, err := circuit.OpenStore("file", kvstore.Options{Dir: dir})
+	st, err := circuit.OpenStore("file", circuit.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/cmd/acp-guard/internal/console"
 	"github.com/acp-guard/acp-guard/held"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/presence"
 )
@@ -102,12 +101,12 @@ func consoleSource(o *consoleOptions) (console.Source, string, func(), error) {
 			return console.Source{}, "", nil, withCode(exitFailure, err)
 		}
 	}
-	cs, err := circuit.OpenStore(spec, kvstore.Options{Dir: dir, Name: "acp-guard console"})
+	cs, err := circuit.OpenStore(spec, circuit.Options{Dir: dir, Name: "acp-guard console"})
 	if err != nil {
 		b.Close()
 		return console.Source{}, "", nil, withCode(exitUsage, err)
 	}
-	ps, err := presence.OpenStore(spec, kvstore.Options{Dir: dir, Name: "acp-guard console"})
+	ps, err := presence.OpenStore(spec, presence.Options{Dir: dir, Name: "acp-guard console"})
 	if err != nil {
 		cs.Close()
 		b.Close()

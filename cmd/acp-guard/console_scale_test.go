@@ -14,7 +14,6 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/cmd/acp-guard/internal/console"
 	"github.com/acp-guard/acp-guard/held"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/presence"
 )
 
@@ -28,18 +27,18 @@ const consoleFleet = 200
 // assertions: docs/OPERATIONS.md quotes them).
 func TestConsoleScale(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
-	hs, err := held.OpenStore("file", kvstore.Options{Dir: state})
+	hs, err := held.OpenStore("file", held.Options{Dir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := held.NewBoard(hs, nil)
 	defer b.Close()
-	cs, err := circuit.OpenStore("file", kvstore.Options{Dir: state})
+	cs, err := circuit.OpenStore("file", circuit.Options{Dir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	ps, err := presence.OpenStore("file", kvstore.Options{Dir: state})
+	ps, err := presence.OpenStore("file", presence.Options{Dir: state})
 	if err != nil {
 		t.Fatal(err)
 	}

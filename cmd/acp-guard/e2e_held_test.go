@@ -14,7 +14,6 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
 	"github.com/acp-guard/acp-guard/internal/acptest"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -229,9 +228,9 @@ func openCircuit(t *testing.T, st heldStore) {
 	var cs circuit.Store
 	var err error
 	if st.url != "" {
-		cs, err = circuit.OpenStore(st.url, kvstore.Options{})
+		cs, err = circuit.OpenStore(st.url, circuit.Options{})
 	} else {
-		cs, err = circuit.OpenStore("file", kvstore.Options{Dir: st.state})
+		cs, err = circuit.OpenStore("file", circuit.Options{Dir: st.state})
 	}
 	if err != nil {
 		t.Fatal(err)

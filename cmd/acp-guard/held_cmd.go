@@ -17,7 +17,6 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/held"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 )
 
@@ -139,7 +138,7 @@ func (o *heldOptions) open() (*held.Board, string, error) {
 			return nil, "", withCode(exitFailure, err)
 		}
 	}
-	st, err := held.OpenStore(spec, kvstore.Options{Dir: dir, Name: "acp-guard held"})
+	st, err := held.OpenStore(spec, held.Options{Dir: dir, Name: "acp-guard held"})
 	if err != nil {
 		return nil, "", withCode(exitUsage, err)
 	}

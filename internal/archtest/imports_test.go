@@ -29,7 +29,6 @@ const module = "github.com/acp-guard/acp-guard"
 var rules = map[string][]string{
 	// The core, top to bottom.
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence",
-		"internal/kvstore", // the one set of store options (kvstore.Options) the stores open with
 		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
 	// The library dials the one NATS connection its stores share (kvstore).
@@ -47,9 +46,9 @@ var rules = map[string][]string{
 	"presence":  {"internal/kvstore"}, // live sessions' records beside them, for the console
 
 	// Beside the core: tools and tests that use it from outside.
-	"fleet":                    {"circuit", "internal/kvstore"}, // a load generator against the circuit store
+	"fleet":                    {"circuit"}, // a load generator against the circuit store
 	"fleet/cmd/fleet":          {"fleet"},
-	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces
+	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
 	"bench":                    {},
 	"bench/cmd/bytecopy":       {"bench"},
 	"bench/cmd/e2ebench":       {"bench"},
@@ -107,7 +106,7 @@ var testRules = map[string][]string{
 	"internal/acpschema": {"replay", "policy"}, // and read the attempt log the operator actions wrote
 	// The guard's tests also run it with the real catalogue, and replay
 	// what the binary recorded through the library's Replay.
-	"guard": {"replay", "catalogue", ".", "internal/kvstore"}, // and open the stores as the library does
+	"guard": {"replay", "catalogue", "."},
 	// Golden transcripts are played through the whole pipeline, the
 	// library's Replay, with policies written by the tests.
 	"replay": {".", "policy"},

@@ -165,8 +165,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // ctlOptions connect from the control namespace.
-func ctlOptions() kvstore.Options {
-	return kvstore.Options{Name: "fleet-cluster",
+func ctlOptions() circuit.Options {
+	return circuit.Options{Name: "fleet-cluster",
 		Extra: []nats.Option{nats.SetCustomDialer(nsDialer{nsName("ctl")}), nats.ReconnectWait(200 * time.Millisecond)}}
 }
 

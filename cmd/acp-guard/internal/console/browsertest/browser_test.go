@@ -23,7 +23,6 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/internal/acptest"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/internal/natstest"
 	"github.com/acp-guard/acp-guard/policy"
 )
@@ -235,7 +234,7 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 		open func(t *testing.T, state string) (circuit.Store, []string)
 	}{
 		{"file", func(t *testing.T, state string) (circuit.Store, []string) {
-			st, err := circuit.OpenStore("file", kvstore.Options{Dir: state})
+			st, err := circuit.OpenStore("file", circuit.Options{Dir: state})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +242,7 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 		}},
 		{"nats", func(t *testing.T, state string) (circuit.Store, []string) {
 			url := natstest.Start(t).URL()
-			st, err := circuit.OpenStore(url, kvstore.Options{})
+			st, err := circuit.OpenStore(url, circuit.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
