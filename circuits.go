@@ -13,19 +13,19 @@ import (
 
 // openPresence opens only the presence store spec names, for a live
 // session that opens no other store (its policy recovers nothing) but
-// was given --circuits: nil for off, memory or a store that cannot be
-// opened (logged).
+// was given --circuits: nil for off, memory or a spec no backend takes.
 func openPresence(spec, stateDir, version string, log *slog.Logger) (*presence.Store, error) {
-	kind, _, err := kvstore.ParseSpec(spec)
-	if err != nil || (kind != kvstore.KindFile && kind != kvstore.KindNATS) {
+	if _, _, err := kvstore.ParseSpec(spec); err != nil {
 		return nil, nil
 	}
-	if kind == kvstore.KindFile && stateDir == "" {
-		if stateDir, err = policy.DefaultStateDir(); err != nil {
-			return nil, err
-		}
-	}
-	return presence.OpenStore(spec, stateDir, presence.NATSOptions{Name: "acp-guard " + version})
+	return presence.OpenStore(spec, storeOptions(stateDir, version))
+}
+
+// storeOptions are the options a session opens its stores with: its
+// connection name, and the state directory (the default one when
+// stateDir is "").
+func storeOptions(stateDir, version string) kvstore.Options {
+	return kvstore.Options{Dir: stateDir, DefaultDir: policy.DefaultStateDir, Name: "acp-guard " + version}
 }
 
 // storeMemory keeps circuits in this process only (Config.Circuits).
@@ -60,44 +60,27 @@ func openStores(spec, stateDir, version string, live bool, log *slog.Logger) sha
 		return sharedStores{kind: "off"}
 	case kind == kvstore.KindOff:
 		return sharedStores{kind: "off"}
-	case kind == kvstore.KindMemory:
-		st := circuit.NewMemoryStore()
-		return sharedStores{circuits: circuit.New(circuit.Config{Store: st, Logger: log}), kind: storeMemory, close: st.Close}
-	case kind == kvstore.KindFile && stateDir == "":
-		d, err := policy.DefaultStateDir()
-		if err != nil {
-			log.Warn("circuits off: no state directory", "err", err)
-			return sharedStores{kind: "off"}
-		}
-		stateDir = d
 	}
-	name := "acp-guard " + version
-	copts, hopts, popts := circuit.NATSOptions{Name: name}, held.NATSOptions{Name: name}, presence.NATSOptions{Name: name}
-	closeConn := func() error { return nil }
-	if kind == kvstore.KindNATS {
-		nc, err := kvstore.DialNATS(spec, name)
-		if err != nil {
-			log.Warn("circuits off: store unavailable", "err", err)
-			return sharedStores{kind: "off"}
-		}
-		copts.Conn, hopts.Conn, popts.Conn = nc, nc, nc
-		closeConn = func() error { nc.Close(); return nil }
+	o, closeConn, err := kvstore.Share(spec, storeOptions(stateDir, version))
+	if err != nil {
+		log.Warn("circuits off: store unavailable", "err", err)
+		return sharedStores{kind: "off"}
 	}
-	cs, err := circuit.OpenStore(spec, stateDir, copts)
+	cs, err := circuit.OpenStore(spec, o)
 	if err != nil {
 		closeConn()
 		log.Warn("circuits off: store unavailable", "err", err)
 		return sharedStores{kind: "off"}
 	}
 	s := sharedStores{circuits: circuit.New(circuit.Config{Store: cs, Logger: log}), kind: string(kind)}
-	hs, err := held.OpenStore(spec, stateDir, hopts)
+	hs, err := held.OpenStore(spec, o)
 	if err != nil {
 		log.Warn("held prompts not published: store unavailable", "err", err)
 	} else if hs != nil {
 		s.held = held.NewBoard(hs, log)
 	}
 	if live {
-		if ps, err := presence.OpenStore(spec, stateDir, popts); err != nil {
+		if ps, err := presence.OpenStore(spec, o); err != nil {
 			log.Warn("presence not published: store unavailable", "err", err)
 		} else {
 			s.presence = ps

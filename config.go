@@ -229,7 +229,7 @@ func (c *Config) validate() error {
 		return circuitsErr(err) // names the value, password hidden
 	}
 	if c.CatalogueOverlay == OverlayStore {
-		if k, _, _ := kvstore.ParseSpec(c.Circuits); k == kvstore.KindOff || k == kvstore.KindMemory {
+		if k, _, _ := kvstore.ParseSpec(c.Circuits); !kvstore.Shared(c.Circuits) {
 			return fieldErr("CatalogueOverlay", OverlayStore, fmt.Errorf("the circuit store %s keeps no overlay (want file or a nats:// URL)", k))
 		}
 	}

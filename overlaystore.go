@@ -16,7 +16,6 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/internal/kvstore"
-	"github.com/acp-guard/acp-guard/policy"
 )
 
 // The overlay's place in the circuits' store: beside the circuits and the
@@ -47,27 +46,29 @@ func overlayKey(namespace string) string {
 	return overlayKeyPrefix + cmp.Or(namespace, "default")
 }
 
+// overlaySchema is the overlay's document or bucket in every shared
+// backend.
+var overlaySchema = kvstore.Schema{
+	Shared: true, // its callers name it in their errors
+	File: kvstore.FileOptions{Name: overlayFileName, LockName: overlayLockName,
+		Format: overlayFileFormat, Member: "overlay", MaxBytes: 4 * overlayMaxValue, MaxEntries: 256},
+	NATS: kvstore.NATSOptions{Bucket: overlayBucket,
+		Description: "acp-guard catalogue overlays (" + overlayFileFormat + ")", MaxValue: overlayMaxValue},
+}
+
 // openOverlayStore opens the overlay's store for a --circuits value:
 // the document in the state directory, or the JetStream bucket
 // acp_guard_catalogue. Off and memory have none.
 func openOverlayStore(spec, stateDir, version string) (kvstore.Store, error) {
-	kind, spec, err := kvstore.ParseSpec(spec)
-	switch {
-	case err != nil:
+	kind, _, err := kvstore.ParseSpec(spec)
+	if err != nil {
 		return nil, err
-	case kind == kvstore.KindFile:
-		if stateDir == "" {
-			if stateDir, err = policy.DefaultStateDir(); err != nil {
-				return nil, err
-			}
-		}
-		return kvstore.OpenFile(stateDir, kvstore.FileOptions{Name: overlayFileName, LockName: overlayLockName,
-			Format: overlayFileFormat, Member: "overlay", MaxBytes: 4 * overlayMaxValue, MaxEntries: 256})
-	case kind == kvstore.KindNATS:
-		return kvstore.OpenNATS(spec, kvstore.NATSOptions{Name: "acp-guard " + version, Bucket: overlayBucket,
-			Description: "acp-guard catalogue overlays (" + overlayFileFormat + ")", MaxValue: overlayMaxValue})
 	}
-	return nil, fmt.Errorf("the circuit store %s keeps no catalogue overlay: want file or a nats:// URL", kind)
+	st, err := kvstore.Open(spec, overlaySchema, storeOptions(stateDir, version))
+	if st == nil && err == nil {
+		return nil, fmt.Errorf("the circuit store %s keeps no catalogue overlay: want file or a nats:// URL", kind)
+	}
+	return st, err
 }
 
 // PublishCatalogueOverlay validates the overlay document doc over the

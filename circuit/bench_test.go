@@ -13,7 +13,7 @@ import (
 
 func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 	b.Run("file", func(b *testing.B) {
-		st, err := OpenFileStore(b.TempDir())
+		st, err := OpenStore("file", Options{Dir: b.TempDir()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -22,7 +22,7 @@ func benchStores(b *testing.B, run func(b *testing.B, c *Circuits)) {
 	})
 	b.Run("nats", func(b *testing.B) {
 		ns := natstest.Start(b)
-		st, err := OpenNATS(ns.URL(), NATSOptions{})
+		st, err := OpenStore(ns.URL(), Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

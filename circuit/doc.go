@@ -11,8 +11,8 @@
 // github.com/gofrs/flock and github.com/nats-io/nats.go for its stores.
 // The guard translates a classify verdict into a [Key] and a [Failure]. It
 // does no I/O besides its store and starts no goroutines (the NATS client
-// runs its own connection goroutines, owned by the [NATSStore] and ended
-// by its Close). Every decision takes its now from the caller; the clock
+// runs its own connection goroutines, owned by the NATS store [OpenStore]
+// returns and ended by its Close, or by the caller's shared connection). Every decision takes its now from the caller; the clock
 // is read only to measure store latency (for timeouts) and to wait out
 // contention.
 //
@@ -118,11 +118,14 @@
 // "circuit store recovered" when it answers again — sharing resumes with
 // that answer.
 //
-// [FileStore] (embedded default, $XDG_STATE_HOME/acp-guard/) is one JSON
-// document, circuits.json, shared by every acp-guard process of the user on
-// the machine. Writers take an exclusive flock(2) on circuits.lock through
-// github.com/gofrs/flock (plus a mutex per handle, since an flock belongs to
-// an open file), re-read, swap, write a temporary file (O_EXCL, 0600) and
+// [OpenStore] opens the store over a backend of internal/kvstore (one
+// registry of backends: file, NATS, memory; the file and NATS code is
+// kvstore's, shared with the held prompts, presence and the catalogue
+// overlay). The file store (embedded default, $XDG_STATE_HOME/acp-guard/)
+// is one JSON document, circuits.json, shared by every acp-guard process
+// of the user on the machine. Writers take an exclusive flock(2) on
+// circuits.lock through github.com/gofrs/flock (plus a mutex per handle,
+// since an flock belongs to an open file), re-read, swap, write a temporary file (O_EXCL, 0600) and
 // rename it over the document; readers take no lock, because the rename is
 // atomic. There is no fsync: a power loss can at worst leave a torn file,
 // which reads as "no circuits" (soft state), and the lock is held for
@@ -145,7 +148,7 @@
 // read-modify-rename, lock-free readers, and a document a person can read
 // are the better fit.
 //
-// [NATSStore] (--circuits nats://HOST:PORT) keeps each record in a NATS
+// The NATS store (--circuits nats://HOST:PORT) keeps each record in a NATS
 // JetStream key-value bucket (github.com/nats-io/nats.go, jetstream
 // package), bucket "acp_guard_circuits", created on first use with one
 // revision per key and a bucket TTL of 48 h (a key nobody wrote for 48 h

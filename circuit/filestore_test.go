@@ -17,9 +17,9 @@ import (
 	"github.com/acp-guard/acp-guard/internal/platform"
 )
 
-func openFile(t *testing.T, dir string) *FileStore {
+func openFile(t *testing.T, dir string) Store {
 	t.Helper()
-	s, err := OpenFileStore(dir)
+	s, err := OpenStore("file", Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestFileStoreKeepsItsFormat(t *testing.T) {
 	if err := s.CompareAndSwap(ctx, k.ID(), *r, rev); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(s.Path()); string(b) != string(after) {
+	if b, _ := os.ReadFile(filepath.Join(dir, FileName)); string(b) != string(after) {
 		t.Fatalf("document after the write:\n%s\nwant (as the earlier store wrote it):\n%s", b, after)
 	}
 }

@@ -24,7 +24,7 @@ type memStore struct {
 
 func newMemStore() *memStore {
 	kv := kvstore.NewMemory()
-	return &memStore{Store: newKVStore(kv), kv: kv}
+	return &memStore{Store: kvStore{records.Over(kv)}, kv: kv}
 }
 
 // called counts one call and returns the failure to answer with.

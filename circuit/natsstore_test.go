@@ -14,9 +14,9 @@ import (
 	"github.com/acp-guard/acp-guard/internal/natstest"
 )
 
-func openNATS(t testing.TB, url string, extra ...nats.Option) *NATSStore {
+func openNATS(t testing.TB, url string, extra ...nats.Option) Store {
 	t.Helper()
-	s, err := OpenNATS(url, NATSOptions{Extra: extra})
+	s, err := OpenStore(url, Options{Extra: extra})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,12 @@ func TestNATSStoreCompareAndSwap(t *testing.T) {
 		t.Fatalf("create over a deleted key: %v", err)
 	}
 	// The bucket keeps one revision per key and expires untouched keys.
-	js, _ := jetstream.New(s.Conn())
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
 	kv, _ := js.KeyValue(ctx, DefaultBucket)
 	// A value someone else wrote that is not a version-1 record: refused,
 	// skipped by List, and a turn on that key proceeds.

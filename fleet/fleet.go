@@ -358,9 +358,9 @@ func (r *run) finalCircuits() ([]circuit.Record, error) {
 	case r.cfg.ReadStore != nil:
 		st, err = r.cfg.ReadStore()
 	case r.cfg.Store == "nats":
-		st, err = circuit.OpenNATS(r.circuitsFlag(), circuit.NATSOptions{Name: "fleet"})
+		st, err = circuit.OpenStore(r.circuitsFlag(), circuit.Options{Name: "fleet"})
 	case r.cfg.Store == "file":
-		st, err = circuit.OpenFileStore(r.state)
+		st, err = circuit.OpenStore("file", circuit.Options{Dir: r.state})
 	default:
 		return nil, nil
 	}

@@ -45,7 +45,7 @@ func newCircuitHarnessWith(t *testing.T, cc *circuit.Circuits, doc policy.Docume
 
 func sharedCircuits(t *testing.T) (*circuit.Circuits, circuit.Store) {
 	t.Helper()
-	st, err := circuit.OpenFileStore(t.TempDir())
+	st, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func (s *downable) CompareAndSwap(ctx context.Context, id string, rec circuit.Re
 // circuit's cooldown instead of dispatching into the outage. A second
 // session reads nothing more.
 func TestCircuitWarmReadAtFirstSession(t *testing.T) {
-	shared, err := circuit.OpenFileStore(t.TempDir())
+	shared, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ func TestE2ESlowDecisionAgreesWithCircuit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := circuit.OpenFileStore(t.TempDir())
+	st, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

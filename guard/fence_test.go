@@ -84,7 +84,7 @@ func TestFenceDropsStaleCallbacks(t *testing.T) {
 				Attempts: h, Events: guard.Turns(func(r guard.TurnReport) { h.reports = append(h.reports, r) }),
 			}
 			if tc.circuits {
-				st, err := circuit.OpenFileStore(t.TempDir())
+				st, err := circuit.OpenStore("file", circuit.Options{Dir: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}

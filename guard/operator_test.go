@@ -286,7 +286,7 @@ func TestRecoveryAdvertised(t *testing.T) {
 // (offline there is no watch: the next refresh finds it) and its result
 // is written back; the entry then leaves the held list.
 func TestHeldPromptPublishedAndMoved(t *testing.T) {
-	st, err := held.OpenFileStore(t.TempDir())
+	st, err := held.OpenStore("file", held.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 //	acpguard (root) ──►            ──► github.com/gofrs/flock, github.com/nats-io/nats.go
 //
 // held imports nothing else of the module. It does no I/O besides its
-// store; a FileStore's or NATSStore's Watch runs one goroutine, owned by
+// store; a file or NATS store's Watch runs one goroutine, owned by
 // the watch and ended by its stop. Decisions take their now from the
 // caller.
 //
@@ -55,7 +55,10 @@
 //
 // # Stores
 //
-// [FileStore] keeps every entry in one JSON document, held.json, in the
+// [OpenStore] opens them over a shared backend of internal/kvstore (its
+// one registry; memory keeps nothing shared, so it opens none).
+//
+// The file store keeps every entry in one JSON document, held.json, in the
 // state directory beside circuits.json, with the same rules: writers take
 // an exclusive flock(2) on held.lock, re-read, swap, and replace the
 // document atomically (safefile.ReplaceDocument); readers take no lock;
@@ -64,7 +67,7 @@
 // write. Each write drops the entries that expired before the newest
 // update in the document, and the oldest beyond 4096.
 //
-// [NATSStore] keeps each entry as one value of the JetStream key-value
+// The NATS store keeps each entry as one value of the JetStream key-value
 // bucket "acp_guard_held" (created on first use, one revision per key, max
 // age one hour: ended and abandoned entries disappear; held ones are
 // rewritten every RefreshEvery), on the server --circuits names. Create

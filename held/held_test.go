@@ -30,7 +30,7 @@ func entry(s string, hold uint64, now time.Time) Entry {
 // nats-server with JetStream, in the test process).
 func stores(t *testing.T, f func(t *testing.T, st Store)) {
 	t.Run("file", func(t *testing.T) {
-		st, err := OpenFileStore(filepath.Join(t.TempDir(), "state"))
+		st, err := OpenStore("file", Options{Dir: filepath.Join(t.TempDir(), "state")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func stores(t *testing.T, f func(t *testing.T, st Store)) {
 		f(t, st)
 	})
 	t.Run("nats", func(t *testing.T) {
-		st, err := OpenNATS(natstest.Start(t).URL(), NATSOptions{})
+		st, err := OpenStore(natstest.Start(t).URL(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +202,7 @@ func TestMergeStaleRequest(t *testing.T) {
 // document stays 0600.
 func TestFileStorePrunesExpired(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	st, err := OpenFileStore(dir)
+	st, err := OpenStore("file", Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ func TestFileStorePrunesExpired(t *testing.T) {
 // A store that fails is logged once and left alone; its calls fail at
 // once meanwhile, and nothing blocks.
 func TestBoardStoreDown(t *testing.T) {
-	st, err := OpenNATS(natstest.DeadURL(t), NATSOptions{})
+	st, err := OpenStore(natstest.DeadURL(t), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestFileStoreKeepsItsFormat(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, FileName), before, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenFileStore(dir)
+	st, err := OpenStore("file", Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestFileStoreKeepsItsFormat(t *testing.T) {
 	if err := st.CompareAndSwap(ctx, ID(p, "s3", "2"), *e, rev); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(st.Path()); string(b) != string(after) {
+	if b, _ := os.ReadFile(filepath.Join(dir, FileName)); string(b) != string(after) {
 		t.Fatalf("document after the write:\n%s\nwant (as the earlier store wrote it):\n%s", b, after)
 	}
 }

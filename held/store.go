@@ -2,7 +2,9 @@ package held
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
@@ -15,8 +17,8 @@ type Stored struct {
 }
 
 // Store keeps held-prompt entries by id with a revision per entry, so that
-// every change is a compare-and-swap. Implementations: FileStore (the
-// state directory) and NATSStore (a JetStream key-value bucket). All
+// every change is a compare-and-swap. OpenStore opens it over a shared
+// backend of internal/kvstore (the file document, a NATS bucket). All
 // methods are safe for concurrent use.
 type Store interface {
 	// Get returns the entry stored under id and its revision, or
@@ -43,26 +45,60 @@ var ErrConflict = errors.New("held: entry changed concurrently")
 // answer".
 var ErrStore = errors.New("held: store unavailable")
 
+// The held prompts in every shared backend: one JSON document in the
+// state directory, shared by every acp-guard process of the user on the
+// machine (kvstore.File: written under an flock(2), replaced atomically,
+// read without a lock), each entry {"rev":R,"entry":{…}}, bounded
+// (kvstore's defaults: 8 MiB; on every write, entries that expired before
+// the newest entry's update go, then the oldest beyond 4096), watched by
+// a stat every kvstore.DefaultPoll; or a NATS bucket, one value per entry
+// keyed by its id, so a NATS permission on "$KV.<bucket>.h.<namespace>.>"
+// confines a tenant.
+const (
+	FileName      = "held.json"
+	LockFileName  = "held.lock"
+	FileFormat    = "acp-guard.held/1" // the document's format (see doc.go)
+	DefaultBucket = "acp_guard_held"
+	// DefaultBucketTTL is the bucket's max age: an entry nobody wrote for
+	// this long disappears. Held entries are rewritten every RefreshEvery
+	// while held, so only ended and abandoned ones ever reach it.
+	DefaultBucketTTL = time.Hour
+	natsMaxValue     = 8 << 10 // an entry is < 4 KiB with every field at its bound
+)
+
+// entries are the held prompts over any shared backend (kvstore.View):
+// the Schema above, the stored format of entry.go.
+var entries = &kvstore.View[Entry]{Schema: kvstore.Schema{
+	What: "held store", Shared: true,
+	File: kvstore.FileOptions{Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "entry", Times: entryTimes},
+	NATS: kvstore.NATSOptions{Bucket: DefaultBucket, Description: "acp-guard held prompts (" + FileFormat + " entries)",
+		TTL: DefaultBucketTTL, MaxValue: natsMaxValue},
+}, Encode: encodeEntry, Decode: decodeEntry, Conflict: ErrConflict, Format: ErrFormat}
+
+// Options is how a process opens its stores (kvstore.Options, the one
+// set shared with circuit and presence).
+type Options = kvstore.Options
+
+// OpenStore opens the store that a --circuits value names (kvstore.Open),
+// beside the circuits: "" or "file" → the document in o.Dir; "nats://…"
+// or "tls://…" → the bucket DefaultBucket; "off" or "memory" → nil (no
+// shared store: prompts are not published). Anything else is an error.
+func OpenStore(spec string, o Options) (Store, error) {
+	t, err := entries.Open(spec, o)
+	if t == nil {
+		return nil, err
+	}
+	return kvStore{t}, nil
+}
+
 // kvStore is every Store: entries in their stored format (entry.go) as the
-// values of a revisioned key-value store (internal/kvstore).
-type kvStore struct{ t *kvstore.Typed[Entry] }
-
-func newKVStore(kv kvstore.Store) kvStore {
-	return kvStore{&kvstore.Typed[Entry]{KV: kv, Encode: encodeEntry, Decode: decodeEntry,
-		Conflict: ErrConflict, Format: ErrFormat, What: "held store"}}
-}
-
-// Get implements Store.
-func (s kvStore) Get(ctx context.Context, id string) (*Entry, uint64, error) { return s.t.Get(ctx, id) }
-
-// CompareAndSwap implements Store.
-func (s kvStore) CompareAndSwap(ctx context.Context, id string, e Entry, rev uint64) error {
-	return s.t.CompareAndSwap(ctx, id, e, rev)
-}
+// values of a revisioned key-value store (internal/kvstore); its
+// Reconnects is the backend's, which the Board's health follows.
+type kvStore struct{ *kvstore.Typed[Entry] }
 
 // List implements Store.
 func (s kvStore) List(ctx context.Context, prefix string) ([]Stored, error) {
-	es, err := s.t.List(ctx, prefix)
+	es, err := s.Typed.List(ctx, prefix)
 	var out []Stored
 	for _, e := range es {
 		out = append(out, stored(e))
@@ -72,10 +108,20 @@ func (s kvStore) List(ctx context.Context, prefix string) ([]Stored, error) {
 
 // Watch implements Store.
 func (s kvStore) Watch(prefix string, fn func(Stored)) (func(), error) {
-	return s.t.Watch(prefix, func(e kvstore.Entry[Entry]) { fn(stored(e)) })
+	return s.Typed.Watch(prefix, func(e kvstore.Entry[Entry]) { fn(stored(e)) })
 }
 
-// Close implements Store.
-func (s kvStore) Close() error { return s.t.Close() }
-
 func stored(e kvstore.Entry[Entry]) Stored { return Stored{ID: e.Key, Rev: e.Rev, Entry: e.Value} }
+
+// entryTimes is the file document's pruning rule: an entry goes once it
+// expired before the newest update in the document.
+func entryTimes(b []byte) (updated, expires time.Time) {
+	var e struct {
+		Expires   time.Time `json:"expires"`
+		UpdatedAt time.Time `json:"updatedAt"`
+	}
+	if json.Unmarshal(b, &e) != nil {
+		return time.Time{}, time.Time{}
+	}
+	return e.UpdatedAt, e.Expires
+}

@@ -45,7 +45,8 @@
 //
 // # Stores
 //
-// [OpenFileStore] keeps every record in one JSON document, presence.json,
+// [OpenStore] opens them over a shared backend of internal/kvstore (its
+// one registry). The file store keeps every record in one JSON document, presence.json,
 // in the state directory beside circuits.json and held.json, with their
 // rules (internal/kvstore's File): writers take an exclusive flock(2) on
 // presence.lock, re-read, swap and replace the document atomically;
@@ -53,12 +54,11 @@
 // following symbolic links; the document is bounded (1 MiB, 2048 records;
 // a larger one reads as empty and the next write replaces it).
 //
-// [OpenNATS] keeps each record as one value of the JetStream key-value
+// The NATS store keeps each record as one value of the JetStream key-value
 // bucket "acp_guard_presence" (its own bucket, created on first use, one
 // revision per key, max age the lease), on the server --circuits names.
 //
-// [OpenStore] opens the one a --circuits value names; "off" and "memory"
-// name none: nothing is published and nothing runs.
+// A --circuits value names the backend; "off" and "memory" name none: nothing is published and nothing runs.
 //
 // # Stored format (version 1)
 //

@@ -57,14 +57,14 @@ func await(t *testing.T, st *presence.Store, key string, what string, cond func(
 func stores(t *testing.T) map[string]func(t *testing.T) *presence.Store {
 	return map[string]func(t *testing.T) *presence.Store{
 		"file": func(t *testing.T) *presence.Store {
-			st, err := presence.OpenFileStore(filepath.Join(t.TempDir(), "state"))
+			st, err := presence.OpenStore("file", presence.Options{Dir: filepath.Join(t.TempDir(), "state")})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return st
 		},
 		"nats": func(t *testing.T) *presence.Store {
-			st, err := presence.OpenNATS(natstest.Start(t).URL(), presence.NATSOptions{})
+			st, err := presence.OpenStore(natstest.Start(t).URL(), presence.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestRecordErrorsAndBounds(t *testing.T) {
 // is a symbolic link is refused.
 func TestFileStorePrivate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
-	st, err := presence.OpenFileStore(dir)
+	st, err := presence.OpenStore("file", presence.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestFileStorePrivate(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := presence.OpenFileStore(link); err == nil {
+	if st, err := presence.OpenStore("file", presence.Options{Dir: link}); err == nil {
 		st.Close()
 		t.Errorf("a state directory through a symbolic link was opened")
 	}
@@ -195,7 +195,7 @@ func TestFileStorePrivate(t *testing.T) {
 // A store that cannot be reached costs the session nothing: Update does
 // not block, the failure is logged once, Close returns.
 func TestPublisherStoreDown(t *testing.T) {
-	st, err := presence.OpenNATS(natstest.DeadURL(t), presence.NATSOptions{})
+	st, err := presence.OpenStore(natstest.DeadURL(t), presence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,10 @@
 package presence
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
@@ -29,6 +25,16 @@ const DefaultBucket = "acp_guard_presence"
 
 const natsMaxValue = 16 << 10
 
+// records are the presence records over any shared backend
+// (kvstore.View), in the stored format of record.go.
+var records = &kvstore.View[Record]{Schema: kvstore.Schema{
+	What: "presence store", Shared: true,
+	File: kvstore.FileOptions{Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "presence",
+		MaxBytes: fileMaxBytes, MaxEntries: fileMaxEntries, Times: recordTimes},
+	NATS: kvstore.NATSOptions{Bucket: DefaultBucket, Description: "acp-guard session presence (" + FileFormat + " records)",
+		TTL: Lease, MaxValue: natsMaxValue},
+}, Encode: encodeRecord, Decode: decodeRecord, Conflict: ErrConflict, Format: ErrFormat}
+
 // ErrConflict is returned by Put when the record changed since it was
 // read.
 var ErrConflict = errors.New("presence: record changed concurrently")
@@ -39,75 +45,30 @@ var ErrFormat = errors.New("presence: unsupported document format")
 // Store keeps presence records by key with a revision each: a file in the
 // state directory or a NATS bucket (doc.go, "Stores"). Safe for
 // concurrent use.
-type Store struct {
-	t    *kvstore.Typed[Record]
-	desc string
-}
+type Store struct{ t *kvstore.Typed[Record] }
 
-func newStore(kv kvstore.Store, desc string) *Store {
-	return &Store{t: &kvstore.Typed[Record]{KV: kv, Encode: encodeRecord, Decode: decodeRecord,
-		Conflict: ErrConflict, Format: ErrFormat, What: "presence store"}, desc: desc}
-}
+// Options is how a process opens its stores (kvstore.Options, the one
+// set shared with circuit and held).
+type Options = kvstore.Options
 
-// OpenFileStore opens (creating as needed, 0700) the file store in dir.
-func OpenFileStore(dir string) (*Store, error) {
-	f, err := kvstore.OpenFile(dir, kvstore.FileOptions{
-		Name: FileName, LockName: LockFileName, Format: FileFormat, Member: "presence",
-		MaxBytes: fileMaxBytes, MaxEntries: fileMaxEntries, Times: recordTimes,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("presence store: %w", err)
+// OpenStore opens the store a --circuits value names (kvstore.Open):
+// "" or "file" → the file in o.Dir (created as needed, 0700); a nats://
+// or tls:// URL → the bucket DefaultBucket, whose max age is Lease
+// unless o.TTL says otherwise; "off" or "memory" → nil, nil (no
+// presence). An unreachable server is not an error here.
+func OpenStore(spec string, o Options) (*Store, error) {
+	t, err := records.Open(spec, o)
+	if t == nil {
+		return nil, err
 	}
-	return newStore(f, "file "+f.Path()), nil
-}
-
-// NATSOptions configures OpenNATS. Zero fields take the defaults.
-type NATSOptions struct {
-	Bucket string        // DefaultBucket
-	TTL    time.Duration // the bucket's max age: Lease
-	// Conn is a connection shared with the process's other buckets; the
-	// store does not close it. nil: OpenNATS dials its own (Name, Extra).
-	Conn  *nats.Conn
-	Name  string
-	Extra []nats.Option
-}
-
-// OpenNATS opens the presence bucket on the server at url (or opts.Conn).
-// An unreachable server is not an error here.
-func OpenNATS(url string, opts NATSOptions) (*Store, error) {
-	bucket := cmp.Or(opts.Bucket, DefaultBucket)
-	s, err := kvstore.OpenNATS(url, kvstore.NATSOptions{
-		Conn: opts.Conn, Name: opts.Name, Extra: opts.Extra,
-		Bucket: bucket, Description: "acp-guard session presence (" + FileFormat + " records)",
-		TTL: cmp.Or(max(opts.TTL, 0), Lease), MaxValue: natsMaxValue,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("presence store: %w", err)
-	}
-	return newStore(s, "nats bucket "+bucket), nil
-}
-
-// OpenStore opens the store a --circuits value names (kvstore.ParseSpec):
-// "" or "file" → the file in stateDir; a nats:// or tls:// URL → the
-// bucket; "off" or "memory" → nil, nil (no presence).
-func OpenStore(spec, stateDir string, nopts NATSOptions) (*Store, error) {
-	kind, spec, err := kvstore.ParseSpec(spec)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("presence store: %w", err)
-	case kind == kvstore.KindFile:
-		return OpenFileStore(stateDir)
-	case kind == kvstore.KindNATS:
-		return OpenNATS(spec, nopts)
-	}
-	return nil, nil
+	return &Store{t}, nil
 }
 
 // NewMemoryStore is a store of this process only (tests).
-func NewMemoryStore() *Store { return newStore(kvstore.NewMemory(), "memory") }
+func NewMemoryStore() *Store { return &Store{records.Over(kvstore.NewMemory())} }
 
 // String says where the store keeps its records.
-func (s *Store) String() string { return s.desc }
+func (s *Store) String() string { return s.t.String() }
 
 // Get returns the record under key and its revision, or (nil, 0, nil).
 func (s *Store) Get(ctx context.Context, key string) (*Record, uint64, error) {

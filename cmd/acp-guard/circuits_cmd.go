@@ -72,7 +72,7 @@ func runCircuits(ctx context.Context, o *circuitsCmdOptions) error {
 		}
 		dir = d
 	}
-	st, err := circuit.OpenStore(spec, dir, circuit.NATSOptions{Name: "acp-guard circuits"})
+	st, err := circuit.OpenStore(spec, circuit.Options{Dir: dir, Name: "acp-guard circuits"})
 	if err != nil {
 		return withCode(exitUsage, err)
 	}

@@ -11,7 +11,7 @@ import (
 
 func TestCircuitsCommand(t *testing.T) {
 	dir := t.TempDir()
-	st, err := circuit.OpenFileStore(dir)
+	st, err := circuit.OpenStore("file", circuit.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

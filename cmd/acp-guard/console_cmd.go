@@ -101,12 +101,12 @@ func consoleSource(o *consoleOptions) (console.Source, string, func(), error) {
 			return console.Source{}, "", nil, withCode(exitFailure, err)
 		}
 	}
-	cs, err := circuit.OpenStore(spec, dir, circuit.NATSOptions{Name: "acp-guard console"})
+	cs, err := circuit.OpenStore(spec, circuit.Options{Dir: dir, Name: "acp-guard console"})
 	if err != nil {
 		b.Close()
 		return console.Source{}, "", nil, withCode(exitUsage, err)
 	}
-	ps, err := presence.OpenStore(spec, dir, presence.NATSOptions{Name: "acp-guard console"})
+	ps, err := presence.OpenStore(spec, presence.Options{Dir: dir, Name: "acp-guard console"})
 	if err != nil {
 		cs.Close()
 		b.Close()

@@ -27,18 +27,18 @@ const consoleFleet = 200
 // assertions: docs/OPERATIONS.md quotes them).
 func TestConsoleScale(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
-	hs, err := held.OpenFileStore(state)
+	hs, err := held.OpenStore("file", held.Options{Dir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := held.NewBoard(hs, nil)
 	defer b.Close()
-	cs, err := circuit.OpenFileStore(state)
+	cs, err := circuit.OpenStore("file", circuit.Options{Dir: state})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	ps, err := presence.OpenFileStore(state)
+	ps, err := presence.OpenStore("file", presence.Options{Dir: state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,9 +228,9 @@ func openCircuit(t *testing.T, st heldStore) {
 	var cs circuit.Store
 	var err error
 	if st.url != "" {
-		cs, err = circuit.OpenNATS(st.url, circuit.NATSOptions{})
+		cs, err = circuit.OpenStore(st.url, circuit.Options{})
 	} else {
-		cs, err = circuit.OpenFileStore(st.state)
+		cs, err = circuit.OpenStore("file", circuit.Options{Dir: st.state})
 	}
 	if err != nil {
 		t.Fatal(err)

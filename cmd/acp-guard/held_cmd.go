@@ -138,7 +138,7 @@ func (o *heldOptions) open() (*held.Board, string, error) {
 			return nil, "", withCode(exitFailure, err)
 		}
 	}
-	st, err := held.OpenStore(spec, dir, held.NATSOptions{Name: "acp-guard held"})
+	st, err := held.OpenStore(spec, held.Options{Dir: dir, Name: "acp-guard held"})
 	if err != nil {
 		return nil, "", withCode(exitUsage, err)
 	}

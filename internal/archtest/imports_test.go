@@ -48,7 +48,7 @@ var rules = map[string][]string{
 	// Beside the core: tools and tests that use it from outside.
 	"fleet":                    {"circuit"}, // a load generator against the circuit store
 	"fleet/cmd/fleet":          {"fleet"},
-	"fleet/cmd/fleet-cluster":  {"fleet", "circuit"}, // the fleet on a NATS cluster across network namespaces
+	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
 	"bench":                    {},
 	"bench/cmd/bytecopy":       {"bench"},
 	"bench/cmd/e2ebench":       {"bench"},
@@ -70,8 +70,9 @@ var rules = map[string][]string{
 	"internal/natstest":  {},
 	"internal/archtest":  {},
 
-	// Beneath the stores: the revisioned key-value layer the circuit and
-	// held-prompt stores are typed adapters over (file, NATS, memory).
+	// Beneath the stores: the revisioned key-value layer and its one
+	// opener (the registry of backends: file, NATS, memory) the circuit,
+	// held-prompt, presence and overlay stores are typed views over.
 	"internal/kvstore": {},
 
 	// The leaves.

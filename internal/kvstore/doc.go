@@ -1,7 +1,8 @@
 // Package kvstore is the one revisioned key-value layer beneath acp-guard's
-// shared state: the circuits (package circuit) and the held prompts
-// (package held) are typed adapters over it ([Typed]: their own value
-// encoding, their own error names), so loading, compare-and-swap, pruning,
+// shared state: the circuits (package circuit), the held prompts
+// (package held) and the presence records (package presence) are typed
+// views over it ([View]: where they are kept, their own value encoding,
+// their own error names), so opening, loading, compare-and-swap, pruning,
 // recovering a corrupt document, watching and NATS bucket handling are
 // written once.
 //
@@ -16,6 +17,19 @@
 //     every machine that reaches the server. [DialNATS] makes the one
 //     connection a process's buckets share.
 //   - [Memory]: this process only (replayed and served sessions, tests).
+//
+// # One opener
+//
+// A store spec (a --circuits value) names a backend of one registry
+// (open.go: file, memory, NATS; [Register] adds one, as a test does):
+// [ParseSpec] says which, and [Open] opens one view's [Schema] — its file
+// document, its bucket, whether it is Shared — with the process's
+// [Options] (the state directory, the NATS connection or how to dial it).
+// [Share] makes the one connection a process's views share. The views
+// (circuit, held, presence: a [View] each, whose Open returns a [Typed]
+// store; the root package's catalogue overlay: a Schema of raw values)
+// open through it, and none of them knows a backend.
+// A new backend is one file here and one row of the registry.
 //
 // # The file document
 //

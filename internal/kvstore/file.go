@@ -373,3 +373,19 @@ func (s *File) prune(doc *fileDoc) {
 		}
 	}
 }
+
+// fileBackend: "" or "file", the schema's document in Options.Dir.
+var fileBackend = Backend{
+	Kind: KindFile, Want: string(KindFile),
+	Match: func(spec string) bool { return spec == "" || spec == string(KindFile) },
+	Open: func(_ string, s Schema, o Options) (Store, error) {
+		dir, err := o.dir()
+		if err != nil {
+			return nil, err
+		}
+		return OpenFile(dir, s.File)
+	},
+}
+
+// String says where the store keeps its values.
+func (s *File) String() string { return "file " + s.path }

@@ -103,3 +103,13 @@ func (m *Memory) Watch(prefix string, fn func(Item)) (func(), error) {
 
 // Close implements Store; the values stay readable (nothing to release).
 func (m *Memory) Close() error { return nil }
+
+// memoryBackend: "memory", a new Memory per store.
+var memoryBackend = Backend{
+	Kind: KindMemory, Want: string(KindMemory), Local: true,
+	Match: func(spec string) bool { return spec == string(KindMemory) },
+	Open:  func(string, Schema, Options) (Store, error) { return NewMemory(), nil },
+}
+
+// String says where the store keeps its values.
+func (m *Memory) String() string { return "memory" }

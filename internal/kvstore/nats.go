@@ -478,3 +478,24 @@ func (s *NATS) Close() error {
 	}
 	return nil
 }
+
+// natsBackend: "nats://…" or "tls://…" (comma-separated servers), the
+// schema's bucket; the stores of a process share one connection (Share).
+var natsBackend = Backend{
+	Kind: KindNATS, Want: "a nats:// URL",
+	Match: func(spec string) bool {
+		return strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://")
+	},
+	Open: func(spec string, s Schema, o Options) (Store, error) { return OpenNATS(spec, s.bucket(o)) },
+	Share: func(spec string, o Options) (Options, func() error, error) {
+		nc, err := DialNATS(spec, o.Name, o.Extra...)
+		if err != nil {
+			return o, nil, err
+		}
+		o.Conn = nc
+		return o, func() error { nc.Close(); return nil }, nil
+	},
+}
+
+// String says where the store keeps its values.
+func (s *NATS) String() string { return "nats bucket " + s.o.Bucket }

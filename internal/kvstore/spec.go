@@ -1,13 +1,8 @@
 package kvstore
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
-// Kind is the store a --circuits value (ACP_GUARD_CIRCUITS, the config
-// file's "circuits") names; a session's circuits and held prompts use the
-// same one.
+// Kind is the store a spec names (ParseSpec): a backend's, or off.
 type Kind string
 
 // The kinds of store.
@@ -17,22 +12,6 @@ const (
 	KindOff    Kind = "off"    // nothing shared
 	KindMemory Kind = "memory" // this process only (Memory)
 )
-
-// ParseSpec says which store spec names, ignoring surrounding spaces, and
-// returns the trimmed value (for NATS, the server URLs). Anything else is
-// an error naming the value with any password hidden.
-func ParseSpec(spec string) (Kind, string, error) {
-	spec = strings.TrimSpace(spec)
-	switch {
-	case spec == "" || spec == string(KindFile):
-		return KindFile, spec, nil
-	case spec == string(KindOff) || spec == string(KindMemory):
-		return Kind(spec), spec, nil
-	case strings.HasPrefix(spec, "nats://") || strings.HasPrefix(spec, "tls://"):
-		return KindNATS, spec, nil
-	}
-	return "", "", fmt.Errorf("circuits %q: want off, file, memory or a nats:// URL", redactURL(spec))
-}
 
 // redactURL hides the user information (a password, a token) of a
 // URL-like value before it is echoed.

@@ -6,20 +6,39 @@ import (
 	"fmt"
 )
 
-// Typed is a Store of one client package's values (circuit records, held
-// entries): values encoded by Encode, decoded by Decode, and errors said
-// in the package's terms — ErrConflict as Conflict, a *FormatError
-// wrapped in Format, any other error prefixed with What. A client package
-// embeds it in its own Store and adds what differs (List's shape).
-type Typed[T any] struct {
-	KV     Store
+// View is one client package's values (circuit records, held entries,
+// presence records) over any backend: its Schema (where they are kept),
+// their encoding, and its errors — ErrConflict said as Conflict, a
+// *FormatError wrapped in Format, any other error prefixed with
+// Schema.What. A client package declares one and embeds what Open
+// returns in its own Store, adding what differs (List's shape).
+type View[T any] struct {
+	Schema
 	Encode func(T) ([]byte, error)
 	// Decode parses a stored value; an error means a value of another
 	// format: Get returns it, List and Watch skip the value.
 	Decode   func([]byte) (T, error)
-	Conflict error  // the package's ErrConflict
-	Format   error  // the package's ErrFormat
-	What     string // "circuit store"
+	Conflict error // the package's ErrConflict
+	Format   error // the package's ErrFormat
+}
+
+// Open opens the view's store that spec names (the package's Open): nil,
+// nil where spec names none for it.
+func (v *View[T]) Open(spec string, o Options) (*Typed[T], error) {
+	kv, err := Open(spec, v.Schema, o)
+	if kv == nil {
+		return nil, err
+	}
+	return v.Over(kv), nil
+}
+
+// Over is the view over the store kv.
+func (v *View[T]) Over(kv Store) *Typed[T] { return &Typed[T]{KV: kv, v: v} }
+
+// Typed is a Store of one view's values.
+type Typed[T any] struct {
+	KV Store
+	v  *View[T]
 }
 
 // Entry is a decoded item.
@@ -35,7 +54,7 @@ func (s *Typed[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
 	if err != nil || b == nil {
 		return nil, 0, s.Err(err)
 	}
-	v, err := s.Decode(b)
+	v, err := s.v.Decode(b)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -44,9 +63,9 @@ func (s *Typed[T]) Get(ctx context.Context, key string) (*T, uint64, error) {
 
 // CompareAndSwap stores v under key at revision rev (0: absent).
 func (s *Typed[T]) CompareAndSwap(ctx context.Context, key string, v T, rev uint64) error {
-	b, err := s.Encode(v)
+	b, err := s.v.Encode(v)
 	if err != nil {
-		return fmt.Errorf("%s: encoding: %w", s.What, err)
+		return fmt.Errorf("%s: encoding: %w", s.v.What, err)
 	}
 	return s.Err(s.KV.CompareAndSwap(ctx, key, b, rev))
 }
@@ -79,7 +98,7 @@ func (s *Typed[T]) Watch(prefix string, fn func(Entry[T])) (func(), error) {
 }
 
 func (s *Typed[T]) decode(it Item) (Entry[T], bool) {
-	v, err := s.Decode(it.Value)
+	v, err := s.v.Decode(it.Value)
 	return Entry[T]{Key: it.Key, Rev: it.Rev, Value: v}, err == nil
 }
 
@@ -98,9 +117,21 @@ func (s *Typed[T]) Err(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrConflict):
-		return s.Conflict
+		return s.v.Conflict
 	case errors.As(err, &ferr):
-		return fmt.Errorf("%w: %w", s.Format, ferr)
+		return fmt.Errorf("%w: %w", s.v.Format, ferr)
 	}
-	return fmt.Errorf("%s: %w", s.What, err)
+	return fmt.Errorf("%s: %w", s.v.What, err)
 }
+
+// Reconnects is how many times the backend's connection came back after
+// a loss (kvstore.Health follows it); 0 for a backend without one.
+func (s *Typed[T]) Reconnects() uint64 {
+	if rc, ok := s.KV.(interface{ Reconnects() uint64 }); ok {
+		return rc.Reconnects()
+	}
+	return 0
+}
+
+// String says where the store keeps its values (the backend's String).
+func (s *Typed[T]) String() string { return fmt.Sprint(s.KV) }

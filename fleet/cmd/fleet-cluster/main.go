@@ -42,6 +42,7 @@ import (
 
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/fleet"
+	"github.com/acp-guard/acp-guard/internal/kvstore"
 )
 
 // lockWait bounds how long a run waits for another to end.
@@ -163,11 +164,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-// ctlStore opens the circuits bucket from the control namespace.
-func ctlStore(urls string) (*circuit.NATSStore, error) {
-	return circuit.OpenNATS(urls, circuit.NATSOptions{Name: "fleet-cluster",
-		Extra: []nats.Option{nats.SetCustomDialer(nsDialer{nsName("ctl")}), nats.ReconnectWait(200 * time.Millisecond)}})
+// ctlOptions connect from the control namespace.
+func ctlOptions() circuit.Options {
+	return circuit.Options{Name: "fleet-cluster",
+		Extra: []nats.Option{nats.SetCustomDialer(nsDialer{nsName("ctl")}), nats.ReconnectWait(200 * time.Millisecond)}}
 }
+
+// ctlStore opens the circuits bucket from the control namespace, on a
+// connection of its own (closed with it).
+func ctlStore(urls string) (circuit.Store, error) { return circuit.OpenStore(urls, ctlOptions()) }
 
 const stream = "KV_" + circuit.DefaultBucket
 
@@ -262,7 +267,12 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		return "", false, err
 	}
 	defer st.Close()
-	nc := st.Conn()
+	ctl := ctlOptions()
+	nc, err := kvstore.DialNATS(c.urls(), ctl.Name, ctl.Extra...)
+	if err != nil {
+		return "", false, err
+	}
+	defer nc.Close()
 	// The bucket, at R3 (the store creates it so on a cluster), before
 	// any session: a hang guard of 60 s while the cluster forms.
 	deadline := time.Now().Add(60 * time.Second)

@@ -234,7 +234,7 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 		open func(t *testing.T, state string) (circuit.Store, []string)
 	}{
 		{"file", func(t *testing.T, state string) (circuit.Store, []string) {
-			st, err := circuit.OpenFileStore(state)
+			st, err := circuit.OpenStore("file", circuit.Options{Dir: state})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +242,7 @@ func TestBrowserConsoleCircuitOutage(t *testing.T) {
 		}},
 		{"nats", func(t *testing.T, state string) (circuit.Store, []string) {
 			url := natstest.Start(t).URL()
-			st, err := circuit.OpenNATS(url, circuit.NATSOptions{})
+			st, err := circuit.OpenStore(url, circuit.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
