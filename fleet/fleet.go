@@ -48,6 +48,10 @@ type Config struct {
 	Wrap func(i int) []string
 	// Faults are applied, each once, when their condition holds.
 	Faults []Fault
+	// BeforePrompts, when set, runs once every session is open and just
+	// before the prompts go out (a fault that must already hold when the
+	// first failures are reported).
+	BeforePrompts func() error
 	// ReadStore opens the store the circuits are read from at the end
 	// (nil: NATSURL or the harness's server, or the file store).
 	ReadStore func() (circuit.Store, error)
@@ -187,6 +191,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.logf("%d proxies (%s) up and their sessions open in %v", r.cfg.N, r.cfg.Store, time.Since(start).Round(time.Millisecond))
+	if r.cfg.BeforePrompts != nil {
+		if err := r.cfg.BeforePrompts(); err != nil {
+			return nil, fmt.Errorf("before the prompts: %w", err)
+		}
+	}
 	r.sent = time.Now()
 	for _, p := range r.proxies {
 		if err := p.send(request(3, "session/prompt", fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"hi"}]}`, p.session))); err != nil {
