@@ -6,7 +6,7 @@
 // the circuits bucket's stream leader killed mid-outage, one host
 // partitioned and rejoined, one server restarted with its store and
 // another without, a burst of ten times the usual failure writes, and the
-// servers' routes slowed (tc netem) so that the store answers later than
+// servers' routes slowed (through a delaying relay) so that the store answers later than
 // the call timeout while every connection is up. It
 // prints one Markdown table, a row per fault (docs/CIRCUITS.md), and exits
 // 1 when a row misses the bounds. It needs root (ip netns); without
@@ -70,10 +70,11 @@ type options struct {
 
 var allFaults = []string{"none", "leader", "partition", "restarts", "burst", "slow"}
 
-// slowDelay and slowFor are the slow fault's: each server host delays its
-// route traffic by slowDelay (a read through a follower or a write's
-// quorum then takes two or more of them, beyond the call timeout's 2 s
-// floor) from just before the prompts until slowFor after them.
+// slowDelay and slowFor are the slow fault's: every route between the
+// servers delays its traffic by slowDelay each way (relay.go; a read
+// through a follower or a write's quorum then takes two or more of them,
+// beyond the call timeout's 2 s floor) from just before the prompts until
+// slowFor after them.
 const (
 	slowDelay = 2500 * time.Millisecond
 	slowFor   = 6 * time.Second
@@ -263,7 +264,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, err
 	}
-	c, err := startCluster(self, dir, 3)
+	c, err := startCluster(self, dir, 3, fault == "slow")
 	if err != nil {
 		return "", false, err
 	}
@@ -417,20 +418,8 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		// Not a disturbance: the cluster stays whole and every connection
 		// up, so a proxy that takes the store for unavailable meanwhile
 		// fell back while it was up.
-		defer func() { // whatever ended the row, the next one starts fast (an absent delay is an error, ignored)
-			for k := range c.servers {
-				_ = slowRoutes(serverHost(k), 0)
-			}
-		}()
-		label = fmt.Sprintf("cluster routes delayed %v (store calls outlast the call timeout; connections answer) from the prompts to +%v", slowDelay, slowFor)
-		faults = []fleet.Fault{{Name: "routes fast again", When: at(slowFor), Do: func() error {
-			for k := range c.servers {
-				if err := slowRoutes(serverHost(k), 0); err != nil {
-					return err
-				}
-			}
-			return nil
-		}}}
+		label = fmt.Sprintf("cluster routes delayed %v each way (store calls outlast the call timeout; connections answer) from the prompts to +%v", slowDelay, slowFor)
+		faults = []fleet.Fault{{Name: "routes fast again", When: at(slowFor), Do: func() error { c.delayRoutes(0); return nil }}}
 	default:
 		return "", false, fmt.Errorf("unknown fault %q (want %s)", fault, strings.Join(allFaults, ", "))
 	}
@@ -445,11 +434,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			if fault != "slow" {
 				return nil
 			}
-			for k := range c.servers {
-				if err := slowRoutes(serverHost(k), slowDelay); err != nil {
-					return err
-				}
-			}
+			c.delayRoutes(slowDelay)
 			return nil
 		},
 		ReadStore: func() (circuit.Store, error) {

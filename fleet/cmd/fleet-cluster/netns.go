@@ -118,40 +118,6 @@ func partition(i int, cut bool) error {
 	return ip("-n", nsName("br"), "link", "set", fmt.Sprintf("v%d", i), state)
 }
 
-// slowRoutes delays by d every packet host i sends on the cluster's
-// route port (to a peer's port or from its own), or removes the delay
-// (d == 0): the servers' links to each other slow down while every
-// client's link to its server stays fast, so store calls that need the
-// stream's leader or its quorum outlast the call timeout while each
-// connection answers a ping at once (the store slow, not down).
-func slowRoutes(i int, d time.Duration) error {
-	ns := hostNS(i)
-	if d == 0 {
-		return tc(ns, "qdisc", "del", "dev", "eth0", "root")
-	}
-	port := strconv.Itoa(clusterPort)
-	for _, cmd := range [][]string{
-		{"qdisc", "add", "dev", "eth0", "root", "handle", "1:", "prio"},
-		{"qdisc", "add", "dev", "eth0", "parent", "1:3", "handle", "30:", "netem", "delay", fmt.Sprintf("%dms", d.Milliseconds())},
-		{"filter", "add", "dev", "eth0", "protocol", "ip", "parent", "1:0", "prio", "1", "u32", "match", "ip", "dport", port, "0xffff", "flowid", "1:3"},
-		{"filter", "add", "dev", "eth0", "protocol", "ip", "parent", "1:0", "prio", "1", "u32", "match", "ip", "sport", port, "0xffff", "flowid", "1:3"},
-	} {
-		if err := tc(ns, cmd...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// tc runs one tc(8) command inside namespace ns.
-func tc(ns string, args ...string) error {
-	out, err := exec.Command("ip", append([]string{"netns", "exec", ns, "tc"}, args...)...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("tc %s (in %s): %v: %s", strings.Join(args, " "), ns, err, bytes.TrimSpace(out))
-	}
-	return nil
-}
-
 // nsDialer dials from inside a network namespace: the socket is made on
 // an OS thread moved into it and back (the socket stays in the namespace
 // whoever uses it afterwards). The thread is restored rather than thrown
