@@ -2,6 +2,7 @@ package circuit
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"time"
 
@@ -62,6 +63,11 @@ func OpenNATS(url string, opts NATSOptions) (*NATSStore, error) {
 // Reconnects is how many times the connection came back after a loss
 // (Circuits asks a failed store again at once when it changes).
 func (s *NATSStore) Reconnects() uint64 { return s.nats.Reconnects() }
+
+// Ping reports whether the connection is up and its server answers a
+// round trip within ctx (Circuits asks it when a call is late: a store
+// that answers a ping is slow, and the call is waited for).
+func (s *NATSStore) Ping(ctx context.Context) error { return s.nats.Ping(ctx) }
 
 // Conn is the store's connection, to share with another bucket.
 func (s *NATSStore) Conn() *nats.Conn { return s.nats.Conn() }
