@@ -157,3 +157,45 @@ func TestStalledStoreFailsAtTheTimeout(t *testing.T) {
 		t.Fatalf("want the store logged unavailable once:\n%s", logs.String())
 	}
 }
+
+// inFlightStore is a replicated store (a Pinger) whose swaps lose n
+// times to a write in flight: the re-read shows the revision the swap
+// lost at, as a leader holding the winner for its quorum answers.
+type inFlightStore struct {
+	*conflictStore
+}
+
+func (inFlightStore) Ping(context.Context) error { return nil }
+
+// On a replicated store a swap lost at a revision the re-read still
+// shows is a write in flight, not a new racer: it is waited for without
+// spending a round (more than casRounds such losses still end in the
+// write), and the waits stay within maxConflictWait. The same losses on
+// a local store are rounds (TestContentionBacksOffAndIsNotAStoreFailure).
+func TestSwapLostToAWriteInFlightIsWaitedFor(t *testing.T) {
+	st := inFlightStore{&conflictStore{memStore: newMemStore(), n: 3 * casRounds}}
+	c := New(Config{Store: st})
+	now := t0
+	c.clock = func() time.Time { return now }
+	var waits []time.Duration
+	c.sleep = func(_ context.Context, d time.Duration) { waits = append(waits, d); now = now.Add(d) }
+	s, err := c.Fail(ctx, testKey, backoff(time.Second), "a", t0)
+	if err != nil || s.State != StateOpen {
+		t.Fatalf("Fail after %d swaps lost to a write in flight = %+v, %v; want the circuit open", 3*casRounds, s, err)
+	}
+	if len(waits) != 3*casRounds {
+		t.Fatalf("%d waits for %d lost swaps", len(waits), 3*casRounds)
+	}
+	for k, w := range waits {
+		if w <= 0 || w > maxConflictWait+1 {
+			t.Errorf("wait %d: %v, want in (0, %v]", k, w, maxConflictWait)
+		}
+	}
+	// Beyond MaxOpTimeout of waiting (on the operation's clock) it gives up
+	// as contention: the store answered, it is not a store failure.
+	st.n, st.lost = 1<<30, 0
+	_, err = c.Fail(ctx, Key{Provider: "other", Scope: "provider"}, backoff(time.Second), "a", t0)
+	if !errors.Is(err, ErrContended) || errors.Is(err, ErrStore) {
+		t.Fatalf("after MaxOpTimeout of swaps lost to a write in flight: %v, want ErrContended and not ErrStore", err)
+	}
+}
