@@ -71,7 +71,10 @@ type Config struct {
 	// take before the store counts as failed. The actual timeout follows
 	// the measured latency (4 × (smoothed + 4 × deviation), as TCP
 	// computes its retransmission timeout), so a store slowed by load is
-	// not taken for a dead one; MaxOpTimeout caps it.
+	// not taken for a dead one; MaxOpTimeout caps it. On a Pinger the
+	// timeout pings the store instead of failing the call: a store that
+	// answers the ping is waited for, up to four timeouts and at most
+	// MaxOpTimeout (slowcall.go).
 	OpTimeout    time.Duration
 	MaxOpTimeout time.Duration
 	// StoreRetry caps how long a failed store is left alone: it is asked
@@ -374,10 +377,10 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 				// replicated store (a Pinger: NATS): the write that won
 				// is in flight — a slow store's leader holds it until its
 				// quorum acknowledges — not a new racer. Waited for, not
-				// counted as a round, for up to MaxOpTimeout of the
+				// counted as a round, for up to slowBudget of the
 				// operation. (A local store's loser always reads the
 				// winner's write.)
-				if c.clock().Sub(start) > c.maxOpTimeout {
+				if c.clock().Sub(start) > c.slowBudget(c.callTimeout()) {
 					break
 				}
 				c.sleep(ctx, c.inFlightWait(inFlight))

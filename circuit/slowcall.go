@@ -7,7 +7,7 @@ import (
 )
 
 // slowCall is call on a Pinger. The call runs on its own goroutine under
-// a deadline of MaxOpTimeout (at least timeout); slowCall waits for it in
+// a deadline of slowBudget; slowCall waits for it in
 // every branch. At each timeout without an answer the store is pinged
 // (within timeout, on a goroutine slowCall also waits for before
 // returning): a ping that fails — not connected, or no round trip: a
@@ -19,7 +19,7 @@ import (
 // the store reads a swap's outcome back). A late call that answers feeds its latency to the estimate, so the
 // next calls' timeout follows the slow store.
 func (c *Circuits) slowCall(ctx context.Context, p Pinger, timeout time.Duration, fn func(context.Context) error) error {
-	hard, cancelHard := context.WithTimeout(ctx, max(c.maxOpTimeout, timeout))
+	hard, cancelHard := context.WithTimeout(ctx, c.slowBudget(timeout))
 	defer cancelHard()
 	ctx, expire := expiring(hard)
 	defer expire()
@@ -61,6 +61,16 @@ func (c *Circuits) slowCall(ctx context.Context, p Pinger, timeout time.Duration
 			tick, stop = c.after(timeout)
 		}
 	}
+}
+
+// slowBudget is how long a call on a Pinger may be waited for in all:
+// four of its timeouts (8 s at the 2 s floor; the timeout follows the
+// measured latency, so a store found slow is given longer), at most
+// MaxOpTimeout. A server that answers pings while its stream cannot
+// answer at all (no quorum) thus holds a turn at most that long before
+// the session decides alone.
+func (c *Circuits) slowBudget(timeout time.Duration) time.Duration {
+	return min(4*timeout, max(c.maxOpTimeout, timeout))
 }
 
 // slowSeen notes a call still waited for after took (the store answered

@@ -170,10 +170,10 @@ func (inFlightStore) Ping(context.Context) error { return nil }
 // On a replicated store a swap lost at a revision the re-read still
 // shows is a write in flight, not a new racer: it is waited for without
 // spending a round (more than casRounds such losses still end in the
-// write), and the waits stay within maxConflictWait. The same losses on
+// write, within the slow budget), and the waits stay within maxConflictWait. The same losses on
 // a local store are rounds (TestContentionBacksOffAndIsNotAStoreFailure).
 func TestSwapLostToAWriteInFlightIsWaitedFor(t *testing.T) {
-	st := inFlightStore{&conflictStore{memStore: newMemStore(), n: 3 * casRounds}}
+	st := inFlightStore{&conflictStore{memStore: newMemStore(), n: casRounds + 8}}
 	c := New(Config{Store: st})
 	now := t0
 	c.clock = func() time.Time { return now }
@@ -181,21 +181,21 @@ func TestSwapLostToAWriteInFlightIsWaitedFor(t *testing.T) {
 	c.sleep = func(_ context.Context, d time.Duration) { waits = append(waits, d); now = now.Add(d) }
 	s, err := c.Fail(ctx, testKey, backoff(time.Second), "a", t0)
 	if err != nil || s.State != StateOpen {
-		t.Fatalf("Fail after %d swaps lost to a write in flight = %+v, %v; want the circuit open", 3*casRounds, s, err)
+		t.Fatalf("Fail after %d swaps lost to a write in flight = %+v, %v; want the circuit open", casRounds+8, s, err)
 	}
-	if len(waits) != 3*casRounds {
-		t.Fatalf("%d waits for %d lost swaps", len(waits), 3*casRounds)
+	if len(waits) != casRounds+8 {
+		t.Fatalf("%d waits for %d lost swaps", len(waits), casRounds+8)
 	}
 	for k, w := range waits {
 		if w <= 0 || w > maxConflictWait+1 {
 			t.Errorf("wait %d: %v, want in (0, %v]", k, w, maxConflictWait)
 		}
 	}
-	// Beyond MaxOpTimeout of waiting (on the operation's clock) it gives up
+	// Beyond the slow budget of waiting (four timeouts, on the operation's clock) it gives up
 	// as contention: the store answered, it is not a store failure.
 	st.n, st.lost = 1<<30, 0
 	_, err = c.Fail(ctx, Key{Provider: "other", Scope: "provider"}, backoff(time.Second), "a", t0)
 	if !errors.Is(err, ErrContended) || errors.Is(err, ErrStore) {
-		t.Fatalf("after MaxOpTimeout of swaps lost to a write in flight: %v, want ErrContended and not ErrStore", err)
+		t.Fatalf("after the slow budget of swaps lost to a write in flight: %v, want ErrContended and not ErrStore", err)
 	}
 }
