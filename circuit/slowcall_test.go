@@ -89,7 +89,7 @@ func TestSlowStoreIsWaitedFor(t *testing.T) {
 		s, err := c.Fail(ctx, testKey, backoff(5*time.Second), "a", t0)
 		res <- result{s, err}
 	}()
-	for call := range 2 { // the read, then the swap: each late by two timeouts
+	for range 2 { // the read, then the swap: each late by two timeouts
 		timer := <-tt.armed
 		<-st.started
 		for range 2 {
@@ -98,24 +98,29 @@ func TestSlowStoreIsWaitedFor(t *testing.T) {
 			timer = <-tt.armed
 		}
 		st.answer <- struct{}{}
-		_ = call
 	}
 	r := <-res
 	if r.err != nil || r.s.State != StateOpen {
 		t.Fatalf("Fail on a slow store = %+v, %v; want the circuit open, no error", r.s, r.err)
 	}
-	// A second process: its Acquire is asked of the store (answering at
-	// once now) and parks behind a's turn to probe... after a's own
-	// Acquire took the probe.
-	go func() {
+	// The store answers at once from here on. a's Acquire takes the
+	// probe; a second process's asks the store (it was not left alone)
+	// and parks behind that probe.
+	stopAnswering := make(chan struct{})
+	answering := make(chan struct{})
+	go func() { // ended by stopAnswering below
+		defer close(answering)
 		for {
 			select {
 			case <-tt.armed:
 			case <-st.started:
 				st.answer <- struct{}{}
+			case <-stopAnswering:
+				return
 			}
 		}
 	}()
+	defer func() { close(stopAnswering); <-answering }()
 	mustAcquire(t, c, "a", t0.Add(5*time.Second), Probe)
 	b, _ := lateCircuits(st, &logs)
 	b.after = c.after
