@@ -71,7 +71,10 @@ type Config struct {
 	// take before the store counts as failed. The actual timeout follows
 	// the measured latency (4 × (smoothed + 4 × deviation), as TCP
 	// computes its retransmission timeout), so a store slowed by load is
-	// not taken for a dead one; MaxOpTimeout caps it.
+	// not taken for a dead one; MaxOpTimeout caps it. On a Pinger the
+	// timeout pings the store instead of failing the call: a store that
+	// answers the ping is waited for, up to four timeouts and at most
+	// MaxOpTimeout (slowcall.go).
 	OpTimeout    time.Duration
 	MaxOpTimeout time.Duration
 	// StoreRetry caps how long a failed store is left alone: it is asked
@@ -100,11 +103,15 @@ type Circuits struct {
 	// are never part of a decision (every operation takes its now).
 	clock func() time.Time
 	sleep func(context.Context, time.Duration)
+	// after arms a timer (time.NewTimer's channel and Stop; tests drive
+	// it): the deadline after which a late call's store is pinged.
+	after func(time.Duration) (<-chan time.Time, func() bool)
 
 	health *kvstore.Health // a failed store is left alone for a while (asked again at once after a reconnect)
 
 	mu         sync.Mutex
 	srtt, rttv time.Duration   // smoothed store call latency and its deviation (0: no sample yet)
+	slow       bool            // a call was waited for past its timeout and nothing answered since
 	views      map[string]view // the last record the store answered with, per key id
 }
 
@@ -146,6 +153,10 @@ func New(cfg Config) *Circuits {
 		log:          log,
 		clock:        time.Now,
 		sleep:        sleepCtx,
+		after: func(d time.Duration) (<-chan time.Time, func() bool) {
+			t := time.NewTimer(d)
+			return t.C, t.Stop
+		},
 	}
 }
 
@@ -337,7 +348,10 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 		return nil, fmt.Errorf("%w: %s: skipped after an earlier failure", ErrStore, op)
 	}
 	id := key.ID()
-	for k := range casRounds {
+	start := c.clock()
+	lost, lostOne := uint64(0), false // the revision the last swap lost at (0: a create), if one was lost
+	inFlight := 0                     // lost swaps in a row whose re-read showed that same revision
+	for k := 0; k < casRounds; {
 		var cur *Record
 		var rev uint64
 		err := c.call(ctx, func(ctx context.Context) (err error) {
@@ -358,7 +372,24 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 		err = c.call(ctx, func(ctx context.Context) error { return c.store.CompareAndSwap(ctx, id, *next, rev) })
 		if errors.Is(err, ErrConflict) {
 			c.storeAnswered() // it answered: someone else wrote first
+			if _, replicated := c.store.(Pinger); replicated && lostOne && rev == lost {
+				// Lost again at a revision the re-read still shows, on a
+				// replicated store (a Pinger: NATS): the write that won
+				// is in flight — a slow store's leader holds it until its
+				// quorum acknowledges — not a new racer. Waited for, not
+				// counted as a round, for up to slowBudget of the
+				// operation. (A local store's loser always reads the
+				// winner's write.)
+				if c.clock().Sub(start) > c.slowBudget(c.callTimeout()) {
+					break
+				}
+				c.sleep(ctx, c.inFlightWait(inFlight))
+				inFlight++
+				continue
+			}
+			lost, lostOne, inFlight = rev, true, 0
 			c.sleep(ctx, c.conflictWait(k))
+			k++
 			continue
 		}
 		if err != nil {
@@ -371,17 +402,38 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 	return nil, fmt.Errorf("circuit: %s %s: %w", op, key, ErrContended)
 }
 
+// Pinger is a Store that can tell a late answer from a lost one: Ping
+// returns nil when the store's connection is up and its server answers a
+// round trip within ctx. A store over NATS is one.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // call runs one store call under the adaptive timeout and feeds its
-// latency to the estimate when it answered.
+// latency to the estimate when it answered. A store that is a Pinger is
+// not given up at the timeout: the call's store is pinged then, and if it
+// answers the call is slow, not failed — it is waited for, the store
+// pinged again at each further timeout, up to MaxOpTimeout in all (see
+// slowCall). A store that is not a Pinger fails the call at the timeout.
 func (c *Circuits) call(ctx context.Context, fn func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.callTimeout())
-	defer cancel()
-	start := c.clock()
-	err := fn(ctx)
-	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrFormat) {
-		c.sample(c.clock().Sub(start))
+	timeout := c.callTimeout()
+	p, ok := c.store.(Pinger)
+	if !ok {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		start := c.clock()
+		err := fn(ctx)
+		c.answered(err, c.clock().Sub(start))
+		return err
 	}
-	return err
+	return c.slowCall(ctx, p, timeout, fn)
+}
+
+// answered feeds a call's latency to the estimate when the store answered.
+func (c *Circuits) answered(err error, took time.Duration) {
+	if err == nil || errors.Is(err, ErrConflict) || errors.Is(err, ErrFormat) {
+		c.sample(took)
+	}
 }
 
 // sample adds one latency measurement (RFC 6298's estimator).
@@ -406,6 +458,14 @@ func (c *Circuits) callTimeout() time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return min(max(4*(c.srtt+4*c.rttv), c.opTimeout), c.maxOpTimeout)
+}
+
+// inFlightWait is the jittered wait after the n-th swap in a row lost
+// to a write the store does not show yet: from maxConflictWait/16,
+// doubling, up to maxConflictWait.
+func (c *Circuits) inFlightWait(n int) time.Duration {
+	ceil := min((maxConflictWait/16)<<min(n, 4), maxConflictWait)
+	return ceil/2 + rand.N(ceil/2) + 1
 }
 
 // conflictWait is the jittered wait after the k-th lost swap in a row.

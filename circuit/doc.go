@@ -97,11 +97,20 @@
 // bounded by a timeout that follows the measured latency — four times
 // (smoothed latency + 4 × its deviation), never below OpTimeout (2 s) nor
 // above MaxOpTimeout (30 s) — so a store slowed by load is not taken for a
-// dead one. A lost compare-and-swap is contention, not failure: the
+// dead one. A store that is a [Pinger] (a store over NATS) is not given up at
+// that timeout: its connection's server is pinged, and if it answers the
+// store is slow, not down — the call is waited for, pinged again at each
+// further timeout, up to four timeouts in all (at most MaxOpTimeout;
+// "circuit store slow" logged
+// once per slow spell); a ping without an answer fails the call at once,
+// as a timeout. A lost compare-and-swap is contention, not failure: the
 // operation waits a jittered backoff (random below the latency × 2^round,
 // at most 250 ms) and decides again on the fresh record; after casRounds
 // lost rounds it gives up with ErrContended (Acquire then parks one
-// poll), still without touching the store's health. When a call fails,
+// poll), still without touching the store's health. On a Pinger, a swap
+// lost at a revision the re-read still shows is a write in flight (the
+// leader holds it for its quorum): waited for without spending a round,
+// as long. When a call fails,
 // the operation returns at once, with an error wrapping [ErrStore]:
 // Acquire decides on the process's last view of the circuit (the record
 // of its last operation the store served whole) — parking as it says,

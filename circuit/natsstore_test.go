@@ -244,3 +244,23 @@ func TestNATSStoreUnreachableAtStart(t *testing.T) {
 		t.Fatalf("Acquire = %+v, %v; want go and ErrStore", d, err)
 	}
 }
+
+// TestOnlyAReplicatedStorePings: a store over NATS is a Pinger (a late
+// call on it is told from a lost one, and a swap lost to a write in
+// flight is waited for); the file and memory stores are not.
+func TestOnlyAReplicatedStorePings(t *testing.T) {
+	ns := natstest.Start(t)
+	if _, ok := openNATS(t, ns.URL()).(Pinger); !ok {
+		t.Error("the NATS store is not a Pinger")
+	}
+	file, err := OpenStore("file", Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	for name, s := range map[string]Store{"file": file, "memory": NewMemoryStore()} {
+		if _, ok := s.(Pinger); ok {
+			t.Errorf("the %s store is a Pinger", name)
+		}
+	}
+}

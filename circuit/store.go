@@ -94,7 +94,16 @@ func OpenStore(spec string, o Options) (Store, error) {
 	if t == nil {
 		return nil, err
 	}
-	return kvStore{t}, nil
+	return over(t), err
+}
+
+// over is the Store over t: a Pinger when its backend can be pinged (a
+// replicated one: NATS), so that a late call is told from a lost one.
+func over(t *kvstore.Typed[Record]) Store {
+	if p, ok := t.KV.(Pinger); ok {
+		return pingStore{kvStore{t}, p}
+	}
+	return kvStore{t}
 }
 
 // NewMemoryStore returns a store that keeps circuits in this process
@@ -106,6 +115,15 @@ func NewMemoryStore() Store { return kvStore{records.Over(kvstore.NewMemory())} 
 // the values of a revisioned key-value store (internal/kvstore); its
 // Reconnects is the backend's, which Circuits' health follows.
 type kvStore struct{ *kvstore.Typed[Record] }
+
+// pingStore is a kvStore whose backend answers pings (Pinger).
+type pingStore struct {
+	kvStore
+	p Pinger
+}
+
+// Ping implements Pinger.
+func (s pingStore) Ping(ctx context.Context) error { return s.p.Ping(ctx) }
 
 // List implements Store.
 func (s kvStore) List(ctx context.Context) ([]Record, error) {

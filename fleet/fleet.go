@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -48,6 +49,10 @@ type Config struct {
 	Wrap func(i int) []string
 	// Faults are applied, each once, when their condition holds.
 	Faults []Fault
+	// BeforePrompts, when set, runs once every session is open and just
+	// before the prompts go out (a fault that must already hold when the
+	// first failures are reported).
+	BeforePrompts func() error
 	// ReadStore opens the store the circuits are read from at the end
 	// (nil: NATSURL or the harness's server, or the file store).
 	ReadStore func() (circuit.Store, error)
@@ -187,6 +192,11 @@ func (r *run) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	r.logf("%d proxies (%s) up and their sessions open in %v", r.cfg.N, r.cfg.Store, time.Since(start).Round(time.Millisecond))
+	if r.cfg.BeforePrompts != nil {
+		if err := r.cfg.BeforePrompts(); err != nil {
+			return nil, fmt.Errorf("before the prompts: %w", err)
+		}
+	}
 	r.sent = time.Now()
 	for _, p := range r.proxies {
 		if err := p.send(request(3, "session/prompt", fmt.Sprintf(`{"sessionId":%q,"prompt":[{"type":"text","text":"hi"}]}`, p.session))); err != nil {
@@ -380,7 +390,54 @@ type natsServer struct {
 	dir  string
 }
 
+// Ports for the harness's server come from below every system's
+// ephemeral range (Linux 32768–60999, macOS and Windows 49152–65535),
+// as internal/natstest's do: the server is stopped and started again on
+// the same port (StoreDown, StoreUp), and while it is stopped a port the
+// kernel handed out can be taken by any outgoing connection — a
+// proxy's reconnect among them (a TCP self-connect) — so that the
+// restarted server could not listen on it.
+const (
+	portLow  = 20000
+	portHigh = 32000
+)
+
+// freePort is a port in [portLow, portHigh) that nothing listens on now.
+func freePort() (int, error) {
+	for range 1000 {
+		p := portLow + rand.IntN(portHigh-portLow)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue // taken; another one
+		}
+		l.Close()
+		return p, nil
+	}
+	return 0, fmt.Errorf("no free port in %d–%d", portLow, portHigh)
+}
+
+// startNATS starts the harness's server on port, or (port < 0) on a free
+// port below the ephemeral range, another one if that was taken
+// meanwhile.
 func startNATS(port int, dir string) (*natsServer, error) {
+	if port >= 0 {
+		return startNATSOn(port, dir)
+	}
+	var err error
+	for range 5 {
+		var p int
+		if p, err = freePort(); err != nil {
+			return nil, err
+		}
+		var ns *natsServer
+		if ns, err = startNATSOn(p, dir); err == nil {
+			return ns, nil
+		}
+	}
+	return nil, err
+}
+
+func startNATSOn(port int, dir string) (*natsServer, error) {
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, JetStream: true,
 		StoreDir: dir, NoLog: true, NoSigs: true})
 	if err != nil {

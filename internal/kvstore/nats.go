@@ -282,6 +282,23 @@ func (s *NATS) checkConn() {
 	}()
 }
 
+// Ping reports whether the server of the connection answers a round trip
+// within ctx: nil means the connection is up and the server there (a
+// store call that is late is slow, not lost). Not connected, or no
+// answer in time (a connection that stalled: a network cut off), is an
+// error; the latter also moves the connection to the next server at once,
+// as checkConn does.
+func (s *NATS) Ping(ctx context.Context) error {
+	if !s.nc.IsConnected() {
+		return nats.ErrConnectionClosed
+	}
+	err := s.nc.FlushWithContext(ctx)
+	if err != nil && s.nc.IsConnected() {
+		_ = s.nc.ForceReconnect()
+	}
+	return err
+}
+
 // Get implements Store (read: the stream leader's answer).
 func (s *NATS) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	if _, err := s.bucket(ctx); err != nil {

@@ -5,7 +5,9 @@
 // private bridge, made and removed by the program), with scripted faults:
 // the circuits bucket's stream leader killed mid-outage, one host
 // partitioned and rejoined, one server restarted with its store and
-// another without, a burst of ten times the usual failure writes. It
+// another without, a burst of ten times the usual failure writes, and the
+// servers' routes slowed (through a delaying relay) so that the store answers later than
+// the call timeout while every connection is up. It
 // prints one Markdown table, a row per fault (docs/CIRCUITS.md), and exits
 // 1 when a row misses the bounds. It needs root (ip netns); without
 // it, it says so and exits 0.
@@ -67,7 +69,17 @@ type options struct {
 	timingBounds bool
 }
 
-var allFaults = []string{"none", "leader", "partition", "restarts", "burst"}
+var allFaults = []string{"none", "leader", "partition", "restarts", "burst", "slow"}
+
+// slowDelay and slowFor are the slow fault's: every route between the
+// servers delays its traffic by slowDelay each way (relay.go; a read
+// through a follower or a write's quorum then takes two or more of them,
+// beyond the call timeout's 2 s floor) from just before the prompts until
+// slowFor after them.
+const (
+	slowDelay = 2500 * time.Millisecond
+	slowFor   = 6 * time.Second
+)
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fleet-cluster", flag.ContinueOnError)
@@ -257,7 +269,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", false, err
 	}
-	c, err := startCluster(self, dir, 3)
+	c, err := startCluster(self, dir, 3, fault == "slow")
 	if err != nil {
 		return "", false, err
 	}
@@ -412,6 +424,12 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			}()
 			return nil
 		}}}
+	case "slow":
+		// Not a disturbance: the cluster stays whole and every connection
+		// up, so a proxy that takes the store for unavailable meanwhile
+		// fell back while it was up.
+		label = fmt.Sprintf("cluster routes delayed %v each way (store calls outlast the call timeout; connections answer) from the prompts to +%v", slowDelay, slowFor)
+		faults = []fleet.Fault{{Name: "routes fast again", When: at(slowFor), Do: func() error { c.delayRoutes(0); return nil }}}
 	default:
 		return "", false, fmt.Errorf("unknown fault %q (want %s)", fault, strings.Join(allFaults, ", "))
 	}
@@ -422,6 +440,13 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 		Outage: fleet.After(o.outage), Dir: filepath.Join(dir, "fleet"), Log: stderr, Timeout: o.timeout, DebugLog: true,
 		Wrap:   func(i int) []string { return []string{"ip", "netns", "exec", hostNS(i%o.hosts + 1)} },
 		Faults: faults,
+		BeforePrompts: func() error {
+			if fault != "slow" {
+				return nil
+			}
+			c.delayRoutes(slowDelay)
+			return nil
+		},
 		ReadStore: func() (circuit.Store, error) {
 			return ctlStore(c.urls())
 		},

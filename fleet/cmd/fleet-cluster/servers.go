@@ -31,6 +31,8 @@ func serveNATS(args []string) int {
 	addr := fs.String("addr", "", "address to listen on")
 	routes := fs.String("routes", "", "comma-separated route URLs of the other servers")
 	dir := fs.String("dir", "", "JetStream store directory")
+	advertise := fs.String("advertise", "", "route address told to the other servers (default: the listen address)")
+	pingsOut := fs.Int("max-pings-out", 3, "route pings without a pong before the route is cut")
 	if fs.Parse(args) != nil {
 		return 2
 	}
@@ -41,7 +43,7 @@ func serveNATS(args []string) int {
 		// cluster is whole within seconds of healing instead of after
 		// TCP's backed-off retransmission (the default is 2 min).
 		Cluster: server.ClusterOpts{Name: prefix, Host: *addr, Port: clusterPort,
-			PingInterval: time.Second, MaxPingsOut: 3},
+			PingInterval: time.Second, MaxPingsOut: *pingsOut, Advertise: *advertise},
 		Routes: server.RoutesFromStr(*routes)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nats-server:", err)
@@ -72,6 +74,24 @@ type cluster struct {
 	self    string // this program, re-executed as the server
 	work    string
 	servers []*natsProc
+	// relays, when set (the slow row), carry every route: server k is
+	// reached by its peers at relays[k] and advertises that address.
+	relays []*relay
+}
+
+// routeAddr is where the other servers reach server k's route port.
+func (c *cluster) routeAddr(k int) string {
+	if c.relays != nil {
+		return fmt.Sprintf("%s:%d", hostAddr(ctlAddr), relayPort(k))
+	}
+	return fmt.Sprintf("%s:%d", hostAddr(serverHost(k)), clusterPort)
+}
+
+// delayRoutes sets every relay's delay.
+func (c *cluster) delayRoutes(d time.Duration) {
+	for _, r := range c.relays {
+		r.delay.Store(int64(d))
+	}
 }
 
 // serverHost is the host of server k (0-based): hosts 1, 2, 3.
@@ -85,8 +105,16 @@ func (c *cluster) urls() string {
 	return strings.Join(us, ",")
 }
 
-func startCluster(self, work string, n int) (*cluster, error) {
+func startCluster(self, work string, n int, relayed bool) (*cluster, error) {
 	c := &cluster{self: self, work: work}
+	for k := 0; relayed && k < n; k++ {
+		r, err := startRelay(k)
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		c.relays = append(c.relays, r)
+	}
 	for k := range n {
 		c.servers = append(c.servers, &natsProc{i: k, dir: filepath.Join(work, fmt.Sprintf("nats-%d", k))})
 	}
@@ -104,7 +132,7 @@ func (c *cluster) start(k int) error {
 	var routes []string
 	for j := range c.servers {
 		if j != k {
-			routes = append(routes, fmt.Sprintf("nats://%s:%d", hostAddr(serverHost(j)), clusterPort))
+			routes = append(routes, "nats://"+c.routeAddr(j))
 		}
 	}
 	logf, err := os.OpenFile(filepath.Join(c.work, fmt.Sprintf("nats-%d.log", k)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -114,6 +142,12 @@ func (c *cluster) start(k int) error {
 	defer logf.Close()
 	cmd := exec.Command("ip", "netns", "exec", hostNS(serverHost(k)), c.self, "nats-server",
 		"-name", "s"+strconv.Itoa(k+1), "-addr", hostAddr(serverHost(k)), "-routes", strings.Join(routes, ","), "-dir", s.dir)
+	if c.relays != nil {
+		// A route pinged every second whose pongs come a delayed round
+		// trip later must not be cut meanwhile (the cluster is slow, not
+		// broken).
+		cmd.Args = append(cmd.Args, "-advertise", c.routeAddr(k), "-max-pings-out", "20")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // the harness gone: the server too
 	if err := cmd.Start(); err != nil {
@@ -150,6 +184,9 @@ func (c *cluster) restart(k int, keep bool) error {
 func (c *cluster) stop() {
 	for k := range c.servers {
 		c.kill(k)
+	}
+	for _, r := range c.relays {
+		r.close()
 	}
 }
 
