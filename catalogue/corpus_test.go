@@ -384,9 +384,10 @@ const corpusMinNegativesHoldout7 = 1.0
 // built from third-party troubleshooting pages, error indexes, provider
 // forums and help pages, and providers rarely covered before, frozen before
 // it was measured. At first contact with catalogue 2026.12.02-4: 75.6 % in
-// the rpc and text shapes, 85.7 % envelope, no wrong class. Learned from by
-// kind (HOLDOUT8.md "Misses at first contact, by cause"), it is held to
-// the holdout floor in every shape and to no wrong class.
+// the rpc and text shapes, 85.7 % envelope, no wrong class. Learned from
+// by kind (testdata/corpus/HOLDOUT8.md, "Misses at first contact, by
+// cause"), it is held to the holdout floor in every shape and to no wrong
+// class.
 func TestHoldout8Corpus(t *testing.T) {
 	if wrong := testCorpus(t, "../testdata/corpus/holdout8.jsonl", corpusMinHoldout); wrong > 0 {
 		t.Errorf("%d misses of another class than the label, want none (CORPUS_MISSES=1 lists them)", wrong)
