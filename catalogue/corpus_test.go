@@ -229,7 +229,7 @@ func testCorpus(t *testing.T, file string, minAccuracy float64) (wrongClass int)
 // provider failure except by where it came from — are counted, not
 // required: the projection keeps tool output from the engine.
 func TestCorpusNegatives(t *testing.T) {
-	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl", "../testdata/corpus/holdout5.jsonl", "../testdata/corpus/holdout6.jsonl", "../testdata/corpus/holdout7.jsonl"} {
+	for _, f := range []string{corpusFile, "../testdata/corpus/holdout.jsonl", "../testdata/corpus/holdout2.jsonl", "../testdata/corpus/holdout3.jsonl", "../testdata/corpus/holdout4.jsonl", "../testdata/corpus/holdout5.jsonl", "../testdata/corpus/holdout6.jsonl", "../testdata/corpus/holdout7.jsonl", "../testdata/corpus/holdout8.jsonl"} {
 		min := corpusMinNegatives
 		if strings.HasSuffix(f, "holdout5.jsonl") {
 			min = corpusMinNegativesHoldout5
@@ -239,6 +239,9 @@ func TestCorpusNegatives(t *testing.T) {
 		}
 		if strings.HasSuffix(f, "holdout7.jsonl") {
 			min = corpusMinNegativesHoldout7
+		}
+		if strings.HasSuffix(f, "holdout8.jsonl") {
+			min = corpusMinNegativesHoldout8
 		}
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".jsonl"), func(t *testing.T) { testNegatives(t, f, min) })
 	}
@@ -376,3 +379,23 @@ func TestHoldout7Corpus(t *testing.T) {
 // services' limits, MCP tool transport) that must stay unclassified: all of
 // them (16/22 at first contact).
 const corpusMinNegativesHoldout7 = 1.0
+
+// TestHoldout8Corpus: an eighth blind set (testdata/corpus/HOLDOUT8.md),
+// built from third-party troubleshooting pages, error indexes, provider
+// forums and help pages, and providers rarely covered before, frozen before
+// it was measured. At first contact with catalogue 2026.12.02-4: 75.6 % in
+// the rpc and text shapes, 85.7 % envelope, no wrong class. Learned from
+// by kind (testdata/corpus/HOLDOUT8.md, "Misses at first contact, by
+// cause"), it is held to the holdout floor in every shape and to no wrong
+// class.
+func TestHoldout8Corpus(t *testing.T) {
+	if wrong := testCorpus(t, "../testdata/corpus/holdout8.jsonl", corpusMinHoldout); wrong > 0 {
+		t.Errorf("%d misses of another class than the label, want none (CORPUS_MISSES=1 lists them)", wrong)
+	}
+}
+
+// corpusMinNegativesHoldout8 is the share of holdout8's soft negatives
+// (reference prose and table rows, forum answers, blog prose, other
+// services' failures, an agent's start-up warnings) that must stay
+// unclassified: all of them (17/21 at first contact).
+const corpusMinNegativesHoldout8 = 1.0

@@ -42,8 +42,11 @@ import (
 // Chinese (错误…表示, code talk of 捕获 and except); an explanation that
 // opens the text ("This happens when …", "This is a rate limit error.
 // You …", 这是…错误 — a hint after the statement stays the provider's),
-// a conditional whose verb is a failure ("When the stream drops, …") and
-// words quoted after "surfaces", "displays", "shows".
+// a conditional whose verb is a failure ("When the stream drops, …"),
+// words quoted after "surfaces", "displays", "shows", an answer to the
+// reader ("What you are seeing is …", "the limit you're hitting") and
+// failure words given as examples of strings ("matches on known strings
+// like …", "messages such as …").
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
@@ -63,7 +66,9 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*(?:this|that|it) (?:usually |typically |often |only |just |mostly |sometimes )?(?:happens|occurs) (?:when|if|whenever|because)\b` +
 	`|\A\W*(?:this|that|it)(?: i|')s (?:(?:just|probably|likely|most likely|definitely|clearly) )?(?:a|an) (?:[\w-]+ ){1,3}(?:error|issue|problem)\b[^\n]{0,20}?[.!]\s+(?:you|try|please|check|to fix)\b` +
 	`|\A\W*这(?:是|就是)[^\n。]{0,80}?(?:错误|报错|问题)` +
-	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b`)
+	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b` +
+	`|\A\W*what you(?:'re| are) (?:seeing|getting|hitting|experiencing|running into)\b|\b(?:the )?(?:error|message|limit|failure|response)s? (?:that )?you(?:'re| are) (?:seeing|getting|hitting)\b` +
+	`|\b(?:known |error |specific )*(?:strings|substrings|messages|phrases|patterns|error texts) (?:like|such as)\b|\bmatch(?:es|ing)? on (?:known |error |specific )*(?:strings|messages|patterns|phrases)\b`)
 
 // quotedRe marks text that quotes a failure as expected output: a test
 // assertion ("AssertionError: expected body.message to be 'Internal
@@ -143,7 +148,8 @@ func (v *view) proseDiscourse() bool {
 // holds (prose sources only, error-shaped or not: a help page's
 // "Error: … Cause: … Solution: …" opens with an error head):
 //
-//   - a Markdown table row of two or more cells ("| 402 | … | … |");
+//   - a Markdown table row of two or more cells ("| 402 | … | … |"), or
+//     one printed without its outer pipes (pipeRow);
 //   - a cause heading followed by a remedy heading, each opening a line
 //     or set in bold ("Cause: … Solution: …", "**原因**：… **解决方法**：");
 //   - a numbered or bare Chinese cause heading (原因二：) with a hedge
@@ -168,8 +174,40 @@ func (v *view) docLayout() bool {
 	}
 	// The layout is in the lines as printed: the message before unwrap
 	// joins them.
-	return docLayoutRe().MatchString(headBytes(v.ev.Message, MaxScanBytes)) || docLayoutRe().MatchString(v.text(FieldStderr))
+	msg := headBytes(v.ev.Message, MaxScanBytes)
+	return docLayoutRe().MatchString(msg) || docLayoutRe().MatchString(v.text(FieldStderr)) || pipeRow(msg)
 }
+
+// pipeRow reports whether some line of t is a table row printed without
+// its outer pipes: three or more cells split by " | ", or two and a
+// trailing " |" ("503 | Overloaded | Try again later.", "code | 含义 |").
+// A log line's columns ("2026-01-02 10:00:00 | ERROR | …") are not a row:
+// a cell that is a log level or opens with a date or a clock time keeps
+// the line a report.
+func pipeRow(t string) bool {
+	for _, line := range strings.Split(t, "\n") {
+		line = strings.TrimSpace(line)
+		trailing := strings.HasSuffix(line, " |")
+		cells := strings.Split(strings.TrimSuffix(line, " |"), " | ")
+		if len(cells) < 2 || len(cells) < 3 && !trailing {
+			continue
+		}
+		row := true
+		for _, c := range cells {
+			c = strings.TrimSpace(c)
+			if c == "" || logColumnRe().MatchString(c) {
+				row = false
+				break
+			}
+		}
+		if row {
+			return true
+		}
+	}
+	return false
+}
+
+var logColumnRe = lazyRegexp(`(?i)\A(?:trace|debug|info|notice|warn|warning|error|err|fatal|critical|crit|panic)\z|\A\[?\d{4}-\d\d-\d\d|\A\[?\d\d:\d\d(?::\d\d)?`)
 
 func (v *view) discourse() bool {
 	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
