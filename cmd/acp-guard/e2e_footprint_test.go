@@ -36,6 +36,8 @@ import (
 //	                      VmRSS 13.6–13.8 MiB     19.5–21.1 MiB
 //	at c4b4bc9            RssAnon 3.1–3.3 MiB     8.7–9.6 MiB
 //	                      VmRSS 14.5–14.6 MiB     22.6–23.5 MiB
+//	at bbf0e27, load 8–12 RssAnon 3.3–3.4 MiB     10.1–11.3 MiB
+//	                      VmRSS 15.4–15.6 MiB     25.0–26.2 MiB
 //
 // The growth at c4b4bc9 is the round's larger catalogue (compiled at start:
 // the kinds, the conflict and mention checks) and a binary 1.5 MB larger
@@ -43,11 +45,17 @@ import (
 // features that are off; bringing it back under the 14 MiB target is the
 // footprint work of docs/PERFORMANCE.md. The budgets sit above what a busy
 // machine measured so that another kernel's paging does not fail the suite.
+// At bbf0e27 (two rounds of catalogue growth: 136 → 175 rules, RssFile
+// 12.1 MiB off and 14.8 on; and the garbage collector's state, which moves
+// RssAnon by over 1 MiB from one run to the next) the fleet case measured
+// 26.3 MiB once in three runs beside a busy suite, over its 26 MiB, and
+// the other case came within 0.4 MiB of its budget: the whole and the
+// fleet's own budgets moved up by 1–2 MiB; the targets did not.
 const (
 	idleAnonBudget      = 4 << 20  // everything compiled in, nothing configured
-	idleAnonBudgetFleet = 12 << 20 // telemetry exporting and circuits on NATS
-	idleRSSBudget       = 16 << 20 // the whole, nothing configured (target 14 MiB)
-	idleRSSBudgetFleet  = 26 << 20 // the whole, telemetry and NATS (target 20 MiB)
+	idleAnonBudgetFleet = 13 << 20 // telemetry exporting and circuits on NATS
+	idleRSSBudget       = 17 << 20 // the whole, nothing configured (target 14 MiB)
+	idleRSSBudgetFleet  = 28 << 20 // the whole, telemetry and NATS (target 20 MiB)
 )
 
 // The idle RSS of one guarded session stays within its budget: with
