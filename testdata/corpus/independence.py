@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independence check for a held-out corpus file.
 
-Usage: independence7.py CANDIDATE.jsonl [EXTRA.jsonl ...]
+Usage: independence.py CANDIDATE.jsonl [EXTRA.jsonl ...]
 
 Compares every entry of CANDIDATE against every entry of the earlier corpora
 (testdata/corpus/*.jsonl other than CANDIDATE, plus any EXTRA files given) and
