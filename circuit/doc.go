@@ -168,8 +168,8 @@
 // by the stream's leader), made by the store itself (kvstore): every
 // server of a cluster receives it, and the answer "temporarily
 // unavailable" of one that lost track of the leader is taken only when
-// the leader's does not follow within 0.5 s; a read not answered within
-// half its time is sent again. CompareAndSwap is Create (rev 0,
+// the leader's does not follow within 0.5 s; a read not answered is sent
+// again after half of what is left of its time, at most every 2 s. CompareAndSwap is Create (rev 0,
 // also over a deleted key) or Update at the revision; a wrong-last-sequence
 // answer is ErrConflict. The client reconnects forever in the background
 // (every second, plus the client's jitter) and buffers nothing while

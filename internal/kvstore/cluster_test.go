@@ -400,6 +400,57 @@ func TestNATSLostReadIsSentAgain(t *testing.T) {
 	}
 }
 
+// A read whose requests keep being lost (a server cut off from its
+// cluster answers pings but forwards nothing) is sent again at each
+// resendAfter, not once: the first request sent after the cluster heals
+// is answered, long before the read's time is up.
+func TestNATSReadIsSentAgainUntilAnswered(t *testing.T) {
+	s, nc := scripted(t)
+	var requests atomic.Int64
+	respond(t, nc, func(n int) string {
+		requests.Store(int64(n))
+		if n <= 2 {
+			return "" // lost: the first two (at 0 and 2 s)
+		}
+		return answerValue
+	})
+	cctx, cancel := context.WithTimeout(ctx, 8*time.Second) // a slow store's budget
+	defer cancel()
+	e, err := s.read(cctx, "k.1")
+	if err != nil || string(e.value) != "v" {
+		t.Fatalf("a read whose first two requests were lost: %q, %v; want the value from the third", e.value, err)
+	}
+	if requests.Load() != 3 {
+		t.Fatalf("%d requests, want 3", requests.Load())
+	}
+}
+
+// The resend schedule: half of what is left, at most resendEvery, none
+// below minResend; so a read of any length is sent a bounded number of
+// times and never waits more than resendEvery between requests.
+func TestResendAfter(t *testing.T) {
+	for _, left := range []time.Duration{0, 50 * time.Millisecond, time.Second, 2 * time.Second, 8 * time.Second, 30 * time.Second} {
+		sends, gap := 1, time.Duration(0)
+		for l := left; ; sends++ {
+			d, ok := resendAfter(l)
+			if !ok {
+				break
+			}
+			gap = max(gap, d)
+			l -= d
+		}
+		if gap > resendEvery || sends > 1+int(left/resendEvery)+4 {
+			t.Fatalf("a read of %v: %d requests, longest gap %v; want gaps of at most %v and a bounded count", left, sends, gap, resendEvery)
+		}
+	}
+	if d, ok := resendAfter(8 * time.Second); !ok || d != resendEvery {
+		t.Fatalf("resendAfter(8s) = %v, %v; want %v", d, ok, resendEvery)
+	}
+	if _, ok := resendAfter(150 * time.Millisecond); ok {
+		t.Fatal("a read with 150 ms left is sent again; want not (its answer could not arrive)")
+	}
+}
+
 // One server of the cluster that does not know the leader answers every
 // read at once "temporarily unavailable"; the leader's answer, after
 // it, is the one taken. Only such answers, and no leader's within

@@ -74,7 +74,8 @@
 // store itself (natsget.go): a server that lost track of its cluster's
 // leader answers it "temporarily unavailable" at once, and the store
 // waits up to 0.5 s more for the leader's answer; a get without an answer
-// within half its time is sent again. An error that says nothing was
+// is sent again after half of what is left of its time, at most every
+// 2 s, until answered. An error that says nothing was
 // stored and a leader is coming (no responders, "temporarily
 // unavailable") wraps [ErrUnsettled]. List is one watcher over the prefix
 // (the current values, then the end marker); Watch is a watcher for

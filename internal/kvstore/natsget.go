@@ -101,9 +101,13 @@ func (s *NATS) register() (subject string, answers <-chan *nats.Msg, done func()
 
 // read returns the latest value of key in the bucket (ErrKeyNotFound,
 // ErrKeyDeleted as the JetStream client says them). The request is sent
-// again when no answer came within half of ctx's time — a read changes
-// nothing, and the first request's answer may have been lost with a
-// server that went away or a route being re-established — and an answer
+// again while no answer comes — a read changes nothing, and a request
+// may be lost with a server that went away, a stream's leader that died,
+// a server cut off from its cluster or a route being re-established, and
+// only one sent after that healed is answered — at each resendAfter of
+// what remains of ctx's time, so that a read waited for long (a slow
+// store's, up to four timeouts) is answered within about resendEvery of
+// the cluster healing, not at its end; and an answer
 // "temporarily unavailable" is taken only when the leader's does not
 // follow within unsettledGrace (see above). No responders: nobody holds
 // JetStream there.
@@ -124,10 +128,21 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		return entry{}, err
 	}
 	var resend, grace <-chan time.Time
-	if dl, ok := ctx.Deadline(); ok {
-		t := time.NewTimer(time.Until(dl) / 2)
-		defer t.Stop()
-		resend = t.C
+	next := func() {}
+	dl, bounded := ctx.Deadline()
+	if bounded {
+		if d, ok := resendAfter(time.Until(dl)); ok {
+			t := time.NewTimer(d)
+			defer func() { t.Stop() }()
+			resend = t.C
+			next = func() {
+				resend = nil
+				if d, ok := resendAfter(time.Until(dl)); ok {
+					t.Reset(d)
+					resend = t.C
+				}
+			}
+		}
 	}
 	var unsettledErr error
 	for {
@@ -141,7 +156,7 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		case <-grace:
 			return entry{}, unsettledErr // the leader did not answer after all
 		case <-resend:
-			resend = nil
+			next()
 			s.checkConn() // a stalled connection is left meanwhile
 			if err := s.nc.PublishRequest(subject, reply, req); err != nil {
 				return entry{}, err
@@ -163,6 +178,21 @@ func (s *NATS) read(ctx context.Context, key string) (entry, error) {
 		return e, err
 	}
 }
+
+// resendAfter is when a read with left of its time and no answer yet is
+// sent again: after half of what is left, at most resendEvery — and not
+// at all once that is under minResend (the answer to a request sent so
+// late would not arrive in time). A read of 2 s is sent at 0, 1, 1.5,
+// 1.75 and 1.875 s; one of 8 s at 0, 2, 4, 6, 7 and 7.5 s.
+func resendAfter(left time.Duration) (time.Duration, bool) {
+	d := min(left/2, resendEvery)
+	return d, d >= minResend
+}
+
+const (
+	resendEvery = 2 * time.Second
+	minResend   = 100 * time.Millisecond
+)
 
 // decodeGet is one answer to a message get: the entry, or the error it
 // carries (the server's own, "temporarily unavailable" included, which

@@ -161,12 +161,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "| fault | N / hosts | answers (ok, each once) | attempts during the outage (own + retries) | retries per cooldown window (max; each) | probes | store unavailable (proxies) | sharing resumed after healing | memory per session (proxy + agent) | NATS CPU (3 servers) | load avg (1 min, start → end) | verdict |\n")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|---|---|---|---|")
-	status := 0
+	var missed []string // "fault: why", repeated last so that a log's tail names them
 	for i, f := range o.faults {
 		row, ok, err := runFault(ctx, o, self, filepath.Join(work, fmt.Sprintf("row-%d", i)), f, stderr)
 		if err != nil {
 			fmt.Fprintf(stderr, "fleet-cluster: %s: %v\n", f, err)
-			status = 1
+			missed = append(missed, fmt.Sprintf("%s: %v", f, err))
 			if ctx.Err() != nil {
 				break
 			}
@@ -174,10 +174,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, row)
 		if !ok {
-			status = 1
+			missed = append(missed, f+": "+rowVerdict(row))
 		}
 	}
-	return status
+	if len(missed) > 0 {
+		fmt.Fprintf(stderr, "fleet-cluster: %d of %d rows missed their bounds:\n", len(missed), len(o.faults))
+		for _, m := range missed {
+			fmt.Fprintln(stderr, "  "+m)
+		}
+		return 1
+	}
+	return 0
+}
+
+// rowVerdict is a row's last cell (its verdict).
+func rowVerdict(row string) string {
+	cells := strings.Split(strings.TrimSuffix(strings.TrimSpace(row), "|"), "|")
+	return strings.TrimSpace(cells[len(cells)-1])
 }
 
 // ctlOptions connect from the control namespace.
