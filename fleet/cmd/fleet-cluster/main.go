@@ -273,6 +273,15 @@ func whole(nc *nats.Conn, n int) bool {
 	return current >= n
 }
 
+// serves reports whether the store answers a read (of a key nobody
+// writes: "none" is an answer) within a second.
+func serves(st circuit.Store) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _, err := st.Get(ctx, "fleet-cluster.serves")
+	return err == nil
+}
+
 // consumers is how many consumers (watchers) a stream has now (-1: unknown).
 func consumers(nc *nats.Conn, name string) int {
 	si, err := streamInfo(nc, name, 2*time.Second)
@@ -320,8 +329,9 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	// The cluster's state, polled beside the run (a condition must not
 	// block the harness's loop while the cluster cannot answer).
 	var curLeader atomic.Value
-	var isWhole atomic.Bool
-	var polls atomic.Int64 // readings of the cluster's state so far
+	var isWhole atomic.Bool   // whole and serving: see below
+	var isServing atomic.Bool // a read answered
+	var polls atomic.Int64    // readings of the cluster's state so far
 	curLeader.Store("")
 	pollCtx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
@@ -329,15 +339,23 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	go func() {
 		t := time.NewTicker(100 * time.Millisecond)
 		defer t.Stop()
-		last, lastWhole := "", false
+		last, lastWhole, lastServes := "", false, false
 		for {
-			l, w := leader(nc), whole(nc, 3)
+			// Whole: three current replicas, one the leader, by the
+			// stream's info — and serving: a read from the control
+			// namespace answered. A cluster reports itself whole
+			// seconds before its reads are answered (a rejoined
+			// leader's meta layer still electing: every get answered
+			// "temporarily unavailable"), and until then no proxy can
+			// share through it: healing is when both hold.
+			l, w, sv := leader(nc), whole(nc, 3), serves(st)
 			curLeader.Store(l)
-			isWhole.Store(w)
+			isWhole.Store(w && sv)
+			isServing.Store(sv)
 			polls.Add(1)
-			if l != last || w != lastWhole { // for diagnosis, on the harness's clock (the prompts go out ~2 s in)
-				fmt.Fprintf(stderr, "fleet-cluster: %s: stream leader %q, whole %v at %.1f s\n", fault, l, w, time.Since(t0).Seconds())
-				last, lastWhole = l, w
+			if l != last || w != lastWhole || sv != lastServes { // for diagnosis, on the harness's clock (the prompts go out ~2 s in)
+				fmt.Fprintf(stderr, "fleet-cluster: %s: stream leader %q, whole %v, serving %v at %.1f s\n", fault, l, w, sv, time.Since(t0).Seconds())
+				last, lastWhole, lastServes = l, w, sv
 			}
 			select {
 			case <-pollCtx.Done():
@@ -383,7 +401,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			{Name: "new leader", Heals: true, Do: func() error { return nil },
 				When: and(at(4*time.Second), func(*fleet.State) bool {
 					l := curLeader.Load().(string)
-					return killed >= 0 && l != "" && l != fmt.Sprintf("s%d", killed+1)
+					return killed >= 0 && l != "" && l != fmt.Sprintf("s%d", killed+1) && isServing.Load()
 				})},
 		}
 	case "partition":
@@ -404,7 +422,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 			{Name: "cluster whole", Heals: true,
 				When: func(*fleet.State) bool { return !rejoined.IsZero() && polls.Load() > pollsAtRejoin+1 && isWhole.Load() },
 				Do: func() error {
-					note = fmt.Sprintf("cluster whole %.1f s after the rejoin", time.Since(rejoined).Seconds())
+					note = fmt.Sprintf("cluster whole and serving %.1f s after the rejoin", time.Since(rejoined).Seconds())
 					return nil
 				}},
 		}
