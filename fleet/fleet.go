@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/acp-guard/acp-guard/circuit"
+	"github.com/acp-guard/acp-guard/internal/freeport"
 )
 
 // The outage scenario's environment (demoagent.EnvOutageFile and
@@ -390,31 +390,10 @@ type natsServer struct {
 	dir  string
 }
 
-// Ports for the harness's server come from below every system's
-// ephemeral range (Linux 32768–60999, macOS and Windows 49152–65535),
-// as internal/natstest's do: the server is stopped and started again on
-// the same port (StoreDown, StoreUp), and while it is stopped a port the
-// kernel handed out can be taken by any outgoing connection — a
-// proxy's reconnect among them (a TCP self-connect) — so that the
-// restarted server could not listen on it.
-const (
-	portLow  = 20000
-	portHigh = 32000
-)
-
-// freePort is a port in [portLow, portHigh) that nothing listens on now.
-func freePort() (int, error) {
-	for range 1000 {
-		p := portLow + rand.IntN(portHigh-portLow)
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue // taken; another one
-		}
-		l.Close()
-		return p, nil
-	}
-	return 0, fmt.Errorf("no free port in %d–%d", portLow, portHigh)
-}
+// freePort is a port for the harness's server: it is stopped and started
+// again on the same port (StoreDown, StoreUp), so it comes from below the
+// ephemeral range (internal/freeport).
+func freePort() (int, error) { return freeport.Pick() }
 
 // startNATS starts the harness's server on port, or (port < 0) on a free
 // port below the ephemeral range, another one if that was taken

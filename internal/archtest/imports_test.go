@@ -46,7 +46,7 @@ var rules = map[string][]string{
 	"presence":  {"internal/kvstore"}, // live sessions' records beside them, for the console
 
 	// Beside the core: tools and tests that use it from outside.
-	"fleet":                    {"circuit"}, // a load generator against the circuit store
+	"fleet":                    {"circuit", "internal/freeport"}, // a load generator against the circuit store
 	"fleet/cmd/fleet":          {"fleet"},
 	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
 	"bench":                    {},
@@ -67,8 +67,11 @@ var rules = map[string][]string{
 	"internal/testbin":   {},
 	"internal/acptest":   {"internal/testbin"},
 	"internal/acpschema": {},
-	"internal/natstest":  {},
+	"internal/natstest":  {"internal/freeport"},
 	"internal/archtest":  {},
+	// Ports below the ephemeral range for servers restarted on theirs
+	// (natstest's, the fleet's).
+	"internal/freeport": {},
 
 	// Beneath the stores: the revisioned key-value layer and its one
 	// opener (the registry of backends: file, NATS, memory) the circuit,
