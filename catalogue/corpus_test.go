@@ -360,9 +360,9 @@ var learnedHoldouts = []struct {
 	{"holdout9", 20.0 / 22, "issue threads of SDKs, frameworks, gateways and local servers in many languages, rare providers, client exception texts; at first contact with 2026.12.02-5 74.3 % rpc, 72.9 % text, 80.0 % envelope, 3 wrong class, 12/22 soft negatives (docs and reference rows, blog prose in five languages, pull-request prose, other services' limits; four of the classified ones are other services' real logs that only the source tells apart)"},
 }
 
-// TestLearnedHoldouts holds every learned blind set to the holdout floor
+// TestLearnedCorpus holds every learned blind set to the holdout floor
 // in every shape and to no wrong class (CORPUS_MISSES=1 lists the misses).
-func TestLearnedHoldouts(t *testing.T) {
+func TestLearnedCorpus(t *testing.T) {
 	for _, h := range learnedHoldouts {
 		t.Run(h.name, func(t *testing.T) {
 			if wrong := testCorpus(t, "../testdata/corpus/"+h.name+".jsonl", corpusMinHoldout); wrong > 0 {
