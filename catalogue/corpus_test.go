@@ -341,8 +341,9 @@ func TestHoldout5Corpus(t *testing.T) {
 const corpusMinNegativesHoldout5 = 1.0
 
 // learnedHoldouts are the blind sets that, once scored at first contact,
-// were learned from by kind (each testdata/corpus/HOLDOUTn.md, "Misses at
-// first contact, by cause" and "After learning"). Each is held to the
+// were learned from by kind (the set's own HOLDOUT file in
+// testdata/corpus, "Misses at first contact, by cause" and "After
+// learning"). Each is held to the
 // holdout floor in every shape, to no wrong class, and to its share of
 // soft negatives unclassified; TestCorpusNegatives reads negatives from
 // the same table.
