@@ -34,6 +34,9 @@ var kindPairs = []struct {
 	{"connection-vs-bad-request", classify.CodeNetworkUnavailable, classify.CodeInvalidRequest},
 	// Learned from holdout7's misses (docs/CATALOGUE.md "holdout7").
 	{"load-vs-capacity", classify.CodeProviderOverloaded, classify.CodeModelCapacity},
+	// Learned from holdout9's misses (docs/CATALOGUE.md "holdout9").
+	{"permission-vs-credentials", classify.CodeProviderNotConfigured, classify.CodeAuthRequired},
+	{"phase-before-vs-after", classify.CodeNetworkUnavailable, classify.CodeAgentTransportLost},
 }
 
 // TestKindCollisions: every kind pair has collision fixtures in both

@@ -3,6 +3,8 @@ package classify
 import (
 	"regexp"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Prose that only mentions a kind of failure — a comment, a log line that
@@ -46,7 +48,8 @@ import (
 // words quoted after "surfaces", "displays", "shows", an answer to the
 // reader ("What you are seeing is …", "the limit you're hitting") and
 // failure words given as examples of strings ("matches on known strings
-// like …", "messages such as …").
+// like …", "messages such as …"), and a list of quoted strings after an
+// example word in any language (例如 `…`、`…`, z. B. "…", "…").
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
@@ -68,13 +71,23 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*这(?:是|就是)[^\n。]{0,80}?(?:错误|报错|问题)` +
 	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b` +
 	`|\A\W*what you(?:'re| are) (?:seeing|getting|hitting|experiencing|running into)\b|\b(?:the )?(?:error|message|limit|failure|response)s? (?:that )?you(?:'re| are) (?:seeing|getting|hitting)\b` +
-	`|\b(?:known |error |specific )*(?:strings|substrings|messages|phrases|patterns|error texts) (?:like|such as)\b|\bmatch(?:es|ing)? on (?:known |error |specific )*(?:strings|messages|patterns|phrases)\b`)
+	`|\b(?:known |error |specific )*(?:strings|substrings|messages|phrases|patterns|error texts) (?:like|such as)\b|\bmatch(?:es|ing)? on (?:known |error |specific )*(?:strings|messages|patterns|phrases)\b` +
+	`|(?:例如|比如|诸如|譬如|例えば|たとえば|예를 들어|z\.\s?B\.|zum Beispiel|por ejemplo|por exemplo|par exemple)\s*[:：,，]?\s*[\x60'"「『“„«][^\n]{1,80}?[\x60'"」』”“»]\s*(?:[、,，/]|or\b|oder\b|o\b|ou\b|或)`)
 
 // quotedRe marks text that quotes a failure as expected output: a test
 // assertion ("AssertionError: expected body.message to be 'Internal
 // server error'") or another party's transport (an MCP server's). It
 // keeps a words-only rule out even from error-shaped text.
 var quotedRe = lazyRegexp(`(?i)\bAssertionError\b|\bexpected\b[^\n]{0,80}?\bto (?:equal|deep ?equal|strictly equal|have been called|match snapshot|throw)\b|\bexpected\b[^\n]{0,60}?\bto (?:be|contain|include) ["'\x60]|\bMCP (?:server|error|client)\b`)
+
+// otherServiceRe marks a failure the text attributes to a chat or notes
+// platform an agent's tools call, not to a model provider: the request
+// named as going to it ("request to discord API failed", "Request to
+// slack returned an error 429"), its developer documentation linked from
+// the message (Discord's ban notice), or Slack's Web API envelope
+// ("ok": false). Their limits are theirs; like an MCP server's transport
+// (quotedRe) they keep a words-only rule out even from error-shaped text.
+var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:`)
 
 // mentionOnly reports whether the evidence reads as prose about a failure
 // rather than a report of one (see above). It is computed once per view.
@@ -155,6 +168,15 @@ func (v *view) proseDiscourse() bool {
 //   - a numbered or bare Chinese cause heading (原因二：) with a hedge
 //     after it (可能 may, 默认 by default, 通常 usually): a reference's
 //     explanation, not a report.
+//   - a Markdown list item whose bold head is a code or term and a colon
+//     ("1. **1113 (…)**: …", "- **429**: …"): a definition, as a row is;
+//   - a reference entry "<status> - <type_name> : <description>" whose
+//     description has a modal (can, may, können, pueden): an error
+//     reference, not an SDK's "Error code: 429 - {…}" (no type name, a
+//     brace);
+//   - a cause and a remedy heading inline on one line, in any of the
+//     corpora's languages ("Causa: … Solución: …", "Ursache: … Lösung:",
+//     原因：… 解决方法：).
 //
 // A provider's hint ("Possible cause: …", 请确认 …) is one heading at
 // most, and a provider's body is JSON: neither is a layout.
@@ -162,7 +184,11 @@ var docLayoutRe = lazyRegexp(`(?i)` +
 	`(?:\A|\n)[ \t]*\|[^|\n]+\|[^|\n]+\|` +
 	`|(?:\A|\n)[ \t*]*(?:possible )?causes?\**[ \t]*:[\s\S]{0,600}?\n[ \t*]*(?:solutions?|resolution|how to fix|fix)\**[ \t]*:` +
 	`|(?:\A|\n|\*\*)[ \t]*原因[一二三四五六七八九十\d]*\**[ \t]*[:：][\s\S]{0,600}?(?:解决方案|解决方法|解决办法)\**[ \t]*[:：]` +
-	`|(?:\A|\n)[ \t]*原因[一二三四五六七八九十\d]*[ \t]*[:：][\s\S]{0,600}?(?:可能|默认|通常)`)
+	`|(?:\A|\n)[ \t]*原因[一二三四五六七八九十\d]*[ \t]*[:：][\s\S]{0,600}?(?:可能|默认|通常)` +
+	`|(?:\A|\n)[ \t]*(?:\d{1,2}[.)]|[-*+])[ \t]+\*\*[^*\n]{1,80}\*\*[ \t]*[:：]` +
+	`|(?:\A|\n)[ \t]*[1-5]\d\d[ \t]+-[ \t]+[a-z][a-z0-9_]{2,40}[ \t]+:[ \t]+[^\s{\[][\s\S]{0,400}?\b(?:can|may|might|could|können|kann|pueden|puede|podem|pode|peuvent|peut)\b` +
+	`|\b(?:causes?|causa|ursache|raison|motivo)[ \t]*[:：][^\n]{1,400}?\b(?:solutions?|solución|solucion|solução|solucao|lösung|abhilfe|remedy|resolution)[ \t]*[:：]` +
+	`|(?:原因|원인)[ \t]*[:：][^\n]{1,400}?(?:解决方法|解决方案|解决办法|対処法|対策|해결 ?방법|해결책)[ \t]*[:：]`)
 
 // docLayout reports whether the message or stderr text of prose
 // evidence (a message chunk, stderr) is laid out as reference text
@@ -223,6 +249,9 @@ func (v *view) discourse() bool {
 // api key\" after …"): a mention. A quote after ':', '=', ',', '{', '[',
 // '(' or after a status ("403 Forbidden \"…\"") is the report's own.
 func mentionQuote(t string, i, j int) bool {
+	if in, mention := scriptQuote(t, i, j); in {
+		return mention
+	}
 	if j-i > 2 && strings.ContainsAny(t[i:i+1], "'\"\x60") && t[j-1] == t[i] {
 		i, j = i+1, j-1 // the match holds its own quotes ("\"overloaded\"")
 	}
@@ -260,6 +289,65 @@ func mentionQuote(t string, i, j int) bool {
 	return isWordByte(before[len(before)-1])
 }
 
+// scriptQuotes pairs the quote marks of other scripts and languages with
+// their closing marks: German „…“ and ‚…‘, French and Swiss «…» and ‹…›,
+// Japanese and Chinese 「…」 and 『…』.
+var scriptQuotes = []struct{ open, close, close2 string }{
+	{"\u201e", "\u201c", "\u201d"}, // „…“ (or ”)
+	{"\u201a", "\u2018", "\u2019"}, // ‚…‘ (or ’)
+	{"\u00ab", "\u00bb", "\u00bb"}, // «…»
+	{"\u2039", "\u203a", "\u203a"}, // ‹…›
+	{"\u300c", "\u300d", "\u300d"}, // 「…」
+	{"\u300e", "\u300f", "\u300f"}, // 『…』
+}
+
+// scriptQuote reports whether the span [i, j) of t stands inside one of
+// scriptQuotes on one line (in) and, if so, whether that is a mention: the
+// quote follows a word in any script ("Ein „Internal Server Error“ ist
+// …"), or its closing mark is followed by the word for an error
+// (「Access denied」エラー, „…“-Fehler), which names the error rather than
+// reports it. A quote after ':' or '=' is the report's own.
+func scriptQuote(t string, i, j int) (in, mention bool) {
+	line := strings.LastIndexByte(t[:i], '\n') + 1
+	for _, q := range scriptQuotes {
+		open := strings.LastIndex(t[line:i], q.open)
+		if open < 0 {
+			continue
+		}
+		open += line
+		if strings.Contains(t[open+len(q.open):i], q.close) || strings.Contains(t[open+len(q.open):i], q.close2) {
+			continue // closed before the match
+		}
+		end := len(t)
+		if k := strings.IndexByte(t[j:], '\n'); k >= 0 {
+			end = j + k
+		}
+		rest := t[j:end]
+		k := strings.Index(rest, q.close)
+		if k2 := strings.Index(rest, q.close2); k2 >= 0 && (k < 0 || k2 < k) {
+			k = k2
+		}
+		if k < 0 {
+			continue
+		}
+		after := strings.TrimLeft(rest[k:], q.close+q.close2)
+		if errorNounRe().MatchString(after) {
+			return true, true
+		}
+		before := strings.TrimRight(t[line:open], " \t")
+		if before == "" {
+			return true, false
+		}
+		r, _ := utf8.DecodeLastRuneInString(before)
+		return true, unicode.IsLetter(r) || unicode.IsDigit(r)
+	}
+	return false, false
+}
+
+// errorNounRe is the word for an error right after a closing quote, in the
+// corpora's languages.
+var errorNounRe = lazyRegexp(`(?i)\A[\s-]*(?:エラー|错误|錯誤|报错|報錯|오류|에러|fehler|error|erreur|errore)`)
+
 var statusBeforeRe = lazyRegexp(`(?i)\b[1-5]\d\d(?:\s+[A-Z][\w ]{0,30})?\z`)
 
 func isWordByte(b byte) bool {
@@ -283,7 +371,7 @@ func quotedOnly(t string, re *regexp.Regexp) bool {
 
 func (v *view) quoted() bool {
 	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
-		if t := v.text(f); t != "" && quotedRe().MatchString(t) {
+		if t := v.text(f); t != "" && (quotedRe().MatchString(t) || otherServiceRe().MatchString(t)) {
 			return true
 		}
 	}

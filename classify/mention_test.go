@@ -1,0 +1,63 @@
+package classify
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestScriptQuote: quote marks of other scripts mark a mention after a word
+// of any script or when the word for an error follows the closing mark; a
+// quote after a colon, or one that opens the text with nothing after it,
+// stays the report's own.
+func TestScriptQuote(t *testing.T) {
+	for _, tt := range []struct {
+		text, match string
+		in, mention bool
+	}{
+		{"Ein „Bad Gateway“ bedeutet, dass …", "Bad Gateway", true, true},
+		{"Le message «quota exceeded» apparaît parfois", "quota exceeded", true, true},
+		{"「Unauthorized」エラーが出る場合", "Unauthorized", true, true},
+		{"出现『rate limit exceeded』的提示", "rate limit exceeded", true, true},
+		{"Fehler: „rate limit exceeded“", "rate limit exceeded", true, false},
+		{"「rate limit exceeded」", "rate limit exceeded", true, false},
+		{"rate limit exceeded", "rate limit exceeded", false, false},
+		{"„erstens“ und dann rate limit exceeded", "rate limit exceeded", false, false},
+	} {
+		i := strings.Index(tt.text, tt.match)
+		in, mention := scriptQuote(tt.text, i, i+len(tt.match))
+		if in != tt.in || mention != tt.mention {
+			t.Errorf("scriptQuote(%q, %q): got in %v mention %v, want %v %v", tt.text, tt.match, in, mention, tt.in, tt.mention)
+		}
+	}
+}
+
+// TestMentionLayouts: the layouts and example lists of mention.go read
+// alike in the corpora's languages, and an SDK's error line is none of
+// them.
+func TestMentionLayouts(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		re   func() bool
+		want bool
+	}{
+		{"example list after 例如", func() bool { return mentionRe().MatchString("识别额度错误，例如 `quota exceeded`、`402`。") }, true},
+		{"example list after z. B.", func() bool { return mentionRe().MatchString(`Meldungen z. B. "quota exceeded", "rate limited"`) }, true},
+		{"bold-headed list item", func() bool { return docLayoutRe().MatchString("1. **429（请求过多）**：稍后重试。") }, true},
+		{"reference entry with a modal", func() bool {
+			return docLayoutRe().MatchString("529 - overloaded_error : The API may be temporarily overloaded.")
+		}, true},
+		{"SDK error line is not a reference entry", func() bool {
+			return docLayoutRe().MatchString("Error code: 529 - {'type': 'error', 'error': {'type': 'overloaded_error'}} may retry")
+		}, false},
+		{"inline cause and remedy", func() bool {
+			return docLayoutRe().MatchString("404 | Ursache: falscher Name. Lösung: Modell wählen.")
+		}, true},
+		{"one hint heading is not a layout", func() bool { return docLayoutRe().MatchString("Error: quota exceeded. Possible cause: a low tier.") }, false},
+		{"a chat platform's limit", func() bool { return otherServiceRe().MatchString("request to discord API failed: 429") }, true},
+		{"a provider's own limit", func() bool { return otherServiceRe().MatchString("request to api.openai.com failed: 429") }, false},
+	} {
+		if got := tt.re(); got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
