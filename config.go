@@ -11,6 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
@@ -161,8 +162,8 @@ type Config struct {
 
 // ProviderError is the structured failure acp-guard answers a client
 // request with, under error.data.providerError (its fields and their
-// wire order are guard.ProviderError's).
-type ProviderError = guard.ProviderError
+// wire order are event.ProviderError's).
+type ProviderError = event.ProviderError
 
 // Notice channels (Config.Notices).
 const (

@@ -83,15 +83,19 @@ var rules = map[string][]string{
 	"cmd/acp-guard/internal/stopsig": {},
 	// The lowest leaf: every OS difference (TestSyscallOnlyInPlatform).
 	"internal/platform": {},
+	// The shapes a session reports in (events, turn reports, the
+	// ProviderError, the exit status): the library's stable leaf, beneath
+	// everything that builds or reads them.
+	"event": {},
 
 	// The console's web page: it reads the stores' types and takes its
 	// actions through the command's (the held action path).
 	"cmd/acp-guard/internal/console": {"circuit", "held", "presence"},
 }
 
-// leaves import nothing of the module but each other (safefile builds on
-// platform), and every package may import them.
-var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio", "internal/platform"}
+// leaves import nothing of the module but each other (safefile and event
+// build on platform), and every package may import them.
+var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio", "internal/platform", "event"}
 
 // testSupport may be imported by any package's tests.
 var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema", "internal/natstest"}
