@@ -11,7 +11,6 @@ import (
 
 	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -19,13 +18,13 @@ import (
 //go:generate go test -run TestTerminalGoldens -record .
 //go:generate go test ./replay -run TestGolden -update
 
-func mustPolicy(t *testing.T, doc string) *policy.Document {
+func mustPolicy(t *testing.T, doc string) *Policy {
 	t.Helper()
-	d, err := policy.Parse([]byte(doc))
+	p, err := ParsePolicy([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &d
+	return p
 }
 
 // Whether an attempt log is kept follows from the configuration in one

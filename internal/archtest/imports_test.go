@@ -29,10 +29,11 @@ const module = "github.com/acp-guard/acp-guard"
 var rules = map[string][]string{
 	// The core, top to bottom.
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence",
+		"internal/seam", // the engine inside the library's Catalogue
 		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
 	// The library dials the one NATS connection its stores share (kvstore).
-	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore"},
+	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore", "internal/seam"},
 	"replay":    {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
 	"telemetry": {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
 	"guard":     {"transport", "observers", "classify", "policy", "circuit", "held"},
@@ -74,6 +75,10 @@ var rules = map[string][]string{
 	// opener (the registry of backends: file, NATS, memory) the circuit,
 	// held-prompt, presence and overlay stores are typed views over.
 	"internal/kvstore": {},
+
+	// The command's way to what the library keeps behind its API (the
+	// engine inside a Catalogue); the library fills it in.
+	"internal/seam": {"classify"},
 
 	// The leaves.
 	"internal/ansi":                  {},
