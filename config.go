@@ -12,7 +12,6 @@ import (
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/event"
-	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -166,11 +165,13 @@ type Config struct {
 // wire order are event.ProviderError's).
 type ProviderError = event.ProviderError
 
-// Notice channels (Config.Notices).
+// Notice channels (Config.Notices): where the client is told what
+// happens next while acp-guard holds a failed prompt (docs/WIRE.md,
+// "A retry notice").
 const (
-	NoticesOff     = guard.NoticesOff
-	NoticesThought = guard.NoticesThought
-	NoticesMessage = guard.NoticesMessage
+	NoticesOff     = "off"     // not told
+	NoticesThought = "thought" // an agent_thought_chunk
+	NoticesMessage = "message" // an agent_message_chunk
 )
 
 // DefaultMaxLine is the default line cap (Config.MaxLine).
