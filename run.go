@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -34,7 +33,7 @@ type Streams struct {
 type Result = transport.Result
 
 // ExitStatus says how the agent ended.
-type ExitStatus = event.ExitStatus
+type ExitStatus = transport.ExitStatus
 
 // AgentPipes are the ends of an agent the caller runs itself (RunPipes).
 type AgentPipes = transport.AgentPipes

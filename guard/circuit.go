@@ -1,8 +1,6 @@
 package guard
 
 import (
-	evt "github.com/acp-guard/acp-guard/event"
-
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -95,7 +93,13 @@ type promptCircuit struct {
 
 // Attempt is one failed attempt of a prompt, as the fallback summary
 // (ProviderError.attempts) lists it.
-type Attempt = evt.FailedAttempt
+type Attempt struct {
+	Model         string  `json:"model"`
+	Code          string  `json:"code"`
+	Class         string  `json:"class"`
+	DurationMs    int64   `json:"durationMs"`
+	CooldownUntil *string `json:"cooldownUntil"`
+}
 
 func (cl *circuitClient) on() bool { return cl.cc != nil && cl.cc.Enabled() }
 

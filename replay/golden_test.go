@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	acpguard "github.com/acp-guard/acp-guard"
+	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -57,11 +58,11 @@ func playGolden(t *testing.T, path string) (turns, errs []byte) {
 	base := strings.TrimSuffix(path, ".jsonl")
 	var cfg acpguard.Config
 	if data, err := os.ReadFile(base + ".policy.json"); err == nil {
-		p, err := acpguard.ParsePolicy(data)
+		doc, err := policy.Parse(data)
 		if err != nil {
 			t.Fatalf("%s.policy.json: %v", base, err)
 		}
-		cfg.Policy = p
+		cfg.Policy = &doc
 	}
 	if data, err := os.ReadFile(base + ".adapter"); err == nil {
 		cfg.Adapter = strings.TrimSpace(string(data))
