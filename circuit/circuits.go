@@ -110,9 +110,10 @@ type Circuits struct {
 	health *kvstore.Health // a failed store is left alone for a while (asked again at once after a reconnect)
 
 	mu         sync.Mutex
-	srtt, rttv time.Duration   // smoothed store call latency and its deviation (0: no sample yet)
-	slow       bool            // a call was waited for past its timeout and nothing answered since
-	views      map[string]view // the last record the store answered with, per key id
+	srtt, rttv time.Duration      // smoothed store call latency and its deviation (0: no sample yet)
+	slow       bool               // a call was waited for past its timeout and nothing answered since
+	views      map[string]view    // the last record the store answered with, per key id
+	doubts     map[string][]doubt // swaps that failed with a store error and may land late (doubt.go)
 }
 
 // view is a record as the store last answered (nil: none there) and the
@@ -361,6 +362,19 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 		if err != nil {
 			return nil, c.storeFailed(op, now, err)
 		}
+		if back := c.settleDoubts(id, key, cur, rev); back != nil {
+			// One of this process's swaps, reported failed, landed late:
+			// taken back before anyone decides on it (doubt.go).
+			err := c.call(ctx, func(ctx context.Context) error { return c.store.CompareAndSwap(ctx, id, *back, rev) })
+			if err != nil && !errors.Is(err, ErrConflict) {
+				return nil, c.storeFailed(op, now, err)
+			}
+			if err == nil {
+				c.log.Info("circuit store: a write reported failed landed late; taken back", "op", op, "key", key.String())
+			}
+			k++      // a round all the same: a take-back never loops
+			continue // read again (a conflict: someone wrote over it, and it stays theirs)
+		}
 		next, err := fn(cur)
 		if err != nil || next == nil {
 			if err == nil {
@@ -393,9 +407,11 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 			continue
 		}
 		if err != nil {
+			c.doubtSwap(id, cur, *next, rev, now) // it may land late
 			return nil, c.storeFailed(op, now, err)
 		}
 		c.see(id, next, now)
+		c.swapped(id, rev)
 		c.storeAnswered()
 		return next, nil
 	}

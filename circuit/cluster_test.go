@@ -39,6 +39,10 @@ func TestClusterMinorityDecidesLocallyChangesNothingResumes(t *testing.T) {
 	if _, _, err := minority.Get(ctx, open, now); err != nil { // the minority saw it once: its view, now stale
 		t.Fatal(err)
 	}
+	// The minority's server leads the bucket's stream when it loses the
+	// others (the hard case: it takes writes into its log it cannot
+	// commit, and may commit them once it leads a whole cluster again).
+	c.LeadStream("KV_"+DefaultBucket, 2)
 	c.Stop(0)
 	c.Stop(1)
 
@@ -109,6 +113,14 @@ func TestClusterMinorityDecidesLocallyChangesNothingResumes(t *testing.T) {
 		at = at.Add(retry)
 		time.Sleep(time.Second)
 	}
+	// A swap of the minority that its server took into its log while it
+	// still thought it led (a timeout for the session, "not done" on the
+	// read back) may be committed now that the cluster elected that
+	// server again: the minority's next operation on the key takes it
+	// back (doubt.go).
+	if _, _, err := minority.Get(ctx, closed, at); err != nil {
+		t.Fatal(err)
+	}
 	after, _, err := majority.Get(ctx, open, now)
 	if err != nil || after == nil {
 		t.Fatalf("after healing: %+v, %v", after, err)
@@ -116,7 +128,7 @@ func TestClusterMinorityDecidesLocallyChangesNothingResumes(t *testing.T) {
 	if after.StateAt(now) != StateOpen || after.Lease != nil || !after.OpenUntil.Equal(before.OpenUntil) || after.Failures != before.Failures {
 		t.Fatalf("the minority changed the majority's circuit: before %+v, after %+v", before, after)
 	}
-	if rec, _, err := majority.Get(ctx, closed, now); err != nil || rec != nil {
+	if rec, _, err := majority.Get(ctx, closed, now); err != nil || (rec != nil && (rec.OpenAt(now) || rec.Failures != 0)) {
 		t.Fatalf("the minority opened a circuit: %+v, %v", rec, err)
 	}
 }

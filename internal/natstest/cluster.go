@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // Cluster is three servers with JetStream clustered over routes on
@@ -145,4 +146,33 @@ func (c *Cluster) WaitStreamLeader(stream string) int {
 	}
 	c.t.Fatalf("nats cluster: stream %s has no leader after 30 s", stream)
 	return -1
+}
+
+// LeadStream makes server i the leader of stream (a JetStream step-down
+// request naming it as the preferred leader) and waits (hang guard 30 s)
+// until it leads: a test that needs a given server to lead — the one it
+// is about to cut off — asks for it instead of hoping.
+func (c *Cluster) LeadStream(stream string, i int) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		cur := c.WaitStreamLeader(stream)
+		if cur == i {
+			return
+		}
+		nc, err := nats.Connect(c.URL(cur))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		req := fmt.Sprintf(`{"placement":{"preferred":"n%d"}}`, i)
+		_, err = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, []byte(req), 5*time.Second)
+		nc.Close()
+		if err != nil {
+			c.t.Logf("nats cluster: step-down of %s towards n%d: %v (asked again)", stream, i, err)
+		}
+		for time.Now().Before(deadline) && c.StreamLeader(stream) == cur {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	c.t.Fatalf("nats cluster: n%d does not lead %s after 30 s", i, stream)
 }

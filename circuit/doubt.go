@@ -1,0 +1,132 @@
+package circuit
+
+import (
+	"bytes"
+	"time"
+)
+
+// A swap that failed with a store error was reported as not made: the
+// caller decided on its own (ErrStore). On a replicated store that is not
+// always the end of it. A stream leader that has lost its quorum without
+// knowing it yet accepts the swap into its log and cannot commit it; the
+// call times out and the read back still shows the old revision. When the
+// whole cluster comes back and that server leads again, its log is
+// committed and the swap lands — seconds or minutes after its session
+// parked instead of probing, or decided without the circuit. Such a write
+// is a decision nobody took: a probe lease nobody uses, a circuit opened
+// or closed by a host that was cut off.
+//
+// So every swap that failed with a store error is remembered as a doubt:
+// the revision it was made at, the record it replaced and the record it
+// wrote. The next operation of this process on that key that reads it
+// settles the doubt: the record in force is exactly the one written, at a
+// newer revision — the swap landed late, and is taken back (the replaced
+// record is swapped in, or, for a create, a closed record that binds
+// nobody); still the same revision — it may yet land, kept; anything
+// else — it never landed, or others wrote after it, dropped. Only a
+// session's own late write is ever undone, and only if nothing was
+// written over it.
+type doubt struct {
+	rev   uint64  // the revision the swap was made at (0: a create)
+	prev  *Record // what it would have replaced (nil: none)
+	wrote []byte  // the record it wrote, encoded
+	at    time.Time
+}
+
+// Doubts are few (a swap fails only while the store is away) and bounded:
+// per key the latest maxDoubtsPerKey, in all maxDoubts keys.
+const (
+	maxDoubtsPerKey = 4
+	maxDoubts       = 256
+)
+
+// doubtSwap remembers a swap of next over prev at rev that failed with a
+// store error.
+func (c *Circuits) doubtSwap(id string, prev *Record, next Record, rev uint64, now time.Time) {
+	b, err := encodeRecord(next)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.doubts == nil {
+		c.doubts = map[string][]doubt{}
+	}
+	if _, ok := c.doubts[id]; !ok && len(c.doubts) >= maxDoubts {
+		oldest := ""
+		for k, ds := range c.doubts {
+			if oldest == "" || ds[len(ds)-1].at.Before(c.doubts[oldest][len(c.doubts[oldest])-1].at) {
+				oldest = k
+			}
+		}
+		delete(c.doubts, oldest)
+	}
+	ds := append(c.doubts[id], doubt{rev: rev, prev: prev, wrote: b, at: now})
+	if len(ds) > maxDoubtsPerKey {
+		ds = ds[len(ds)-maxDoubtsPerKey:]
+	}
+	c.doubts[id] = ds
+}
+
+// settleDoubts is called with the record of id as the store answered it
+// (cur at rev). It returns the record to swap in at rev when cur is one of
+// this process's failed swaps that landed late; nil otherwise, dropping
+// the doubts that cur shows settled (a taken-back swap is dropped by the
+// read after the take-back).
+func (c *Circuits) settleDoubts(id string, key Key, cur *Record, rev uint64) *Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ds, ok := c.doubts[id]
+	if !ok {
+		return nil
+	}
+	var got []byte
+	if cur != nil {
+		got, _ = encodeRecord(*cur)
+	}
+	keep := ds[:0]
+	for _, d := range ds {
+		switch {
+		case rev == d.rev:
+			keep = append(keep, d) // not landed yet: it may still
+		case got != nil && rev > d.rev && bytes.Equal(got, d.wrote):
+			// Kept until a read shows it settled: the take-back's swap
+			// may fail too.
+			if d.prev != nil {
+				back := *d.prev
+				return &back
+			}
+			// A create: a closed record with nothing in it reads as none
+			// (its epoch kept: epochs only grow).
+			return &Record{Version: RecordVersion, Key: key, Epoch: cur.Epoch, UpdatedAt: cur.UpdatedAt}
+		}
+	}
+	if len(keep) == 0 {
+		delete(c.doubts, id)
+	} else {
+		c.doubts[id] = keep
+	}
+	return nil
+}
+
+// swapped drops the doubts of id made at rev once a swap at rev landed:
+// the record moved on, and they can only lose to it.
+func (c *Circuits) swapped(id string, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ds, ok := c.doubts[id]
+	if !ok {
+		return
+	}
+	keep := ds[:0]
+	for _, d := range ds {
+		if d.rev != rev {
+			keep = append(keep, d)
+		}
+	}
+	if len(keep) == 0 {
+		delete(c.doubts, id)
+	} else {
+		c.doubts[id] = keep
+	}
+}
