@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
 	"github.com/acp-guard/acp-guard/policy"
@@ -56,7 +57,7 @@ type pipeline struct {
 	tel    *telemetry.Telemetry // nil: telemetry off
 	// presence keeps a live session's presence record (presence.go);
 	// nil: not published.
-	presence func(guard.Event)
+	presence func(event.Event)
 	closers  []func() error // in order, after the guard's own Close
 	// notes are what a replay is told about the configuration it could
 	// not take from the recording (an invalid recorded policy).
@@ -223,7 +224,7 @@ func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
 	}
 	if cfg.OnTurn != nil {
 		onTurn := cfg.OnTurn
-		subs = append(subs, subscriber{fn: guard.Turns(func(r guard.TurnReport) { onTurn(turnReport(r)) })})
+		subs = append(subs, subscriber{fn: guard.Turns(func(r event.TurnReport) { onTurn(r) })})
 	}
 	if cfg.OnLate != nil {
 		subs = append(subs, subscriber{fn: guard.Lates(cfg.OnLate)})
@@ -237,13 +238,13 @@ func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
 // subscriber is one receiver of the event stream; frames: it takes
 // FrameObserved events too.
 type subscriber struct {
-	fn     func(guard.Event)
+	fn     func(event.Event)
 	frames bool
 }
 
 // fanout is the one function the guard calls for the subscribers (nil for
 // none), and whether any of them takes frames.
-func fanout(subs []subscriber) (func(guard.Event), bool) {
+func fanout(subs []subscriber) (func(event.Event), bool) {
 	frames := false
 	for _, s := range subs {
 		frames = frames || s.frames
@@ -254,8 +255,8 @@ func fanout(subs []subscriber) (func(guard.Event), bool) {
 	case len(subs) == 1:
 		return subs[0].fn, frames
 	}
-	return func(e guard.Event) {
-		_, frame := e.(guard.FrameObserved)
+	return func(e event.Event) {
+		_, frame := e.(event.FrameObserved)
 		for _, s := range subs {
 			if !frame || s.frames {
 				s.fn(e)

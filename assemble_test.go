@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/transport"
 )
@@ -18,13 +18,13 @@ import (
 //go:generate go test -run TestTerminalGoldens -record .
 //go:generate go test ./replay -run TestGolden -update
 
-func mustPolicy(t *testing.T, doc string) *policy.Document {
+func mustPolicy(t *testing.T, doc string) *Policy {
 	t.Helper()
-	d, err := policy.Parse([]byte(doc))
+	p, err := ParsePolicy([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &d
+	return p
 }
 
 // Whether an attempt log is kept follows from the configuration in one
@@ -162,16 +162,16 @@ func TestSubscribersOnlyWhenAsked(t *testing.T) {
 // reaches all, in order.
 func TestFanoutFrames(t *testing.T) {
 	var got []string
-	sub := func(name string) func(guard.Event) {
-		return func(e guard.Event) { got = append(got, fmt.Sprintf("%s:%T", name, e)) }
+	sub := func(name string) func(event.Event) {
+		return func(e event.Event) { got = append(got, fmt.Sprintf("%s:%T", name, e)) }
 	}
 	fn, frames := fanout([]subscriber{{fn: sub("log"), frames: true}, {fn: sub("tel")}})
 	if !frames {
 		t.Fatal("frames not asked for")
 	}
-	fn(guard.FrameObserved{})
-	fn(guard.Answered{})
-	want := "log:guard.FrameObserved log:guard.Answered tel:guard.Answered"
+	fn(event.FrameObserved{})
+	fn(event.Answered{})
+	want := "log:event.FrameObserved log:event.Answered tel:event.Answered"
 	if s := strings.Join(got, " "); s != want {
 		t.Errorf("got %s, want %s", s, want)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/acp-guard/acp-guard/catalogue"
 	"github.com/acp-guard/acp-guard/circuit"
 	"github.com/acp-guard/acp-guard/classify"
-	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/internal/kvstore"
 	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/transport"
@@ -22,17 +22,18 @@ import (
 // each); the zero value is `acp-guard -- AGENT` with no flags and no
 // configuration file.
 type Config struct {
-	// Policy is the recovery policy (--policy, already parsed). Nil: the
-	// document in PolicyFile, else the default policy (no retries, no
-	// waits; stop) — for a recorded session, the policy it was recorded
-	// under.
-	Policy *policy.Document
+	// Policy is the recovery policy (--policy, already parsed: ParsePolicy,
+	// LoadPolicy). Nil: the document in PolicyFile, else the default
+	// policy (no retries, no waits; stop) — for a recorded session, the
+	// policy it was recorded under.
+	Policy *Policy
 	// PolicyFile is a policy document to read when Policy is nil.
 	PolicyFile string
 
-	// Engine classifies failures. Nil: the catalogue in CatalogueFile
-	// (--catalogue), else the embedded one.
-	Engine        *classify.Engine
+	// Catalogue classifies failures (LoadCatalogue, DefaultCatalogue).
+	// Nil: the catalogue in CatalogueFile (--catalogue), else the embedded
+	// one.
+	Catalogue     *Catalogue
 	CatalogueFile string
 	// CatalogueOverlay adds or overrides rules of the catalogue without a
 	// new binary (--catalogue-overlay): a file (an overlay document,
@@ -161,14 +162,16 @@ type Config struct {
 
 // ProviderError is the structured failure acp-guard answers a client
 // request with, under error.data.providerError (its fields and their
-// wire order are guard.ProviderError's).
-type ProviderError = guard.ProviderError
+// wire order are event.ProviderError's).
+type ProviderError = event.ProviderError
 
-// Notice channels (Config.Notices).
+// Notice channels (Config.Notices): where the client is told what
+// happens next while acp-guard holds a failed prompt (docs/WIRE.md,
+// "A retry notice").
 const (
-	NoticesOff     = guard.NoticesOff
-	NoticesThought = guard.NoticesThought
-	NoticesMessage = guard.NoticesMessage
+	NoticesOff     = "off"     // not told
+	NoticesThought = "thought" // an agent_thought_chunk
+	NoticesMessage = "message" // an agent_message_chunk
 )
 
 // DefaultMaxLine is the default line cap (Config.MaxLine).
@@ -178,7 +181,7 @@ const DefaultMaxLine = transport.DefaultMaxLine
 const DefaultGrace = transport.DefaultGrace
 
 // Load reads the files the configuration names — PolicyFile into Policy,
-// CatalogueFile into Engine — and checks every value, returning the
+// CatalogueFile into Catalogue — and checks every value, returning the
 // completed copy or a *ConfigError naming the option at fault. Sessions
 // started with the result read no configuration file and fail on nothing
 // but a transcript that cannot be created; an orchestrator loads once and
@@ -192,7 +195,7 @@ func (c Config) Load() (Config, error) {
 	if err != nil {
 		return c, configError(err)
 	}
-	c.Engine, c.CatalogueFile = e, ""
+	c.Catalogue, c.CatalogueFile = &Catalogue{engine: e}, ""
 	if c.CatalogueOverlay != "" && c.CatalogueOverlay != OverlayStore && c.overlay == nil {
 		if c.overlay, err = loadOverlayFile(c.CatalogueOverlay, e); err != nil {
 			return c, configError(err)
@@ -201,7 +204,7 @@ func (c Config) Load() (Config, error) {
 	doc, err := c.policy()
 	switch {
 	case err == nil:
-		c.Policy, c.PolicyFile = &doc, ""
+		c.Policy, c.PolicyFile = &Policy{doc: doc}, ""
 	case !errors.Is(err, errNoPolicy):
 		return c, configError(err)
 	}
@@ -244,8 +247,8 @@ func (c *Config) validate() error {
 // engine returns the classification engine the configuration names.
 func (c *Config) engine() (*classify.Engine, error) {
 	switch {
-	case c.Engine != nil:
-		return c.Engine, nil
+	case c.Catalogue != nil:
+		return c.Catalogue.engine, nil
 	case c.CatalogueFile == "":
 		return catalogue.Default(), nil
 	}
@@ -265,7 +268,7 @@ var errNoPolicy = errors.New("no policy configured")
 func (c *Config) policy() (policy.Document, error) {
 	switch {
 	case c.Policy != nil:
-		return *c.Policy, nil
+		return c.Policy.doc, nil
 	case c.PolicyFile == "":
 		return policy.Document{}, errNoPolicy
 	}

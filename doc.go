@@ -72,23 +72,30 @@
 // # Stability
 //
 // The names this package exports — Config and its fields, Load, Run,
-// RunPipes, Replay, Serve, Command, Streams, AgentPipes, ReplayResult,
-// TurnReport, Decision, RPCError, Outcome and its constants, ConfigError
-// (its Field names the Config field at fault, never a flag),
-// PublishCatalogueOverlay and OverlayStore, and the aliases
-// ProviderError, Result, ExitStatus and StartError with the JSON shapes
-// they carry, Event and the event types — are the supported API: they
-// change only compatibly (new fields, functions and event types; a
-// subscriber ignores the event types it does not know). The list of
-// them is testdata/api.golden, which TestExportedAPI compares with the
-// package, so a change of the surface is a deliberate one. Transition's
-// state and event names are the rows of the recovery table in package
-// guard's documentation, which may gain rows.
-// The aliased types are defined in the packages guard and transport, whose
-// other exported names are the implementation's and may change; so may
-// everything else in the module but the transcript format (package replay)
-// and the command line. The observable contracts — what the client
-// receives, the policy document, the transcript format — are specified in
-// docs/WIRE.md, docs/POLICY.md and in the docs of packages policy and
-// replay.
+// RunPipes, Replay, Serve, Command, Streams, Policy (ParsePolicy,
+// LoadPolicy), Catalogue (DefaultCatalogue, LoadCatalogue), ReplayResult,
+// ConfigError (its Field names the Config field at fault, never a flag),
+// PublishCatalogueOverlay and OverlayStore, the notice channels and
+// defaults, and the aliases: TurnReport, Decision, RPCError, Outcome and
+// its constants, ProviderError, ExitStatus, Event, the event types and
+// the values they carry (package event), and AgentPipes, Result and
+// StartError (package transport), with the JSON shapes they carry — are
+// the supported API: they change only compatibly (new fields, functions
+// and event types; a subscriber ignores the event types it does not
+// know). The list of them is testdata/api.golden, which TestExportedAPI
+// compares with the package, so a change of the surface is a deliberate
+// one; TestSurfaceNamesNoUnstablePackage checks that it names nothing of
+// the packages that may change. Transition's state and event names are
+// the rows of the recovery table in package guard's documentation, which
+// may gain rows.
+//
+// Package event, a leaf, defines the event and report types once, for
+// the guard that builds them and the library that hands them on; it is
+// as stable as this package. The other exported names of transport, and
+// everything in guard, policy, classify and the rest of the module but
+// the transcript format (package replay) and the command line, are the
+// implementation's and may change. The observable contracts — what the
+// client receives, the policy document, the transcript format — are
+// specified in docs/WIRE.md, docs/POLICY.md and in the docs of packages
+// policy and replay.
 package acpguard

@@ -6,7 +6,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/presence"
 )
 
@@ -22,7 +22,7 @@ import (
 // returns the event subscriber that keeps its record, and the closer that
 // stops it and deletes the record. holder is the session's circuit holder
 // (host/pid/guard).
-func startPresence(st *presence.Store, namespace, holder, agent string, log *slog.Logger) (func(guard.Event), func() error, error) {
+func startPresence(st *presence.Store, namespace, holder, agent string, log *slog.Logger) (func(event.Event), func() error, error) {
 	host, _ := os.Hostname()
 	p, err := presence.Start(presence.Config{Store: st, Namespace: namespace, Holder: holder,
 		Host: host, PID: os.Getpid(), Agent: agent, Logger: log})
@@ -44,31 +44,31 @@ type presenceTracker struct {
 	exited  bool
 }
 
-func (t *presenceTracker) event(e guard.Event) {
-	var b guard.EventBase
+func (t *presenceTracker) event(e event.Event) {
+	var b event.EventBase
 	model, code, class := "", "", ""
 	switch e := e.(type) {
-	case guard.TurnStarted:
+	case event.TurnStarted:
 		b, model = e.EventBase, e.Model
 		t.turn++
 		t.set(b, "active")
-	case guard.Transition:
+	case event.Transition:
 		b = e.EventBase
 		if _, ok := t.prompts[promptKey(b)]; ok && e.To != "answered" {
 			t.set(b, e.To)
 		}
-	case guard.Answered:
+	case event.Answered:
 		b = e.EventBase
 		delete(t.prompts, promptKey(b))
-	case guard.FailureClassified:
+	case event.FailureClassified:
 		b, model = e.EventBase, e.Model
 		code, class = e.Verdict.Code, string(e.Verdict.Class)
-	case guard.AttemptSent:
+	case event.AttemptSent:
 		b, model = e.EventBase, e.Model
-	case guard.AgentExited:
+	case event.AgentExited:
 		b = e.EventBase
 		t.exited = true
-	case guard.AgentIdentified:
+	case event.AgentIdentified:
 		b = e.EventBase
 	default:
 		return
@@ -91,7 +91,7 @@ func (t *presenceTracker) event(e guard.Event) {
 	})
 }
 
-func (t *presenceTracker) set(b guard.EventBase, state string) {
+func (t *presenceTracker) set(b event.EventBase, state string) {
 	k := promptKey(b)
 	t.prompts[k] = state
 	t.last = k
@@ -120,4 +120,4 @@ func (t *presenceTracker) state() string {
 	return presence.StatePrompting
 }
 
-func promptKey(b guard.EventBase) string { return b.SessionID + "\x00" + string(b.RequestID) }
+func promptKey(b event.EventBase) string { return b.SessionID + "\x00" + string(b.RequestID) }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/acp-guard/acp-guard/classify"
-	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/presence"
 )
 
@@ -24,8 +24,8 @@ func TestPresenceTracksEvents(t *testing.T) {
 	defer p.Close()
 	tr := &presenceTracker{p: p, prompts: map[string]string{}}
 	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	base := func(session, id string) guard.EventBase {
-		return guard.EventBase{At: at, Agent: "codex-acp", SessionID: session, RequestID: json.RawMessage(id)}
+	base := func(session, id string) event.EventBase {
+		return event.EventBase{At: at, Agent: "codex-acp", SessionID: session, RequestID: json.RawMessage(id)}
 	}
 	check := func(what, state string, turn, inFlight int) {
 		t.Helper()
@@ -35,24 +35,24 @@ func TestPresenceTracksEvents(t *testing.T) {
 		}
 	}
 	check("at start", presence.StateStarting, 0, 0)
-	tr.event(guard.TurnStarted{EventBase: base("s1", "3"), Model: "gpt-5"})
+	tr.event(event.TurnStarted{EventBase: base("s1", "3"), Model: "gpt-5"})
 	check("a turn", presence.StatePrompting, 1, 1)
-	tr.event(guard.FailureClassified{EventBase: base("s1", "3"), Verdict: classify.Verdict{Code: "provider_overloaded", Class: classify.ClassTransient}})
-	tr.event(guard.Transition{EventBase: base("s1", "3"), From: "active", On: "retry", To: "retry_wait"})
+	tr.event(event.FailureClassified{EventBase: base("s1", "3"), Verdict: event.Verdict{Code: "provider_overloaded", Class: string(classify.ClassTransient)}})
+	tr.event(event.Transition{EventBase: base("s1", "3"), From: "active", On: "retry", To: "retry_wait"})
 	check("held", "retry_wait", 1, 1)
-	tr.event(guard.TurnStarted{EventBase: base("s2", "4")})
+	tr.event(event.TurnStarted{EventBase: base("s2", "4")})
 	check("held beside a running one", "retry_wait", 2, 2)
-	tr.event(guard.Transition{EventBase: base("s1", "3"), From: "retry_wait", On: "due", To: "retrying"})
-	tr.event(guard.Transition{EventBase: base("s1", "3"), From: "retrying", On: "succeed", To: "answered"})
-	tr.event(guard.Answered{EventBase: base("s1", "3")})
+	tr.event(event.Transition{EventBase: base("s1", "3"), From: "retry_wait", On: "due", To: "retrying"})
+	tr.event(event.Transition{EventBase: base("s1", "3"), From: "retrying", On: "succeed", To: "answered"})
+	tr.event(event.Answered{EventBase: base("s1", "3")})
 	check("one answered", presence.StatePrompting, 2, 1)
-	tr.event(guard.Answered{EventBase: base("s2", "4")})
+	tr.event(event.Answered{EventBase: base("s2", "4")})
 	check("both answered", presence.StateIdle, 2, 0)
 	r := p.Snapshot()
 	if r.Agent != "codex-acp" || r.Model != "gpt-5" || r.SessionID != "s2" ||
 		len(r.Errors) != 1 || r.Errors[0].Code != "provider_overloaded" || r.Errors[0].N != 1 {
 		t.Errorf("record %+v", r)
 	}
-	tr.event(guard.AgentExited{EventBase: base("", "")})
+	tr.event(event.AgentExited{EventBase: base("", "")})
 	check("agent gone", presence.StateAgentExited, 2, 0)
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -33,7 +34,7 @@ type Streams struct {
 type Result = transport.Result
 
 // ExitStatus says how the agent ended.
-type ExitStatus = transport.ExitStatus
+type ExitStatus = event.ExitStatus
 
 // AgentPipes are the ends of an agent the caller runs itself (RunPipes).
 type AgentPipes = transport.AgentPipes

@@ -1,6 +1,8 @@
 package circuit
 
 import (
+	"github.com/acp-guard/acp-guard/event"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,12 +126,8 @@ func (r *Record) leaseValid(now time.Time) bool {
 }
 
 // Snapshot is what a ProviderError's "circuit" member carries when a
-// circuit decided: {key, state, cooldownUntil}.
-type Snapshot struct {
-	Key           string     `json:"key"`
-	State         string     `json:"state"`
-	CooldownUntil *time.Time `json:"cooldownUntil"` // null when closed
-}
+// circuit decided: {key, state, cooldownUntil} (package event's).
+type Snapshot = event.CircuitSnapshot
 
 // SnapshotAt summarises r at now; a nil r is the closed circuit of key.
 func (r *Record) SnapshotAt(key Key, now time.Time) Snapshot {

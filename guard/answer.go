@@ -84,7 +84,8 @@ func (rc *recovery) stopWith(c transport.Ctl, p *prompt, on event, reason string
 // annotated, or the rewrite of a control-chunk projection.
 func (rc *recovery) answerFailure(c transport.Ctl, p *prompt, f *failure, d policy.Decision, own bool) transport.Verdict {
 	pe := rc.providerError(c, p, f, recoveryAction(d.Reason), d.Reason)
-	rep := TurnReport{ProviderError: &pe, Decision: &p.decisions[len(p.decisions)-1]}
+	last := decisionOf(p.decisions[len(p.decisions)-1])
+	rep := TurnReport{ProviderError: &pe, Decision: &last}
 	if f.msg == nil {
 		rep.Outcome = OutcomeRewritten
 		rep.Error = &RPCError{Code: -32603, Message: f.rewrite}
@@ -101,7 +102,7 @@ func (rc *recovery) answerFailure(c transport.Ctl, p *prompt, f *failure, d poli
 
 // answerCancelled answers p with stopReason "cancelled".
 func (rc *recovery) answerCancelled(c transport.Ctl, p *prompt) {
-	d := policy.Decision{Action: policy.ActionStop, Reason: "cancelled"}
+	d := decisionOf(policy.Decision{Action: policy.ActionStop, Reason: "cancelled"})
 	rc.respond(c, p, TurnReport{Outcome: OutcomePassed, StopReason: string(acp.StopReasonCancelled), Decision: &d},
 		[]byte(`{"jsonrpc":"2.0","id":`+string(p.client.ID)+`,"result":{"stopReason":"cancelled"}}`+"\n"))
 }

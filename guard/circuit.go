@@ -1,6 +1,8 @@
 package guard
 
 import (
+	evt "github.com/acp-guard/acp-guard/event"
+
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -93,13 +95,7 @@ type promptCircuit struct {
 
 // Attempt is one failed attempt of a prompt, as the fallback summary
 // (ProviderError.attempts) lists it.
-type Attempt struct {
-	Model         string  `json:"model"`
-	Code          string  `json:"code"`
-	Class         string  `json:"class"`
-	DurationMs    int64   `json:"durationMs"`
-	CooldownUntil *string `json:"cooldownUntil"`
-}
+type Attempt = evt.FailedAttempt
 
 func (cl *circuitClient) on() bool { return cl.cc != nil && cl.cc.Enabled() }
 

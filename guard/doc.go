@@ -57,7 +57,7 @@
 // # Events
 //
 // Everything the guard sees and decides is emitted as one typed event
-// (events.go: TurnStarted, FrameObserved, FailureClassified, Transition,
+// (the types of package event, named in events.go: TurnStarted, FrameObserved, FailureClassified, Transition,
 // AttemptSent, AttemptDone, NoticeSent, Answered, SilentFlagged,
 // AbnormalStop, LateOutput, RecoveryAction, CircuitDecision,
 // CircuitChanged, Stalled, AgentIdentified, AgentExited) to Config.Events, on the event loop, each

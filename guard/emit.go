@@ -142,7 +142,7 @@ func (ev *emitter) classified(c transport.Ctl, p *prompt, f *failure, d policy.D
 		return
 	}
 	e := FailureClassified{EventBase: ev.base(c, p), Phase: PhasePrompt, Attempt: p.attempt, Model: ev.ag.modelOf(p),
-		Verdict: f.verdict, Source: string(f.source), Error: f.rpc.rpc(), Decision: d}
+		Verdict: verdictOf(f.verdict), Source: string(f.source), Error: f.rpc.rpc(), Decision: decisionOf(d)}
 	if f.turn != nil {
 		e.ReplaySafe, e.Evidence = f.turn.ReplaySafe(), evidenceFlags(f.turn.Evidence)
 	}

@@ -170,7 +170,7 @@ func (l eventLog) done(e AttemptDone) {
 
 func (l eventLog) answered(e Answered) {
 	r := &e.Report
-	attrs := []slog.Attr{slog.String("outcome", r.Outcome), slog.Int("attempts", max(r.Attempts, 1)), msAttr("duration_ms", e.Duration)}
+	attrs := []slog.Attr{slog.String("outcome", string(r.Outcome)), slog.Int("attempts", max(r.Attempts, 1)), msAttr("duration_ms", e.Duration)}
 	if r.Model != "" {
 		attrs = append(attrs, slog.String("model", r.Model))
 	}

@@ -21,16 +21,6 @@ import (
 // log warns). While the guard holds the failed turn for a retry, the same
 // text is late activity (late.go) and stops the recovery too.
 
-// LateOutput: text for a session arrived after its prompt was answered
-// and before the session's next prompt. It is reported when that window
-// closes: At is the stamp of the event that closed it; RequestID is the
-// answered prompt's.
-type LateOutput struct {
-	EventBase
-	Generation int64 // the answered prompt's first generation (as in its TurnReport)
-	Chunks     int   // non-blank message and thought chunks
-}
-
 // Lates returns a subscriber that passes each LateOutput event to fn.
 func Lates(fn func(LateOutput)) func(Event) {
 	return func(e Event) {

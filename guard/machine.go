@@ -74,7 +74,7 @@ func (m *machine) transit(c transport.Ctl, p *prompt, s step, then func()) bool 
 	m.enter(p, e, s)
 	if m.ev.on() {
 		m.ev.emit(Transition{EventBase: m.ev.base(c, p), From: e.from.String(), On: s.on.String(), To: e.to.String(),
-			Attempt: p.attempt, Decision: s.d, Recorded: e.persist, By: s.by})
+			Attempt: p.attempt, Decision: decisionOf(s.d), Recorded: string(e.persist), By: s.by})
 	}
 	m.board.holdMoved(c, p, e, s)
 	if e.persist == "" || !e.schedules {

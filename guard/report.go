@@ -1,54 +1,27 @@
 package guard
 
 import (
-	"encoding/json"
-	"time"
-
+	"github.com/acp-guard/acp-guard/classify"
+	evt "github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/policy"
+
+	"encoding/json"
 )
 
 // Outcomes of a prompt turn (the "outcome" of a `replay --json` line).
 const (
-	OutcomePassed    = "passed"
-	OutcomeRewritten = "rewritten"
-	OutcomeAnnotated = "annotated"
-	OutcomeRetried   = "retried"
-	OutcomeFailed    = "failed"
+	OutcomePassed    = evt.OutcomePassed
+	OutcomeRewritten = evt.OutcomeRewritten
+	OutcomeAnnotated = evt.OutcomeAnnotated
+	OutcomeRetried   = evt.OutcomeRetried
+	OutcomeFailed    = evt.OutcomeFailed
 )
 
-// RPCError is a JSON-RPC error's code and message.
-type RPCError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-// TurnReport is one line of `acp-guard replay --json`: how a client prompt
-// turn ended.
-type TurnReport struct {
-	SessionID     string           `json:"sessionId"`
-	RequestID     json.RawMessage  `json:"requestId"`
-	Generation    int64            `json:"generation"`
-	Outcome       string           `json:"outcome"`
-	StopReason    string           `json:"stopReason,omitempty"`
-	Error         *RPCError        `json:"error,omitempty"`
-	ProviderError *ProviderError   `json:"providerError,omitempty"`
-	Decision      *policy.Decision `json:"decision,omitempty"`
-	Attempts      int              `json:"attempts,omitempty"`
-	Model         string           `json:"model,omitempty"` // the fallback model switched to, if any
-	Suppressed    int              `json:"suppressed"`
-	Silent        string           `json:"silent,omitempty"` // the kind a success was flagged with (SilentEmpty, SilentTruncated, SilentRepeated)
-	// AgentRetries counts the agent's own visible retries over the
-	// prompt's attempts: its retry notes, re-streamed answers, the retries
-	// it stated in its error (observers.Turn.AgentRetries).
-	AgentRetries int `json:"agentRetries,omitempty"`
-	// LateOutput counts the text chunks for the session that arrived after
-	// this answer and before the session's next prompt (LateOutput). The
-	// guard reports it later, through Config.OnLate; replay puts it here.
-	LateOutput int `json:"lateOutput,omitempty"`
-	// At is when the turn settled: the stamp of the event that answered it
-	// (transport.Ctl.Now). Not part of the report line.
-	At time.Time `json:"-"`
-}
+// The turn report and its parts are package event's.
+type (
+	RPCError   = evt.RPCError
+	TurnReport = evt.TurnReport
+)
 
 // report reports how p's turn ended (Answered), once.
 func (ev *emitter) report(p *prompt, r TurnReport) {
@@ -66,7 +39,7 @@ func (ev *emitter) report(p *prompt, r TurnReport) {
 	r.Model = p.model
 	r.AgentRetries = p.agentRetries + p.turn.AgentRetries()
 	if r.Decision == nil && len(p.decisions) > 0 {
-		d := p.decisions[len(p.decisions)-1]
+		d := decisionOf(p.decisions[len(p.decisions)-1])
 		r.Decision = &d
 	}
 	if ev.on() {
@@ -75,4 +48,18 @@ func (ev *emitter) report(p *prompt, r TurnReport) {
 			Report:    r, Duration: r.At.Sub(p.client.At),
 		})
 	}
+}
+
+// decisionOf is a policy decision as events and reports carry it: the one
+// place the two meet.
+func decisionOf(d policy.Decision) evt.Decision {
+	return evt.Decision{Action: string(d.Action), Delay: d.Delay, DelayMs: d.DelayMs, Deadline: d.Deadline,
+		Attempt: d.Attempt, MaxRetries: d.MaxRetries, Class: d.Class, Reason: d.Reason}
+}
+
+// verdictOf is a classification as events carry it.
+func verdictOf(v classify.Verdict) evt.Verdict {
+	return evt.Verdict{Code: v.Code, Class: string(v.Class), Confidence: v.Confidence, Scope: v.Scope, Rule: v.Rule,
+		CatalogueVersion: v.CatalogueVersion, RetryAfter: v.RetryAfter, ResetAt: v.ResetAt, SafeExcerpt: v.SafeExcerpt,
+		Reason: v.Reason, Conflicts: v.Conflicts}
 }

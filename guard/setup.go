@@ -88,8 +88,8 @@ func (k *checks) setupProviderError(c transport.Ctl, req *transport.Request, ev 
 	if k.ev.on() {
 		k.ev.emit(FailureClassified{
 			EventBase: EventBase{At: c.Now(), Agent: k.ag.adapter, SessionID: req.SessionID, RequestID: req.ID},
-			Phase:     ev.Phase, Verdict: v, Source: string(ev.Source), Error: e.rpc(),
-			Decision: policy.Decision{Action: policy.ActionStop, Reason: reason},
+			Phase:     ev.Phase, Verdict: verdictOf(v), Source: string(ev.Source), Error: e.rpc(),
+			Decision: decisionOf(policy.Decision{Action: policy.ActionStop, Reason: reason}),
 		})
 	}
 	pe := newProviderError(v, nil, k.ag.adapter, ev.Source, c.Now())

@@ -1,6 +1,8 @@
 package guard
 
 import (
+	evt "github.com/acp-guard/acp-guard/event"
+
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/acp-guard/acp-guard/classify"
@@ -36,51 +38,20 @@ import (
 
 // Silent kinds, in the order that picks the one reported.
 const (
-	SilentTruncated = "truncated"
-	SilentRepeated  = "repeated"
-	SilentEmpty     = "empty"
+	SilentTruncated = evt.SilentTruncated
+	SilentRepeated  = evt.SilentRepeated
+	SilentEmpty     = evt.SilentEmpty
 )
 
-// Silent is result._meta.acpGuard.silent.
-type Silent struct {
-	Kind     string         `json:"kind"`
-	Evidence SilentEvidence `json:"evidence"`
-}
-
-// SilentEvidence lists every kind that applied, each with its evidence.
-type SilentEvidence struct {
-	Truncated *TruncatedEvidence `json:"truncated,omitempty"`
-	Repeated  *RepeatedEvidence  `json:"repeated,omitempty"`
-	Empty     *EmptyEvidence     `json:"empty,omitempty"`
-}
-
-// TruncatedEvidence is the usage report that contradicts the streamed text.
-type TruncatedEvidence struct {
-	OutputTokens int64  `json:"outputTokens"`
-	Source       string `json:"source"` // where the count was read: "usage" or "_meta.quota"
-}
-
-// RepeatedEvidence says how often the opening was restated and how long it is.
-type RepeatedEvidence struct {
-	Times int `json:"times"`
-	Bytes int `json:"bytes"`
-}
-
-// EmptyEvidence qualifies an empty end_turn.
-type EmptyEvidence struct {
-	StopReason   string `json:"stopReason"`
-	Cancelled    bool   `json:"cancelled,omitempty"`    // the client had cancelled the turn
-	AfterFailure bool   `json:"afterFailure,omitempty"` // the session's previous prompt failed (a stale-turn agent)
-	// RetryNotes counts the agent's own retry notes, the turn's only text:
-	// diagnostics, not output.
-	RetryNotes int `json:"retryNotes,omitempty"`
-}
-
-// StopNote is result._meta.acpGuard.stop for an abnormal stop reason.
-type StopNote struct {
-	Code  string `json:"code"`
-	Class string `json:"class"`
-}
+// The flags a success is annotated with are package event's.
+type (
+	Silent            = evt.Silent
+	SilentEvidence    = evt.SilentEvidence
+	TruncatedEvidence = evt.TruncatedEvidence
+	RepeatedEvidence  = evt.RepeatedEvidence
+	EmptyEvidence     = evt.EmptyEvidence
+	StopNote          = evt.StopNote
+)
 
 // abnormalStops maps the stop reasons that end a turn short of an answer
 // to their codes; all are request class (the request must change), never

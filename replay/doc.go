@@ -203,10 +203,10 @@
 // better) counts as the command, so initialize still decides, as it did
 // live.
 //
-// acpguard.ReplayResult.Turns holds one guard.TurnReport per client
+// acpguard.ReplayResult.Turns holds one event.TurnReport per client
 // prompt, in the order the turns settled; it is exactly what `acp-guard
 // replay --json` prints. A turn's late output (text for its session after
-// its answer and before the session's next prompt, guard.LateOutput) is
+// its answer and before the session's next prompt, event.LateOutput) is
 // added to its line as "lateOutput" when that window closes. Result.Client and Result.Agent hold the frames
 // the proxy would have written. Result.Errors lists, each naming its line:
 //

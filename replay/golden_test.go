@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	acpguard "github.com/acp-guard/acp-guard"
-	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -58,11 +57,11 @@ func playGolden(t *testing.T, path string) (turns, errs []byte) {
 	base := strings.TrimSuffix(path, ".jsonl")
 	var cfg acpguard.Config
 	if data, err := os.ReadFile(base + ".policy.json"); err == nil {
-		doc, err := policy.Parse(data)
+		p, err := acpguard.ParsePolicy(data)
 		if err != nil {
 			t.Fatalf("%s.policy.json: %v", base, err)
 		}
-		cfg.Policy = &doc
+		cfg.Policy = p
 	}
 	if data, err := os.ReadFile(base + ".adapter"); err == nil {
 		cfg.Adapter = strings.TrimSpace(string(data))

@@ -97,7 +97,7 @@ func TestPlayFeedsWireBytes(t *testing.T) {
 }
 
 func TestPlayRetry(t *testing.T) {
-	doc, err := policy.Parse([]byte(`{"version":1,
+	doc, err := acpguard.ParsePolicy([]byte(`{"version":1,
 		"transient":{"retry":{"enabled":true,"max_retries":2,"initial_interval_seconds":1},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"},
 		"hard":{"retry":{"enabled":false,"max_retries":0,"initial_interval_seconds":0},"wait_for_reset":{"enabled":false,"max_wait_seconds":0},"on_exhausted":"stop"}}`))
 	if err != nil {
@@ -117,15 +117,15 @@ func TestPlayRetry(t *testing.T) {
 		{"retry answered", append(append([]string{}, base...), guardRetry,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}}`,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
-			acpguard.Config{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
+			acpguard.Config{Policy: doc}, "retried", policy.ActionRetry, 0, false},
 		// The recording's clock ran a little behind: the answer is stamped
 		// before the virtual timer is due; the player fires it first, so
 		// the answer lines up with the proxy's request (an empty answer:
 		// reported as the failure it did not recover, not as a success).
 		{"answer stamped early", append(append([]string{}, base...),
 			`{"t_ms":1005,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),
-			acpguard.Config{Policy: &doc}, "annotated", policy.ActionStop, 0, false},
-		{"transcript ends while waiting", base, acpguard.Config{Policy: &doc}, "retried", policy.ActionRetry, 0, false},
+			acpguard.Config{Policy: doc}, "annotated", policy.ActionStop, 0, false},
+		{"transcript ends while waiting", base, acpguard.Config{Policy: doc}, "retried", policy.ActionRetry, 0, false},
 		{"default policy diverges", append(append([]string{}, base...), guardRetry,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}}`,
 			`{"t_ms":1013,"dir":"a2c","msg":{"jsonrpc":"2.0","id":"acp-guard:1","result":{"stopReason":"end_turn"}}}`),

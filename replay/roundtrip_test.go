@@ -11,7 +11,6 @@ import (
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/internal/acptest"
 	"github.com/acp-guard/acp-guard/internal/testbin"
-	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -98,11 +97,11 @@ func TestRoundTrip(t *testing.T) {
 				if err := os.WriteFile(pf, []byte(tt.policy), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				doc, err := policy.Parse([]byte(tt.policy))
+				doc, err := acpguard.ParsePolicy([]byte(tt.policy))
 				if err != nil {
 					t.Fatal(err)
 				}
-				cfg.Policy = &doc
+				cfg.Policy = doc
 				flags = append(flags, "--policy", pf, "--state-dir", filepath.Join(dir, "state"))
 			}
 			live := drive(t, append([]string{"--record", rec}, flags...), tt.agent...)
@@ -168,11 +167,11 @@ func TestPlayLinesUpProxyIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := policy.Parse(pdata)
+	doc, err := acpguard.ParsePolicy(pdata)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := acpguard.Replay(events, acpguard.Config{Policy: &doc})
+	res, err := acpguard.Replay(events, acpguard.Config{Policy: doc})
 	if err != nil {
 		t.Fatal(err)
 	}

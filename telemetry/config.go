@@ -77,7 +77,7 @@ func FromEnv(getenv func(string) string, flag bool) (s Settings, ok bool, err er
 	case SessionRaw, SessionOmit:
 		s.SessionID = v
 	default:
-		return s, false, fmt.Errorf("--otel-session-id (%s): %q is not hash, raw or omit", EnvSessionID, v)
+		return s, false, fmt.Errorf("%s (acpguard.Config.OTelSessionID): %q is not hash, raw or omit", EnvSessionID, v)
 	}
 	if s.Flush, err = flushDeadline(getenv, s); err != nil {
 		return s, false, err

@@ -5,7 +5,7 @@
 // creates nothing. docs/TELEMETRY.md lists what is exported and the
 // queries an operator runs.
 //
-// It is a subscriber of the guard's event stream (guard.Event): Event is
+// It is a subscriber of the guard's event stream (event.Event): Event is
 // called on the relay's event loop for every event but frames, copies the
 // event into a bounded queue and returns — when the queue is full the
 // event is dropped and counted (acp_guard.telemetry.dropped), never

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/observers"
 )
 
@@ -23,7 +23,7 @@ func New(context.Context, Settings, *slog.Logger, observers.Identity) (*Telemetr
 	return nil, ErrNotBuilt
 }
 
-func (*Telemetry) Event(guard.Event)                   {}
+func (*Telemetry) Event(event.Event)                   {}
 func (*Telemetry) Close(context.Context, Frames) error { return nil }
 func (*Telemetry) FlushDeadline() time.Duration        { return 0 }
 func (*Telemetry) InstanceID() string                  { return "" }

@@ -19,7 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/observers"
 )
 
@@ -33,7 +33,7 @@ type Telemetry struct {
 	log      *slog.Logger
 	set      Settings
 	instance string // service.instance.id
-	queue    chan guard.Event
+	queue    chan event.Event
 	done     chan struct{} // closed by Close: the worker drains and exits
 	exited   chan struct{} // closed by the worker when it returns
 	closed   atomic.Bool
@@ -57,12 +57,12 @@ type Frames struct{ ClientToAgent, AgentToClient int64 }
 
 // New builds the exporters and starts the worker. identity is the agent's
 // identity known at start (flag or command); initialize's agentInfo
-// refines it (guard.AgentIdentified) before the first turn, and the
+// refines it (event.AgentIdentified) before the first turn, and the
 // resource — service.name, service.version, a service.instance.id unique
 // to this pipeline, the agent — is built then. Nothing is exported, and
 // no goroutine but the worker runs, until that moment.
 func New(ctx context.Context, set Settings, log *slog.Logger, identity observers.Identity) (*Telemetry, error) {
-	t := &Telemetry{log: log, set: set, queue: make(chan guard.Event, QueueSize),
+	t := &Telemetry{log: log, set: set, queue: make(chan event.Event, QueueSize),
 		done: make(chan struct{}), exited: make(chan struct{}), instance: newInstanceID()}
 	if t.set.Flush <= 0 || t.set.Flush > MaxFlush {
 		t.set.Flush = MaxFlush
@@ -127,7 +127,7 @@ func (t *Telemetry) exportError(err error) {
 // queues e for the worker and returns, never waiting; a full queue drops
 // the event and counts it. Events after Close are ignored (the session is
 // over; nothing is lost that was not already flushed).
-func (t *Telemetry) Event(e guard.Event) {
+func (t *Telemetry) Event(e event.Event) {
 	if t.closed.Load() {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/acp-guard/acp-guard/circuit"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
 )
@@ -78,15 +79,15 @@ func TestGRPCNotBuiltNamesTheVariable(t *testing.T) {
 // After Close nothing is counted: the session is over (a crash's last
 // events are not "dropped").
 func TestEmitNeverBlocks(t *testing.T) {
-	tel := &Telemetry{queue: make(chan guard.Event, 8)} // no worker reads it
+	tel := &Telemetry{queue: make(chan event.Event, 8)} // no worker reads it
 	for i := 0; i < 1000; i++ {
-		tel.Event(guard.Answered{Report: guard.TurnReport{Outcome: guard.OutcomePassed}})
+		tel.Event(event.Answered{Report: event.TurnReport{Outcome: guard.OutcomePassed}})
 	}
 	if got := tel.Dropped(); got != 1000-8 {
 		t.Errorf("dropped: got %d, want %d", got, 1000-8)
 	}
 	tel.closed.Store(true)
-	tel.Event(guard.Answered{})
+	tel.Event(event.Answered{})
 	if got := tel.Dropped(); got != 1000-8 {
 		t.Errorf("after close: got %d dropped, want %d", got, 1000-8)
 	}
@@ -94,8 +95,8 @@ func TestEmitNeverBlocks(t *testing.T) {
 
 // A flagged success and a circuit's stop reach the span as attributes.
 func TestTurnAttrsSilentAndCircuit(t *testing.T) {
-	r := &guard.TurnReport{Outcome: guard.OutcomeFailed, Silent: "empty",
-		ProviderError: &guard.ProviderError{Code: "provider_overloaded", Class: "transient",
+	r := &event.TurnReport{Outcome: guard.OutcomeFailed, Silent: "empty",
+		ProviderError: &event.ProviderError{Code: "provider_overloaded", Class: "transient",
 			Circuit: &circuit.Snapshot{Key: "default/codex-acp/m/provider", State: "open"}}}
 	got := map[string]string{}
 	for _, kv := range turnAttrs(r, "") {
@@ -114,17 +115,17 @@ func TestTurnAttrsSilentAndCircuit(t *testing.T) {
 func TestActionSpanEvent(t *testing.T) {
 	exp := keptSpans{tracetest.NewInMemoryExporter()}
 	tel := &Telemetry{log: slog.New(slog.DiscardHandler), set: Settings{Traces: true, Flush: MaxFlush},
-		queue: make(chan guard.Event, 16), done: make(chan struct{}), exited: make(chan struct{}), spanExp: exp}
+		queue: make(chan event.Event, 16), done: make(chan struct{}), exited: make(chan struct{}), spanExp: exp}
 	tel.w = newWorker(tel, observers.Identity{Flag: "codex-acp"})
 	go tel.run() // ends at Close
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	b := guard.EventBase{At: at, Agent: "codex-acp", SessionID: "s1", RequestID: []byte("3")}
-	tel.Event(guard.TurnStarted{EventBase: b})
+	b := event.EventBase{At: at, Agent: "codex-acp", SessionID: "s1", RequestID: []byte("3")}
+	tel.Event(event.TurnStarted{EventBase: b})
 	b.At = at.Add(time.Second)
-	tel.Event(guard.RecoveryAction{EventBase: b, Action: "retry_now", By: "operator", From: "retry_wait", To: "retrying"})
-	tel.Event(guard.Transition{EventBase: b, From: "retry_wait", On: "retry_now", To: "retrying", By: "operator"})
+	tel.Event(event.RecoveryAction{EventBase: b, Action: "retry_now", By: "operator", From: "retry_wait", To: "retrying"})
+	tel.Event(event.Transition{EventBase: b, From: "retry_wait", On: "retry_now", To: "retrying", By: "operator"})
 	b.At = at.Add(2 * time.Second)
-	tel.Event(guard.Answered{EventBase: b, Report: guard.TurnReport{Outcome: guard.OutcomeRetried, Attempts: 2}, Duration: 2 * time.Second})
+	tel.Event(event.Answered{EventBase: b, Report: event.TurnReport{Outcome: guard.OutcomeRetried, Attempts: 2}, Duration: 2 * time.Second})
 	if err := tel.Close(context.Background(), Frames{}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
 	"github.com/acp-guard/acp-guard/observers"
 )
@@ -58,52 +59,52 @@ func newWorker(t *Telemetry, id observers.Identity) *worker {
 
 func (w *worker) adapter() string { return w.agent }
 
-func (w *worker) handle(e guard.Event) {
+func (w *worker) handle(e event.Event) {
 	if a := e.Base().Agent; a != "" {
 		w.agent = a
 	}
 	switch e := e.(type) {
-	case guard.AgentIdentified:
+	case event.AgentIdentified:
 		w.agentName, w.agentVersion = e.Name, e.Version
-	case guard.TurnStarted:
+	case event.TurnStarted:
 		w.started(e)
-	case guard.FailureClassified:
+	case event.FailureClassified:
 		w.failure(e)
-	case guard.Transition:
+	case event.Transition:
 		w.transition(e)
-	case guard.AttemptSent:
+	case event.AttemptSent:
 		w.sent(e)
-	case guard.AttemptDone:
+	case event.AttemptDone:
 		w.done(e)
-	case guard.NoticeSent:
+	case event.NoticeSent:
 		w.notice(e)
-	case guard.CircuitDecision:
+	case event.CircuitDecision:
 		w.provide()
 		w.t.inst.circuits.Add(context.Background(), 1, metric.WithAttributes(attribute.String("acp_guard.circuit.decision", e.Decision)))
 		w.spanEvent(e.EventBase, "acp_guard.circuit", attribute.String("acp_guard.circuit.decision", e.Decision),
 			attribute.String("acp_guard.circuit.key", e.Key), attribute.String("acp_guard.circuit.state", e.Circuit.State))
-	case guard.RecoveryAction:
+	case event.RecoveryAction:
 		w.spanEvent(e.EventBase, "acp_guard.action", attribute.String("acp_guard.action", e.Action), attribute.String("acp_guard.by", e.By),
 			attribute.String("acp_guard.from", e.From), attribute.String("acp_guard.to", e.To), attribute.String("acp_guard.refused", e.Refused))
-	case guard.Stalled:
+	case event.Stalled:
 		w.spanEvent(e.EventBase, "acp_guard.stall", attribute.Int64("acp_guard.stall.idle_ms", e.Idle.Milliseconds()))
-	case guard.Answered:
+	case event.Answered:
 		w.answered(e)
-	case guard.LateOutput:
+	case event.LateOutput:
 		w.provide()
 		w.t.inst.late.Add(context.Background(), int64(e.Chunks), metric.WithAttributes(attribute.String("acp_guard.adapter", w.adapter())))
 	}
 }
 
 // turnOf is the turn an event is about, nil if none is open.
-func (w *worker) turnOf(b guard.EventBase) *turn {
+func (w *worker) turnOf(b event.EventBase) *turn {
 	if b.RequestID == nil {
 		return nil
 	}
 	return w.turns[string(b.RequestID)]
 }
 
-func (w *worker) spanEvent(b guard.EventBase, name string, attrs ...attribute.KeyValue) {
+func (w *worker) spanEvent(b event.EventBase, name string, attrs ...attribute.KeyValue) {
 	if tn := w.turnOf(b); tn != nil {
 		tn.span.AddEvent(name, trace.WithTimestamp(b.At), trace.WithAttributes(attrs...))
 	}
@@ -111,7 +112,7 @@ func (w *worker) spanEvent(b guard.EventBase, name string, attrs ...attribute.Ke
 
 // started opens the turn's span: a child of the client's span when the
 // prompt carried a W3C trace context in its _meta.
-func (w *worker) started(e guard.TurnStarted) {
+func (w *worker) started(e event.TurnStarted) {
 	w.provide()
 	tn := &turn{session: e.SessionID, start: e.At, model: e.Model}
 	parent := context.Background()
@@ -156,7 +157,7 @@ func (w *worker) sessionAttr(id string) (attribute.KeyValue, bool) {
 
 // failure counts one classified failure — each failed attempt is
 // classified exactly once — and notes it on the turn's span.
-func (w *worker) failure(e guard.FailureClassified) {
+func (w *worker) failure(e event.FailureClassified) {
 	w.provide()
 	v := e.Verdict
 	model := e.Model
@@ -182,7 +183,7 @@ func (w *worker) failure(e guard.FailureClassified) {
 }
 
 // transition notes the move on the turn's span and times the waits.
-func (w *worker) transition(e guard.Transition) {
+func (w *worker) transition(e event.Transition) {
 	tn := w.turnOf(e.EventBase)
 	if tn == nil {
 		return
@@ -223,7 +224,7 @@ func (w *worker) endWait(tn *turn, at time.Time, result string) {
 var childNames = map[string]string{guard.AttemptRetry: "acp_guard.retry", guard.AttemptSwitch: "acp_guard.switch_model", guard.AttemptCompaction: "acp_guard.compaction"}
 
 // sent starts a child span for acp-guard's own request.
-func (w *worker) sent(e guard.AttemptSent) {
+func (w *worker) sent(e event.AttemptSent) {
 	tn := w.turnOf(e.EventBase)
 	if tn == nil {
 		return
@@ -237,7 +238,7 @@ func (w *worker) sent(e guard.AttemptSent) {
 }
 
 // done ends the child span; a model switch is counted.
-func (w *worker) done(e guard.AttemptDone) {
+func (w *worker) done(e event.AttemptDone) {
 	tn := w.turnOf(e.EventBase)
 	if tn == nil || tn.child == nil {
 		return
@@ -265,7 +266,7 @@ func (w *worker) done(e guard.AttemptDone) {
 	}
 }
 
-func (w *worker) notice(e guard.NoticeSent) {
+func (w *worker) notice(e event.NoticeSent) {
 	w.provide()
 	w.t.inst.notices.Add(context.Background(), 1, metric.WithAttributes(attribute.String("acp_guard.action", e.Action)))
 	if tn := w.turnOf(e.EventBase); tn != nil {
@@ -277,7 +278,7 @@ func (w *worker) notice(e guard.NoticeSent) {
 
 // answered ends the turn's span with what the guard decided, and counts
 // the turn.
-func (w *worker) answered(e guard.Answered) {
+func (w *worker) answered(e event.Answered) {
 	w.provide()
 	r := &e.Report
 	tn := w.turns[string(e.RequestID)]
@@ -304,18 +305,18 @@ func (w *worker) answered(e guard.Answered) {
 	}
 	tn.span.SetAttributes(turnAttrs(r, tn.model)...)
 	if r.Outcome != guard.OutcomePassed && r.Outcome != guard.OutcomeRetried {
-		tn.span.SetStatus(codes.Error, r.Outcome)
+		tn.span.SetStatus(codes.Error, string(r.Outcome))
 	}
 	if r.Attempts > 1 || (r.Decision != nil && r.Decision.Action != "stop" && r.Decision.Action != "none") {
 		action := ""
 		if r.Decision != nil {
 			action = string(r.Decision.Action)
 		}
-		w.t.inst.recoveries.Add(ctx, 1, metric.WithAttributes(attribute.String("acp_guard.outcome", r.Outcome),
+		w.t.inst.recoveries.Add(ctx, 1, metric.WithAttributes(attribute.String("acp_guard.outcome", string(r.Outcome)),
 			attribute.String("acp_guard.decision.action", action), attribute.String("acp_guard.adapter", w.adapter())))
 	}
 	attrs := []attribute.KeyValue{
-		attribute.String("acp_guard.outcome", r.Outcome), attribute.String("acp_guard.adapter", w.adapter()),
+		attribute.String("acp_guard.outcome", string(r.Outcome)), attribute.String("acp_guard.adapter", w.adapter()),
 		attribute.String("gen_ai.operation.name", "invoke_agent"), attribute.String("gen_ai.provider.name", providerName(w.adapter())),
 		attribute.String("gen_ai.request.model", tn.model),
 	}
@@ -328,9 +329,9 @@ func (w *worker) answered(e guard.Answered) {
 
 // turnAttrs are a finished turn's span attributes: no text but the
 // ProviderError's redacted excerpt.
-func turnAttrs(r *guard.TurnReport, model string) []attribute.KeyValue {
+func turnAttrs(r *event.TurnReport, model string) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
-		attribute.String("acp_guard.outcome", r.Outcome),
+		attribute.String("acp_guard.outcome", string(r.Outcome)),
 		attribute.Int("acp_guard.attempts", max(r.Attempts, 1)),
 		attribute.Int64("acp_guard.generation", r.Generation),
 		attribute.Int("acp_guard.suppressed", r.Suppressed),

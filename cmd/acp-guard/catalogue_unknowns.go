@@ -271,7 +271,7 @@ func transcriptUnknowns(b []byte, groups map[string]*unknownShape, file string) 
 	// overlay's engine is not observed: its turns fall back to rpc_error.
 	var last *classify.Evidence
 	_, err := acpguard.Replay(events, acpguard.Config{
-		Engine: catalogue.Default().Observed(func(ev classify.Evidence, _ classify.Verdict) { last = &ev }),
+		Catalogue: catalogueOf(catalogue.Default().Observed(func(ev classify.Evidence, _ classify.Verdict) { last = &ev })),
 		OnTurn: func(r acpguard.TurnReport) {
 			ev := last
 			last = nil

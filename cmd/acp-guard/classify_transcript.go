@@ -54,9 +54,9 @@ func classifyTranscript(o *classifyOptions, e *classify.Engine) error {
 	var out []transcriptVerdict
 	_, err = acpguard.Replay(events, acpguard.Config{
 		Adapter: o.adapter,
-		Engine: e.Observed(func(ev classify.Evidence, v classify.Verdict) {
+		Catalogue: catalogueOf(e.Observed(func(ev classify.Evidence, v classify.Verdict) {
 			pending = append(pending, classified{ev, v})
-		}),
+		})),
 		OnTurn: func(r acpguard.TurnReport) {
 			tv := transcriptVerdict{Turn: len(out) + 1, SessionID: r.SessionID, RequestID: r.RequestID,
 				Outcome: string(r.Outcome), Classifications: len(pending)}

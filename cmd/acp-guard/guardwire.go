@@ -9,6 +9,7 @@ import (
 
 	acpguard "github.com/acp-guard/acp-guard"
 	"github.com/acp-guard/acp-guard/classify"
+	"github.com/acp-guard/acp-guard/internal/seam"
 )
 
 // guardOptions configure observation, classification, recovery and
@@ -66,5 +67,11 @@ func loadEngine(path string) (*classify.Engine, error) {
 	if err != nil {
 		return nil, configFlagError(err)
 	}
-	return cfg.Engine, nil
+	return seam.Engine(cfg.Catalogue), nil
+}
+
+// catalogueOf is the library's Catalogue classifying with e (an engine
+// the command observes, which the library's API does not take).
+func catalogueOf(e *classify.Engine) *acpguard.Catalogue {
+	return seam.NewCatalogue(e).(*acpguard.Catalogue)
 }

@@ -13,8 +13,7 @@ import (
 	"unicode/utf8"
 
 	acpguard "github.com/acp-guard/acp-guard"
-	"github.com/acp-guard/acp-guard/guard"
-	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/replay"
 )
 
@@ -126,7 +125,7 @@ func htmlFile(o *replayOptions, path string, cfg acpguard.Config) (reportFile, b
 		fmt.Fprintf(o.err, "acp-guard: replay: %s: %v\n", path, errs[0])
 		return rf, false
 	}
-	var gevs []guard.Event
+	var gevs []event.Event
 	cfg.EventFrames = false
 	cfg.OnEvent = func(e acpguard.Event) { gevs = append(gevs, copyEvent(e)) }
 	res, err := acpguard.Replay(events, cfg)
@@ -165,9 +164,9 @@ func htmlFile(o *replayOptions, path string, cfg acpguard.Config) (reportFile, b
 
 // copyEvent keeps what an event's slices alias (valid only during the
 // call) beyond it.
-func copyEvent(e guard.Event) guard.Event {
+func copyEvent(e event.Event) event.Event {
 	switch v := e.(type) {
-	case guard.Answered:
+	case event.Answered:
 		v.Report.RequestID = append(json.RawMessage(nil), v.Report.RequestID...)
 		return v
 	}
@@ -182,7 +181,7 @@ func turnKey(session string, id json.RawMessage) string {
 // timeline puts the transcript's events and the guard's on one time line,
 // ordered by t_ms (within one millisecond, the recorded event first, then
 // what the guard decided on it), with each row's turn.
-func timeline(events []replay.Event, gevs []guard.Event, reports []acpguard.TurnReport, epoch time.Time) ([]reportTurn, []reportRow) {
+func timeline(events []replay.Event, gevs []event.Event, reports []acpguard.TurnReport, epoch time.Time) ([]reportTurn, []reportRow) {
 	turns := make([]reportTurn, len(reports))
 	byKey := map[string][]int{} // turn key → turn numbers, in order
 	for i, r := range reports {
@@ -202,7 +201,7 @@ func timeline(events []replay.Event, gevs []guard.Event, reports []acpguard.Turn
 	// The guard's events name their turn by session and request id; a
 	// turn is the first of its key not yet answered.
 	answered := map[string]int{}
-	turnOf := func(b guard.EventBase) int {
+	turnOf := func(b event.EventBase) int {
 		if b.RequestID == nil {
 			return 0
 		}
@@ -221,7 +220,7 @@ func timeline(events []replay.Event, gevs []guard.Event, reports []acpguard.Turn
 		b := e.Base()
 		n := turnOf(b)
 		row, keep := guardRow(e)
-		if _, isAns := e.(guard.Answered); isAns {
+		if _, isAns := e.(event.Answered); isAns {
 			answered[turnKey(b.SessionID, b.RequestID)]++
 		}
 		if !keep {
@@ -382,29 +381,29 @@ func (ft *frameTurns) of(ev replay.Event, h frameHead) int {
 
 // guardRow is a guard event's row; keep is false for events the page
 // does not show.
-func guardRow(e guard.Event) (row reportRow, keep bool) {
+func guardRow(e event.Event) (row reportRow, keep bool) {
 	row.Kind = "guard"
 	switch v := e.(type) {
-	case guard.TurnStarted:
+	case event.TurnStarted:
 		row.What = fmt.Sprintf("turn started (generation %d)", v.Generation)
 		if v.Model != "" {
 			row.What += " on model " + v.Model
 		}
-	case guard.FailureClassified:
+	case event.FailureClassified:
 		row.Kind = "verdict"
 		vd := v.Verdict
 		row.What = fmt.Sprintf("%s failure classified %s (%s) rule %s, attempt %d", v.Phase, vd.Code, vd.Class, orNone(vd.Rule), v.Attempt)
 		if v.Phase == "prompt" {
-			row.What += "; decided: " + policyDecisionText(v.Decision)
+			row.What += "; decided: " + decisionText(v.Decision)
 		}
 		row.Shape = oneLine(vd.SafeExcerpt, 300)
-	case guard.Transition:
+	case event.Transition:
 		row.Kind = "decision"
-		row.What = fmt.Sprintf("%s --%s--> %s: %s", v.From, v.On, v.To, policyDecisionText(v.Decision))
+		row.What = fmt.Sprintf("%s --%s--> %s: %s", v.From, v.On, v.To, decisionText(v.Decision))
 		if v.By != "" {
 			row.What += " (by " + v.By + ")"
 		}
-	case guard.RecoveryAction:
+	case event.RecoveryAction:
 		row.Kind = "decision"
 		row.What = fmt.Sprintf("%s asked by %s", v.Action, v.By)
 		if v.Refused != "" {
@@ -412,28 +411,28 @@ func guardRow(e guard.Event) (row reportRow, keep bool) {
 		} else {
 			row.What += fmt.Sprintf(": %s → %s", v.From, v.To)
 		}
-	case guard.AttemptSent:
+	case event.AttemptSent:
 		row.What = fmt.Sprintf("sent %s %s (attempt %d)", v.Kind, v.Method, v.Attempt)
-	case guard.AttemptDone:
+	case event.AttemptDone:
 		row.What = fmt.Sprintf("%s %s answered, ok %v", v.Kind, v.Method, v.OK)
 		if v.NotSent != "" {
 			row.What = fmt.Sprintf("%s %s not sent: %s", v.Kind, v.Method, v.NotSent)
 		}
-	case guard.NoticeSent:
+	case event.NoticeSent:
 		row.What = fmt.Sprintf("notice %s (%s %s)", v.Action, v.Code, v.Class)
-	case guard.Answered:
-		row.What = "answered: " + v.Report.Outcome
-	case guard.SilentFlagged:
+	case event.Answered:
+		row.What = "answered: " + string(v.Report.Outcome)
+	case event.SilentFlagged:
 		row.Kind = "silent"
 		row.What = fmt.Sprintf("flagged silent: %v", v.Silent)
-	case guard.AbnormalStop:
+	case event.AbnormalStop:
 		row.What = "abnormal stop: " + v.StopReason
-	case guard.CircuitDecision:
+	case event.CircuitDecision:
 		row.Kind = "decision"
 		row.What = fmt.Sprintf("circuit %s for %s", v.Decision, v.Key)
-	case guard.CircuitChanged:
+	case event.CircuitChanged:
 		row.What = fmt.Sprintf("circuit %s: %s", v.Op, v.Circuit.State)
-	case guard.Stalled:
+	case event.Stalled:
 		row.What = fmt.Sprintf("stalled after %v idle", v.Idle)
 	default:
 		return row, false
@@ -441,14 +440,9 @@ func guardRow(e guard.Event) (row reportRow, keep bool) {
 	return row, true
 }
 
-// policyDecisionText says an event's policy decision in one line.
-func policyDecisionText(d policy.Decision) string {
-	return decisionText(acpguard.Decision{Action: string(d.Action), Reason: d.Reason, DelayMs: d.DelayMs, Attempt: d.Attempt, MaxRetries: d.MaxRetries})
-}
-
 // decisionText says a recovery decision in one line.
 func decisionText(d acpguard.Decision) string {
-	s := string(d.Action)
+	s := d.Action
 	if d.Reason != "" {
 		s += " (" + d.Reason + ")"
 	}

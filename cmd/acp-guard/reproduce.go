@@ -78,7 +78,7 @@ func writeReproduce(w io.Writer, o *replayOptions, path string, events []replay.
 	if o.adapter != "" && o.adapter != m.Adapter {
 		diffs = append(diffs, fmt.Sprintf("--adapter %s (the recording: %s)", o.adapter, orNone(m.Adapter)))
 	}
-	if v := cfg.Engine.Version(); m.Catalogue != "" && v != m.Catalogue {
+	if v := cfg.Catalogue.Version(); m.Catalogue != "" && v != m.Catalogue {
 		// Not part of the command line: an older catalogue is rarely at
 		// hand, and a newer one seldom decides otherwise.
 		from := "the embedded catalogue"

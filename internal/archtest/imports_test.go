@@ -29,10 +29,11 @@ const module = "github.com/acp-guard/acp-guard"
 var rules = map[string][]string{
 	// The core, top to bottom.
 	"cmd/acp-guard": {".", "replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence",
+		"internal/seam", // the engine inside the library's Catalogue
 		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
 	// The library dials the one NATS connection its stores share (kvstore).
-	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore"},
+	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore", "internal/seam"},
 	"replay":    {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
 	"telemetry": {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
 	"guard":     {"transport", "observers", "classify", "policy", "circuit", "held"},
@@ -78,6 +79,10 @@ var rules = map[string][]string{
 	// held-prompt, presence and overlay stores are typed views over.
 	"internal/kvstore": {},
 
+	// The command's way to what the library keeps behind its API (the
+	// engine inside a Catalogue); the library fills it in.
+	"internal/seam": {"classify"},
+
 	// The leaves.
 	"internal/ansi":                  {},
 	"internal/jsonscan":              {},
@@ -86,15 +91,19 @@ var rules = map[string][]string{
 	"cmd/acp-guard/internal/stopsig": {},
 	// The lowest leaf: every OS difference (TestSyscallOnlyInPlatform).
 	"internal/platform": {},
+	// The shapes a session reports in (events, turn reports, the
+	// ProviderError, the exit status): the library's stable leaf, beneath
+	// everything that builds or reads them.
+	"event": {},
 
 	// The console's web page: it reads the stores' types and takes its
 	// actions through the command's (the held action path).
 	"cmd/acp-guard/internal/console": {"circuit", "held", "presence"},
 }
 
-// leaves import nothing of the module but each other (safefile builds on
-// platform), and every package may import them.
-var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio", "internal/platform"}
+// leaves import nothing of the module but each other (safefile and event
+// build on platform), and every package may import them.
+var leaves = []string{"internal/ansi", "internal/jsonscan", "internal/safefile", "internal/syncio", "internal/platform", "event"}
 
 // testSupport may be imported by any package's tests.
 var testSupport = []string{"demoagent", "internal/testbin", "internal/acptest", "internal/acpschema", "internal/natstest"}
