@@ -523,7 +523,11 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	if note != "" {
 		note += "; "
 	}
-	note += fmt.Sprintf("%d held-prompt watchers at the outage's end", watchers)
+	if watchers < 0 {
+		note += "held-prompt watchers at the outage's end not known (the stream's info did not answer within 2 s)"
+	} else {
+		note += fmt.Sprintf("%d held-prompt watchers at the outage's end", watchers)
+	}
 	verdict += " (" + note + ")"
 	var answers []string
 	for k, v := range res.Answers {
