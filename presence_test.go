@@ -23,7 +23,7 @@ func TestPresenceTracksEvents(t *testing.T) {
 	}
 	defer p.Close()
 	tr := &presenceTracker{p: p, prompts: map[string]string{}}
-	at := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	at := time.Now().UTC() // the record keeps errors of the last Window before the wall clock: a fixed date ages out
 	base := func(session, id string) event.EventBase {
 		return event.EventBase{At: at, Agent: "codex-acp", SessionID: session, RequestID: json.RawMessage(id)}
 	}
