@@ -89,7 +89,7 @@ var logKinds = map[string]string{
 	`msg="circuit probe"`:             "probe",
 	`msg="circuit acquire"`:           "failed", // debug: a circuit call that failed
 	`msg="circuit fail"`:              "failed",
-	// A proxy validated a published catalogue overlay (overlay.go).
+	// A proxy validated a published catalogue overlay (internal/pipeline/overlaystore.go).
 	`msg="catalogue overlay validated`: "overlay",
 }
 

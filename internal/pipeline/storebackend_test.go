@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"context"
@@ -86,8 +86,8 @@ func TestRegisteredBackendServesEveryView(t *testing.T) {
 		Open:  b.open, Share: b.share}))
 	const spec = "fault://seam"
 	ctx := context.Background()
-	if err := (&Config{Circuits: spec, CatalogueOverlay: OverlayStore}).validate(); err != nil {
-		t.Fatalf("Config with a registered backend: %v", err)
+	if err := (&Options{Circuits: spec, CatalogueOverlay: OverlayStore}).validate(); err != nil {
+		t.Fatalf("Options with a registered backend: %v", err)
 	}
 
 	cs, err := circuit.OpenStore(spec, kvstore.Options{})
@@ -126,7 +126,7 @@ func TestRegisteredBackendServesEveryView(t *testing.T) {
 		t.Fatalf("presence Get = %+v, %v", r, err)
 	}
 
-	if _, err := PublishCatalogueOverlay(ctx, spec, "", "", nil); err != nil {
+	if _, err := PublishOverlay(ctx, spec, "", "", nil); err != nil {
 		t.Fatalf("PublishCatalogueOverlay: %v", err)
 	}
 	if v, _, _ := b.view(overlayBucket).Get(ctx, overlayKey("")); !strings.Contains(string(v), `"cleared":true`) {

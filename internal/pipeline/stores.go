@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func storeOptions(stateDir, version string) kvstore.Options {
 	return kvstore.Options{Dir: stateDir, DefaultDir: policy.DefaultStateDir, Name: "acp-guard " + version}
 }
 
-// storeMemory keeps circuits in this process only (Config.Circuits).
+// storeMemory keeps circuits in this process only (Options.Circuits).
 const storeMemory = string(kvstore.KindMemory)
 
 // sharedStores are a session's stores for spec: the circuit layer, the

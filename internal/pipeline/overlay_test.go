@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const overlayWatchdog = 30 * time.Second
 
 func drainedOverlay(t *testing.T, version string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("catalogue/testdata/overlay-drained.json")
+	b, err := os.ReadFile("../../catalogue/testdata/overlay-drained.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestStoreOverlayFollowsThePublished(t *testing.T) {
 				spec = natstest.Start(t).URL()
 			}
 			ctx := context.Background()
-			if _, err := PublishCatalogueOverlay(ctx, spec, dir, "", drainedOverlay(t, "v1")); err != nil {
+			if _, err := PublishOverlay(ctx, spec, dir, "", drainedOverlay(t, "v1")); err != nil {
 				t.Fatal(err)
 			}
 			var buf syncio.Buffer
@@ -102,14 +102,14 @@ func TestStoreOverlayFollowsThePublished(t *testing.T) {
 				t.Errorf("after a refused overlay: %s, want %s+v1 kept", got, embedded)
 			}
 
-			if _, err := PublishCatalogueOverlay(ctx, spec, dir, "", drainedOverlay(t, "v3")); err != nil {
+			if _, err := PublishOverlay(ctx, spec, dir, "", drainedOverlay(t, "v3")); err != nil {
 				t.Fatal(err)
 			}
 			awaitLog(t, &buf, "version="+embedded+"+v3")
 			if got := src.next().Version(); got != embedded+"+v3" {
 				t.Errorf("after v3: %s", got)
 			}
-			if _, err := PublishCatalogueOverlay(ctx, spec, dir, "", nil); err != nil {
+			if _, err := PublishOverlay(ctx, spec, dir, "", nil); err != nil {
 				t.Fatal(err)
 			}
 			for deadline := time.Now().Add(overlayWatchdog); src.pending.Load().doc != nil && time.Now().Before(deadline); {
@@ -129,8 +129,8 @@ func TestStoreOverlayFollowsThePublished(t *testing.T) {
 // Without an overlay configured the session has no source: nothing is
 // looked at between turns.
 func TestNoOverlayNoSource(t *testing.T) {
-	pl := &pipeline{log: slog.New(slog.DiscardHandler)}
-	src, err := pl.catalogueSource(&Config{}, origin{argv: []string{"agent"}}, catalogue.Default(), settings{})
+	pl := &Pipeline{log: slog.New(slog.DiscardHandler)}
+	src, err := pl.catalogueSource(&Options{}, Origin{Argv: []string{"agent"}}, catalogue.Default(), settings{})
 	if err != nil || src != nil {
 		t.Errorf("got %v, %v; want no source", src, err)
 	}

@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"bytes"
@@ -71,14 +71,14 @@ func openOverlayStore(spec, stateDir, version string) (kvstore.Store, error) {
 	return st, err
 }
 
-// PublishCatalogueOverlay validates the overlay document doc over the
+// PublishOverlay validates the overlay document doc over the
 // embedded catalogue and publishes it under the circuit namespace in the
 // store that circuits names (a --circuits value: file, in stateDir, or a
 // nats:// URL), where every session started with --catalogue-overlay
 // store picks it up between turns. doc nil clears the published overlay.
 // It returns the version sessions will report (embedded+overlay, or the
 // embedded one for a clearing).
-func PublishCatalogueOverlay(ctx context.Context, circuits, stateDir, namespace string, doc []byte) (string, error) {
+func PublishOverlay(ctx context.Context, circuits, stateDir, namespace string, doc []byte) (string, error) {
 	val := publishedOverlay{PublishedAt: time.Now().UTC(), Cleared: doc == nil}
 	version := catalogue.Default().Version()
 	if doc != nil {

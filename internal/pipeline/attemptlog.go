@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"fmt"

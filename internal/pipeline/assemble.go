@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"context"
@@ -18,38 +18,39 @@ import (
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-// origin is what a pipeline guards: a live agent (its command, or the
+// Origin is what a pipeline guards: a live agent (its command, or the
 // name of an agent the caller runs) or a recorded one (its transcript),
-// played offline on a virtual clock (Replay) or served in real time
-// (Serve).
-type origin struct {
-	argv     []string       // a started agent's command
-	name     string         // the caller's agent, named for identity (its command)
-	recorded bool           // a recorded session, replayed or served
-	events   []replay.Event // its transcript
-	offline  bool           // played on a virtual clock: nothing recorded, nothing exported
+// played offline on a virtual clock (Play) or served in real time
+// (ServeAgent).
+type Origin struct {
+	Argv     []string       // a started agent's command
+	Name     string         // the caller's agent, named for identity (its command)
+	Recorded bool           // a recorded session, replayed or served
+	Events   []replay.Event // its transcript
+	Offline  bool           // played on a virtual clock: nothing recorded, nothing exported
 }
 
-func (o origin) meta() replay.Event {
-	m, _ := replay.MetaOf(o.events)
+func (o Origin) meta() replay.Event {
+	m, _ := replay.MetaOf(o.Events)
 	return m
 }
 
-func (o origin) identity(flag string) observers.Identity {
+func (o Origin) identity(flag string) observers.Identity {
 	switch {
-	case o.recorded:
-		return replay.Identity(o.events, flag)
-	case len(o.argv) > 0:
-		return observers.Identity{Flag: flag, Command: o.argv[0]}
+	case o.Recorded:
+		return replay.Identity(o.Events, flag)
+	case len(o.Argv) > 0:
+		return observers.Identity{Flag: flag, Command: o.Argv[0]}
 	}
-	return observers.Identity{Flag: flag, Command: o.name}
+	return observers.Identity{Flag: flag, Command: o.Name}
 }
 
-// pipeline is one assembled session: the guard (the relay's hooks) and
+// Pipeline is one assembled session: the guard (the relay's hooks) and
 // the subscribers of its event stream (the decision log, telemetry, the
 // caller's), the transcript tap, and what to close when the session is
 // over.
-type pipeline struct {
+type Pipeline struct {
+	opts   Options // as assembled: what Run and Play read
 	log    *slog.Logger
 	guard  *guard.Guard
 	memLog *memoryLog           // a recorded session's attempt log, when kept in memory
@@ -80,15 +81,16 @@ type settings struct {
 	deferLog bool
 }
 
-// assemble builds the pipeline cfg describes for one session from o. It is
+// Assemble builds the pipeline cfg describes for one session from o. It is
 // the one place where acp-guard's parts are put together: the live proxy
-// (Run, RunPipes), the offline replay (Replay; classify --transcript) and
-// the served replay (Serve) all come through here, so they decide alike.
-func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error) {
+// (the library's Run, RunPipes), the offline replay (Replay; classify
+// --transcript) and the served replay (Serve) all come through here, so
+// they decide alike. An error names the field at fault (FieldError).
+func Assemble(ctx context.Context, cfg Options, o Origin) (_ *Pipeline, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	pl := &pipeline{log: cfg.logger()}
+	pl := &Pipeline{opts: cfg, log: cfg.logger()}
 	defer func() {
 		if err != nil {
 			pl.close() // what was opened before the failure
@@ -109,7 +111,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	if src != nil {
 		engine = src.cur.engine // the overlay's, from the first turn
 	}
-	if !o.recorded && (set.keepLog || set.circuits == "file") {
+	if !o.Recorded && (set.keepLog || set.circuits == "file") {
 		// The attempt log or the file circuits need the state directory:
 		// one that cannot be written is a configuration error now, not a
 		// state_unwritable on the first failure.
@@ -132,7 +134,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	// a recording that does not say replays with a fixed one, the same in
 	// every process.
 	switch {
-	case !o.recorded:
+	case !o.Recorded:
 		gc.CircuitHolder = guard.NewCircuitHolder()
 	case o.meta().CircuitHolder != "":
 		gc.CircuitHolder = o.meta().CircuitHolder
@@ -141,11 +143,11 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	}
 	storeKind := pl.stores(&cfg, o, set, &gc, id)
 	if cfg.Record != "" {
-		if o.offline {
+		if o.Offline {
 			return nil, fieldErr("Record", "", errors.New("an offline replay writes no transcript"))
 		}
-		argv := o.argv
-		if o.recorded {
+		argv := o.Argv
+		if o.Recorded {
 			argv = o.meta().Argv
 		}
 		adapter, _ := id.Resolve()
@@ -172,7 +174,7 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 	if pl.tap != nil {
 		gc.OnAttemptLogged = pl.tap.attemptLogged
 	}
-	if !o.recorded {
+	if !o.Recorded {
 		pl.tel = startTelemetry(ctx, &cfg, o, pl.log)
 	}
 	pl.subscribe(&cfg, &gc)
@@ -184,10 +186,10 @@ func assemble(ctx context.Context, cfg Config, o origin) (_ *pipeline, err error
 // (overlay.go): a recording's catalogue events, the overlay file, the
 // circuits' store, or nowhere (nil: the guard classifies with engine
 // throughout and looks at nothing).
-func (pl *pipeline) catalogueSource(cfg *Config, o origin, engine *classify.Engine, set settings) (*overlaySource, error) {
+func (pl *Pipeline) catalogueSource(cfg *Options, o Origin, engine *classify.Engine, set settings) (*overlaySource, error) {
 	switch {
-	case o.recorded:
-		src, notes, ok := recordedOverlays(o.events, engine, pl.log)
+	case o.Recorded:
+		src, notes, ok := recordedOverlays(o.Events, engine, pl.log)
 		pl.notes = append(pl.notes, notes...)
 		if !ok {
 			return nil, nil
@@ -203,14 +205,14 @@ func (pl *pipeline) catalogueSource(cfg *Config, o origin, engine *classify.Engi
 		pl.closers = append(pl.closers, src.store.close)
 		return src, nil
 	}
-	return newFileOverlay(cfg.CatalogueOverlay, cfg.overlay, engine, pl.log)
+	return newFileOverlay(cfg.CatalogueOverlay, cfg.Overlay, engine, pl.log)
 }
 
 // subscribe makes the guard's event stream reach its subscribers: the
 // decision log, telemetry, and the caller's OnTurn, OnLate and OnEvent. With none,
 // the guard builds no event at all; frames are emitted only when a
-// subscriber takes them (a debug log, Config.EventFrames).
-func (pl *pipeline) subscribe(cfg *Config, gc *guard.Config) {
+// subscriber takes them (a debug log, Options.EventFrames).
+func (pl *Pipeline) subscribe(cfg *Options, gc *guard.Config) {
 	var subs []subscriber
 	if cfg.Logger != nil {
 		subs = append(subs, subscriber{fn: guard.LogEvents(pl.log), frames: pl.log.Enabled(context.Background(), slog.LevelDebug)})
@@ -268,14 +270,14 @@ func fanout(subs []subscriber) (func(event.Event), bool) {
 // settle combines the configuration with the recording's meta event (for
 // a recorded session): what the configuration leaves unset is taken from
 // what the recording ran with. Each setting is one step below.
-func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
+func (pl *Pipeline) settle(cfg *Options, o Origin) (settings, error) {
 	meta := o.meta()
 	doc, err := pl.settlePolicy(cfg, o, meta)
 	if err != nil {
 		return settings{}, err
 	}
 	s := settings{policy: doc, fallback: settleFallback(cfg, o, meta)}
-	s.notices = firstOf(cfg.Notices, meta.Notices, NoticesThought)
+	s.notices = firstOf(cfg.Notices, meta.Notices, guard.NoticesThought)
 	s.stall = settleStall(cfg, meta, doc)
 	s.namespace = firstOf(cfg.CircuitNamespace, meta.CircuitNamespace)
 	s.jitter = settleJitter(cfg, o, meta)
@@ -295,13 +297,13 @@ func (pl *pipeline) settle(cfg *Config, o origin) (settings, error) {
 // settlePolicy is the policy the session decides with: the configured
 // one, else the recording's (the default, with a note, when it is not
 // valid), else the default.
-func (pl *pipeline) settlePolicy(cfg *Config, o origin, meta replay.Event) (policy.Document, error) {
+func (pl *Pipeline) settlePolicy(cfg *Options, o Origin, meta replay.Event) (policy.Document, error) {
 	doc, err := cfg.policy()
 	switch {
 	case err == nil:
 	case !errors.Is(err, errNoPolicy):
 		return doc, err
-	case o.recorded && meta.Policy != nil:
+	case o.Recorded && meta.Policy != nil:
 		if doc, err = policy.Parse(meta.Policy); err != nil {
 			doc = policy.Default()
 			pl.notes = append(pl.notes, fmt.Sprintf("the recorded policy is not valid (%v); deciding with the default", oneLine(err.Error(), 200)))
@@ -314,8 +316,8 @@ func (pl *pipeline) settlePolicy(cfg *Config, o origin, meta replay.Event) (poli
 
 // settleFallback is the fallback models: the configured ones, else — when
 // the configuration names no policy either — the recording's.
-func settleFallback(cfg *Config, o origin, meta replay.Event) []string {
-	if cfg.Fallback == nil && o.recorded && cfg.Policy == nil && cfg.PolicyFile == "" {
+func settleFallback(cfg *Options, o Origin, meta replay.Event) []string {
+	if cfg.Fallback == nil && o.Recorded && cfg.Policy == nil && cfg.PolicyFile == "" {
 		return meta.Fallback
 	}
 	return cfg.Fallback
@@ -323,7 +325,7 @@ func settleFallback(cfg *Config, o origin, meta replay.Event) []string {
 
 // settleStall is the stall watchdog's timeout: the configured one, the
 // recording's, else the policy's.
-func settleStall(cfg *Config, meta replay.Event, doc policy.Document) time.Duration {
+func settleStall(cfg *Options, meta replay.Event, doc policy.Document) time.Duration {
 	switch {
 	case cfg.StallTimeout > 0:
 		return cfg.StallTimeout
@@ -336,11 +338,11 @@ func settleStall(cfg *Config, meta replay.Event, doc policy.Document) time.Durat
 // settleJitter is the seed retry delays are drawn with (full jitter): the
 // given seed, else the recording's (a replay then decides as the live
 // proxy did), else a random one per live session.
-func settleJitter(cfg *Config, o origin, meta replay.Event) uint64 {
+func settleJitter(cfg *Options, o Origin, meta replay.Event) uint64 {
 	switch {
 	case cfg.JitterSeed != 0:
 		return cfg.JitterSeed
-	case o.recorded:
+	case o.Recorded:
 		return meta.JitterSeed
 	}
 	return policy.RandomSeed()
@@ -349,15 +351,15 @@ func settleJitter(cfg *Config, o origin, meta replay.Event) uint64 {
 // settleCircuits is where a session that can recover keeps its circuits:
 // the configured store, else none for a recording that ran without, memory
 // for another recording, the file store for a live session.
-func settleCircuits(cfg *Config, o origin, meta replay.Event) string {
+func settleCircuits(cfg *Options, o Origin, meta replay.Event) string {
 	switch {
 	case cfg.Circuits != "":
 		return cfg.Circuits
-	case o.recorded && (meta.Circuits == "off" || meta.Circuits == ""):
+	case o.Recorded && (meta.Circuits == "off" || meta.Circuits == ""):
 		// A recording that does not say ran without circuits, or
 		// before transcripts said: deciding as it did means none.
 		return "off"
-	case o.recorded:
+	case o.Recorded:
 		return storeMemory
 	}
 	return "file"
@@ -365,11 +367,11 @@ func settleCircuits(cfg *Config, o origin, meta replay.Event) string {
 
 // logKind is where the session keeps its attempt log, as the transcript
 // records it ("" : none).
-func (s settings) logKind(cfg *Config, o origin) string {
+func (s settings) logKind(cfg *Options, o Origin) string {
 	switch {
 	case !s.keepLog:
 		return ""
-	case cfg.StateDir == "" && o.recorded:
+	case cfg.StateDir == "" && o.Recorded:
 		return "memory"
 	}
 	return "dir"
@@ -379,9 +381,9 @@ func (s settings) logKind(cfg *Config, o origin) string {
 // configured one, else the default for a live session), or — for a
 // recorded session without one — in memory, completing and failing
 // writes where the recording did.
-func (pl *pipeline) attemptLog(cfg *Config, o origin, deferred bool) guard.AttemptLog {
-	if cfg.StateDir == "" && o.recorded {
-		pl.memLog = newMemoryLog(o.events, deferred)
+func (pl *Pipeline) attemptLog(cfg *Options, o Origin, deferred bool) guard.AttemptLog {
+	if cfg.StateDir == "" && o.Recorded {
+		pl.memLog = newMemoryLog(o.Events, deferred)
 		return pl.memLog
 	}
 	d := &dirLog{dir: cfg.StateDir}
@@ -405,7 +407,7 @@ func (r replayed) AttemptLogged(seq int) {
 }
 
 // wrap completes transport options with the pipeline's parts.
-func (pl *pipeline) wrap(o *transport.Options) {
+func (pl *Pipeline) wrap(o *transport.Options) {
 	o.Hooks, o.Redact, o.Logger = pl.guard, classify.Redact, pl.log
 	if pl.tap != nil {
 		o.Tap = pl.tap
@@ -415,14 +417,14 @@ func (pl *pipeline) wrap(o *transport.Options) {
 
 // finish ends the session's telemetry (within telemetry.MaxFlush) and
 // closes everything else.
-func (pl *pipeline) finish(res transport.Result) {
+func (pl *Pipeline) finish(res transport.Result) {
 	closeTelemetry(pl.tel, res.Counts)
 	pl.close()
 }
 
 // close ends the guard's writers (their queued records are written first),
 // then closes the attempt log, the circuit store and the transcript.
-func (pl *pipeline) close() {
+func (pl *Pipeline) close() {
 	if pl.guard != nil {
 		_ = pl.guard.Close()
 	}
@@ -467,15 +469,15 @@ func oneLine(s string, max int) string {
 // presence record), or — without shared circuits but with a store named —
 // the presence record alone, and starts publishing the session's presence;
 // it returns the store's kind for the recording.
-func (pl *pipeline) stores(cfg *Config, o origin, set settings, gc *guard.Config, id observers.Identity) (storeKind string) {
+func (pl *Pipeline) stores(cfg *Options, o Origin, set settings, gc *guard.Config, id observers.Identity) (storeKind string) {
 	var presenceStore *presence.Store
 	if set.circuits != "" {
-		st := openStores(set.circuits, cfg.StateDir, cfg.version(), !o.recorded, pl.log)
+		st := openStores(set.circuits, cfg.StateDir, cfg.version(), !o.Recorded, pl.log)
 		gc.Circuits, gc.Held, storeKind, presenceStore = st.circuits, st.held, st.kind, st.presence
 		if st.close != nil {
 			pl.closers = append(pl.closers, st.close)
 		}
-	} else if !o.recorded && cfg.Circuits != "" {
+	} else if !o.Recorded && cfg.Circuits != "" {
 		ps, err := openPresence(cfg.Circuits, cfg.StateDir, cfg.version(), pl.log)
 		if err != nil {
 			pl.log.Warn("presence not published: store unavailable", "err", err)

@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"encoding/json"
@@ -37,7 +37,7 @@ type recorderTap struct {
 }
 
 // openRecorder opens cfg.Record and writes the meta event.
-func openRecorder(cfg *Config, meta replay.MetaInfo, log *slog.Logger) (*recorderTap, error) {
+func openRecorder(cfg *Options, meta replay.MetaInfo, log *slog.Logger) (*recorderTap, error) {
 	start := time.Now()
 	name := newRecordName(cfg.Record, start, os.Getpid())
 	opts := replay.RecorderOptions{

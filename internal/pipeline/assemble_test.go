@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"context"
@@ -11,20 +11,18 @@ import (
 
 	"github.com/acp-guard/acp-guard/event"
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/policy"
 	"github.com/acp-guard/acp-guard/replay"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
-//go:generate go test -run TestTerminalGoldens -record .
-//go:generate go test ./replay -run TestGolden -update
-
-func mustPolicy(t *testing.T, doc string) *Policy {
+func mustPolicy(t *testing.T, doc string) *policy.Document {
 	t.Helper()
-	p, err := ParsePolicy([]byte(doc))
+	p, err := policy.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return &p
 }
 
 // Whether an attempt log is kept follows from the configuration in one
@@ -38,25 +36,25 @@ func TestSettleAttemptLog(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name   string
-		cfg    Config
-		o      origin
+		cfg    Options
+		o      Origin
 		keep   bool
 		defers bool
 	}{
-		{"default policy", Config{}, origin{argv: []string{"a"}}, false, false},
-		{"default policy, state dir named", Config{StateDir: "/x"}, origin{argv: []string{"a"}}, true, false},
-		{"retry", Config{Policy: mustPolicy(t, `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":1,"initial_interval_seconds":1}}}`)}, origin{argv: []string{"a"}}, true, false},
-		{"wait for reset", Config{Policy: mustPolicy(t, `{"version":1,"hard":{"wait_for_reset":{"enabled":true,"max_wait_seconds":60}}}`)}, origin{argv: []string{"a"}}, true, false},
-		{"fallback models", Config{Fallback: []string{"m"}}, origin{argv: []string{"a"}}, true, false},
-		{"compaction only", Config{Policy: mustPolicy(t, `{"version":1,"request":{"compact_then_retry":true}}`)}, origin{argv: []string{"a"}}, true, false},
-		{"empty turn error", Config{Policy: mustPolicy(t, `{"version":1,"empty_turn":"error"}`)}, origin{argv: []string{"a"}}, true, false},
-		{"stall only", Config{Policy: mustPolicy(t, `{"version":1,"stall_timeout_seconds":5}`)}, origin{argv: []string{"a"}}, false, false},
-		{"recorded with a log", Config{}, origin{recorded: true, events: meta("dir")}, true, true},
-		{"recorded with a log, other policy", Config{Policy: mustPolicy(t, `{"version":1}`)}, origin{recorded: true, events: meta("dir")}, true, false},
-		{"recorded without", Config{}, origin{recorded: true, events: meta("")}, false, false},
+		{"default policy", Options{}, Origin{Argv: []string{"a"}}, false, false},
+		{"default policy, state dir named", Options{StateDir: "/x"}, Origin{Argv: []string{"a"}}, true, false},
+		{"retry", Options{Policy: mustPolicy(t, `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":1,"initial_interval_seconds":1}}}`)}, Origin{Argv: []string{"a"}}, true, false},
+		{"wait for reset", Options{Policy: mustPolicy(t, `{"version":1,"hard":{"wait_for_reset":{"enabled":true,"max_wait_seconds":60}}}`)}, Origin{Argv: []string{"a"}}, true, false},
+		{"fallback models", Options{Fallback: []string{"m"}}, Origin{Argv: []string{"a"}}, true, false},
+		{"compaction only", Options{Policy: mustPolicy(t, `{"version":1,"request":{"compact_then_retry":true}}`)}, Origin{Argv: []string{"a"}}, true, false},
+		{"empty turn error", Options{Policy: mustPolicy(t, `{"version":1,"empty_turn":"error"}`)}, Origin{Argv: []string{"a"}}, true, false},
+		{"stall only", Options{Policy: mustPolicy(t, `{"version":1,"stall_timeout_seconds":5}`)}, Origin{Argv: []string{"a"}}, false, false},
+		{"recorded with a log", Options{}, Origin{Recorded: true, Events: meta("dir")}, true, true},
+		{"recorded with a log, other policy", Options{Policy: mustPolicy(t, `{"version":1}`)}, Origin{Recorded: true, Events: meta("dir")}, true, false},
+		{"recorded without", Options{}, Origin{Recorded: true, Events: meta("")}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var pl pipeline
+			var pl Pipeline
 			s, err := pl.settle(&tt.cfg, tt.o)
 			if err != nil {
 				t.Fatal(err)
@@ -73,25 +71,25 @@ func TestSettleAttemptLog(t *testing.T) {
 // store, and off when the recording ran without them.
 func TestSettleRecorded(t *testing.T) {
 	retry := `{"version":1,"transient":{"retry":{"enabled":true,"max_retries":1,"initial_interval_seconds":1}},"stall_timeout_seconds":7}`
-	rec := func(m replay.Event) origin {
+	rec := func(m replay.Event) Origin {
 		m.Dir, m.Policy = replay.DirMeta, []byte(retry)
-		return origin{recorded: true, events: []replay.Event{m}}
+		return Origin{Recorded: true, Events: []replay.Event{m}}
 	}
 	for _, tt := range []struct {
 		name     string
-		cfg      Config
-		o        origin
+		cfg      Options
+		o        Origin
 		circuits string
 		stall    time.Duration
 		notices  string
 	}{
-		{"live default", Config{Policy: mustPolicy(t, retry)}, origin{argv: []string{"a"}}, "file", 7 * time.Second, "thought"},
-		{"recorded: memory, recorded stall and notices", Config{}, rec(replay.Event{Circuits: "file", StallTimeoutMs: 300, Notices: "off"}), storeMemory, 300 * time.Millisecond, "off"},
-		{"recorded without circuits", Config{}, rec(replay.Event{Circuits: "off"}), "off", 7 * time.Second, "thought"},
-		{"recorded, store named", Config{Circuits: "file", StallTimeout: time.Second, Notices: "message"}, rec(replay.Event{Circuits: "file", StallTimeoutMs: 300}), "file", time.Second, "message"},
+		{"live default", Options{Policy: mustPolicy(t, retry)}, Origin{Argv: []string{"a"}}, "file", 7 * time.Second, "thought"},
+		{"recorded: memory, recorded stall and notices", Options{}, rec(replay.Event{Circuits: "file", StallTimeoutMs: 300, Notices: "off"}), storeMemory, 300 * time.Millisecond, "off"},
+		{"recorded without circuits", Options{}, rec(replay.Event{Circuits: "off"}), "off", 7 * time.Second, "thought"},
+		{"recorded, store named", Options{Circuits: "file", StallTimeout: time.Second, Notices: "message"}, rec(replay.Event{Circuits: "file", StallTimeoutMs: 300}), "file", time.Second, "message"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var pl pipeline
+			var pl Pipeline
 			s, err := pl.settle(&tt.cfg, tt.o)
 			if err != nil {
 				t.Fatal(err)
@@ -106,9 +104,9 @@ func TestSettleRecorded(t *testing.T) {
 // A recorded policy that does not parse is a note, and the default policy
 // decides.
 func TestSettleInvalidRecordedPolicy(t *testing.T) {
-	var pl pipeline
-	o := origin{recorded: true, events: []replay.Event{{Dir: replay.DirMeta, Policy: []byte(`{"version":9}`)}}}
-	s, err := pl.settle(&Config{}, o)
+	var pl Pipeline
+	o := Origin{Recorded: true, Events: []replay.Event{{Dir: replay.DirMeta, Policy: []byte(`{"version":9}`)}}}
+	s, err := pl.settle(&Options{}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,16 +122,16 @@ func TestSubscribersOnlyWhenAsked(t *testing.T) {
 	off := func(string) string { return "" }
 	for _, tt := range []struct {
 		name           string
-		cfg            Config
+		cfg            Options
 		events, frames bool
 		tel            bool
 	}{
-		{name: "nothing", cfg: Config{Getenv: off}},
-		{name: "info log", cfg: Config{Getenv: off, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, events: true},
-		{name: "debug log", cfg: Config{Getenv: off, Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))}, events: true, frames: true},
-		{name: "OnTurn", cfg: Config{Getenv: off, OnTurn: func(TurnReport) {}}, events: true},
-		{name: "OnEvent with frames", cfg: Config{Getenv: off, OnEvent: func(Event) {}, EventFrames: true}, events: true, frames: true},
-		{name: "telemetry", cfg: Config{Getenv: func(k string) string {
+		{name: "nothing", cfg: Options{Getenv: off}},
+		{name: "info log", cfg: Options{Getenv: off, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, events: true},
+		{name: "debug log", cfg: Options{Getenv: off, Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelDebug}))}, events: true, frames: true},
+		{name: "OnTurn", cfg: Options{Getenv: off, OnTurn: func(event.TurnReport) {}}, events: true},
+		{name: "OnEvent with frames", cfg: Options{Getenv: off, OnEvent: func(event.Event) {}, EventFrames: true}, events: true, frames: true},
+		{name: "telemetry", cfg: Options{Getenv: func(k string) string {
 			if k == "OTEL_EXPORTER_OTLP_ENDPOINT" {
 				return "http://127.0.0.1:1"
 			}
@@ -141,8 +139,8 @@ func TestSubscribersOnlyWhenAsked(t *testing.T) {
 		}}, events: true, tel: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := &pipeline{log: tt.cfg.logger()}
-			pl.tel = startTelemetry(context.Background(), &tt.cfg, origin{name: "agent"}, pl.log)
+			pl := &Pipeline{log: tt.cfg.logger()}
+			pl.tel = startTelemetry(context.Background(), &tt.cfg, Origin{Name: "agent"}, pl.log)
 			if (pl.tel != nil) != tt.tel {
 				t.Fatalf("telemetry started: %v, want %v", pl.tel != nil, tt.tel)
 			}

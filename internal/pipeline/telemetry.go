@@ -1,4 +1,4 @@
-package acpguard
+package pipeline
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // timeout, an exporter that cannot be built, a build without telemetry)
 // is logged once and telemetry stays off: it never stops an agent from
 // starting. Off, nothing of the OpenTelemetry SDK is created.
-func startTelemetry(ctx context.Context, cfg *Config, o origin, log *slog.Logger) *telemetry.Telemetry {
+func startTelemetry(ctx context.Context, cfg *Options, o Origin, log *slog.Logger) *telemetry.Telemetry {
 	getenv := cfg.getenv
 	if cfg.OTelSessionID != "" {
 		getenv = func(k string) string {
