@@ -51,21 +51,22 @@ var rules = map[string][]string{
 	"held":              {"internal/kvstore"}, // held prompts in the circuits' store, for operators
 	"presence":          {"internal/kvstore"}, // live sessions' records beside them, for the console
 
-	// Beside the core: tools and tests that use it from outside.
-	"fleet":                    {"circuit", "internal/freeport"}, // a load generator against the circuit store
-	"fleet/cmd/fleet":          {"fleet"},
-	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
-	"bench":                    {},
-	"bench/cmd/bytecopy":       {"bench"},
-	"bench/cmd/e2ebench":       {"bench"},
-	"bench/cmd/otlpsink":       {"bench"},
-	"interop/fakeprovider":     {},
-	"interop/capture":          {"interop/fakeprovider"},
-	"interop/suite":            {".", "interop/capture", "interop/fakeprovider", "internal/acptest"}, // the library's stable names only
-	"interop/cmd/capture":      {"interop/capture"},
-	"interop/cmd/fakeprovider": {"interop/fakeprovider"},
-	"interop/cmd/testsummary":  {},
-	"npm":                      {}, // tests only: the npm packages installed and run through npx
+	// Beside the core, under dev/: development tools and tests that use
+	// it from outside.
+	"dev/fleet":                    {"circuit", "internal/freeport"}, // a load generator against the circuit store
+	"dev/fleet/cmd/fleet":          {"dev/fleet"},
+	"dev/fleet/cmd/fleet-cluster":  {"dev/fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
+	"dev/bench":                    {},
+	"dev/bench/cmd/bytecopy":       {"dev/bench"},
+	"dev/bench/cmd/e2ebench":       {"dev/bench"},
+	"dev/bench/cmd/otlpsink":       {"dev/bench"},
+	"dev/interop/fakeprovider":     {},
+	"dev/interop/capture":          {"dev/interop/fakeprovider"},
+	"dev/interop/suite":            {".", "dev/interop/capture", "dev/interop/fakeprovider", "internal/acptest"}, // the library's stable names only
+	"dev/interop/cmd/capture":      {"dev/interop/capture"},
+	"dev/interop/cmd/fakeprovider": {"dev/interop/fakeprovider"},
+	"dev/interop/cmd/testsummary":  {},
+	"npm":                          {}, // tests only: the npm packages installed and run through npx
 
 	// Test support: only tests import these (and the packages above that
 	// name one).
