@@ -104,16 +104,16 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./policy
 
 # Why the relay is not built on a JSON-RPC library (ARCHITECTURE.md): a
-# module of its own (bench/jsonrpc2cmp), so the library stays out of go.mod.
+# module of its own (dev/bench/jsonrpc2cmp), so the library stays out of go.mod.
 bench-jsonrpc2:
-	cd bench/jsonrpc2cmp && $(GO) test -count=1 -run Fidelity -v . && $(GO) test -count=1 -run '^$$' -bench . -count 3 .
+	cd dev/bench/jsonrpc2cmp && $(GO) test -count=1 -run Fidelity -v . && $(GO) test -count=1 -run '^$$' -bench . -count 3 .
 
-# The fleet measurement of shared circuits (fleet/, docs/CIRCUITS.md):
-# FLEET_FLAGS passes flags to fleet/cmd/fleet (e.g. -n 20 -stores nats; -overlay -n 200
+# The fleet measurement of shared circuits (dev/fleet/, docs/CIRCUITS.md):
+# FLEET_FLAGS passes flags to dev/fleet/cmd/fleet (e.g. -n 20 -stores nats; -overlay -n 200
 # measures a catalogue publish reaching 200 running sessions instead, docs/CATALOGUE.md).
 FLEET_FLAGS ?=
 fleet:
-	$(GO) run ./fleet/cmd/fleet $(FLEET_FLAGS)
+	$(GO) run ./dev/fleet/cmd/fleet $(FLEET_FLAGS)
 
 # The console beside N live guarded sessions sharing one state directory
 # (scripts/console-fleet.sh; docs/OPERATIONS.md has the figures).
@@ -122,18 +122,18 @@ console-fleet:
 	bash scripts/console-fleet.sh $(CONSOLE_FLEET_N)
 
 # The fleet on a three-server NATS cluster across network namespaces, with
-# faults (needs root; fleet/cmd/fleet-cluster, docs/CIRCUITS.md).
+# faults (needs root; dev/fleet/cmd/fleet-cluster, docs/CIRCUITS.md).
 # FLEET_CLUSTER_FLAGS passes flags (e.g. -n 500 -hosts 5).
 FLEET_CLUSTER_FLAGS ?=
 fleet-cluster:
-	$(GO) build -o bin/fleet-cluster ./fleet/cmd/fleet-cluster
+	$(GO) build -o bin/fleet-cluster ./dev/fleet/cmd/fleet-cluster
 	./bin/fleet-cluster $(FLEET_CLUSTER_FLAGS)
 
 clean:
 	rm -rf bin
 
 include release.mk
-include bench/bench.mk
+include dev/bench/bench.mk
 include telemetry/bench.mk
-include interop/interop.mk
+include dev/interop/interop.mk
 include internal/platform/platform.mk

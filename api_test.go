@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/acp-guard/acp-guard/guard"
+	"github.com/acp-guard/acp-guard/internal/pipeline"
 )
 
 var updateAPI = flag.Bool("update-api", false, "rewrite testdata/api.golden from the package's exported API")
@@ -109,5 +110,13 @@ func TestNoticesAreTheGuards(t *testing.T) {
 		if lib != g {
 			t.Errorf("notice channel %q is the guard's %q", lib, g)
 		}
+	}
+}
+
+// TestOverlayStoreIsThePipelines: the library's OverlayStore is the value
+// the pipeline reads.
+func TestOverlayStoreIsThePipelines(t *testing.T) {
+	if OverlayStore != pipeline.OverlayStore {
+		t.Errorf("OverlayStore %q is the pipeline's %q", OverlayStore, pipeline.OverlayStore)
 	}
 }

@@ -1,19 +1,12 @@
 package acpguard
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/acp-guard/acp-guard/catalogue"
-	"github.com/acp-guard/acp-guard/circuit"
-	"github.com/acp-guard/acp-guard/classify"
 	"github.com/acp-guard/acp-guard/event"
-	"github.com/acp-guard/acp-guard/internal/kvstore"
-	"github.com/acp-guard/acp-guard/policy"
+	"github.com/acp-guard/acp-guard/internal/pipeline"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -188,141 +181,36 @@ const DefaultGrace = transport.DefaultGrace
 // runs many sessions with it. Policy stays nil when no file is named, so a
 // recorded session still decides with its recorded policy.
 func (c Config) Load() (Config, error) {
-	if err := c.validate(); err != nil {
-		return c, configError(err)
-	}
-	e, err := c.engine()
+	o, err := c.options().Load()
 	if err != nil {
 		return c, configError(err)
 	}
-	c.Catalogue, c.CatalogueFile = &Catalogue{engine: e}, ""
-	if c.CatalogueOverlay != "" && c.CatalogueOverlay != OverlayStore && c.overlay == nil {
-		if c.overlay, err = loadOverlayFile(c.CatalogueOverlay, e); err != nil {
-			return c, configError(err)
-		}
-	}
-	doc, err := c.policy()
-	switch {
-	case err == nil:
-		c.Policy, c.PolicyFile = &Policy{doc: doc}, ""
-	case !errors.Is(err, errNoPolicy):
-		return c, configError(err)
+	c.Catalogue, c.CatalogueFile, c.overlay = &Catalogue{engine: o.Engine}, "", o.Overlay
+	if o.Policy != nil {
+		c.Policy, c.PolicyFile = &Policy{doc: *o.Policy}, ""
 	}
 	return c, nil
 }
 
-// validate checks the values that do not need a file to be read, naming
-// the Config field at fault (ConfigError.Field).
-func (c *Config) validate() error {
-	switch c.Notices {
-	case "", NoticesOff, NoticesThought, NoticesMessage:
-	default:
-		return fieldErr("Notices", "", fmt.Errorf("%q is not off, thought or message", c.Notices))
+// options are the configuration as the pipeline reads it: every field
+// under its own name, the policy and the catalogue as their documents.
+func (c *Config) options() pipeline.Options {
+	o := pipeline.Options{
+		PolicyFile: c.PolicyFile, CatalogueFile: c.CatalogueFile,
+		CatalogueOverlay: c.CatalogueOverlay, Overlay: c.overlay,
+		Adapter: c.Adapter, Fallback: c.Fallback, Notices: c.Notices, StallTimeout: c.StallTimeout,
+		StateDir: c.StateDir, Circuits: c.Circuits, CircuitNamespace: c.CircuitNamespace,
+		Record: c.Record, RecordRaw: c.RecordRaw, RecordOverwrite: c.RecordOverwrite,
+		OTel: c.OTel, OTelSessionID: c.OTelSessionID, Getenv: c.Getenv,
+		Logger: c.Logger, MaxLine: c.MaxLine, Grace: c.Grace, StderrPTY: c.StderrPTY, Subreaper: c.Subreaper,
+		Version: c.Version, OnTurn: c.OnTurn, OnLate: c.OnLate, JitterSeed: c.JitterSeed,
+		OnEvent: c.OnEvent, EventFrames: c.EventFrames,
 	}
-	if c.StallTimeout < 0 {
-		return fieldErr("StallTimeout", "", fmt.Errorf("%s is negative", c.StallTimeout))
+	if c.Policy != nil {
+		o.Policy = &c.Policy.doc
 	}
-	if c.MaxLine != 0 && c.MaxLine < 1024 {
-		return fieldErr("MaxLine", "", fmt.Errorf("must be at least 1024 bytes (got %d)", c.MaxLine))
+	if c.Catalogue != nil {
+		o.Engine = c.Catalogue.engine
 	}
-	if c.Grace < 0 {
-		return fieldErr("Grace", "", fmt.Errorf("%s is negative", c.Grace))
-	}
-	if _, _, err := kvstore.ParseSpec(c.Circuits); err != nil {
-		return circuitsErr(err) // names the value, password hidden
-	}
-	if c.CatalogueOverlay == OverlayStore {
-		if k, _, _ := kvstore.ParseSpec(c.Circuits); !kvstore.Shared(c.Circuits) {
-			return fieldErr("CatalogueOverlay", OverlayStore, fmt.Errorf("the circuit store %s keeps no overlay (want file or a nats:// URL)", k))
-		}
-	}
-	if c.CircuitNamespace != "" {
-		if _, err := (circuit.Key{Namespace: c.CircuitNamespace, Provider: "x", Scope: "x"}).Normalize(); err != nil {
-			return fieldErr("CircuitNamespace", "", err)
-		}
-	}
-	return nil
+	return o
 }
-
-// engine returns the classification engine the configuration names.
-func (c *Config) engine() (*classify.Engine, error) {
-	switch {
-	case c.Catalogue != nil:
-		return c.Catalogue.engine, nil
-	case c.CatalogueFile == "":
-		return catalogue.Default(), nil
-	}
-	e, err := catalogue.Load(c.CatalogueFile)
-	if err != nil {
-		return nil, fieldErr("CatalogueFile", "", err)
-	}
-	return e, nil
-}
-
-// errNoPolicy: the configuration names no policy (the caller picks the
-// default, or a recorded one).
-var errNoPolicy = errors.New("no policy configured")
-
-// policy returns the policy document the configuration names, or
-// errNoPolicy.
-func (c *Config) policy() (policy.Document, error) {
-	switch {
-	case c.Policy != nil:
-		return c.Policy.doc, nil
-	case c.PolicyFile == "":
-		return policy.Document{}, errNoPolicy
-	}
-	data, err := os.ReadFile(c.PolicyFile)
-	if err != nil {
-		return policy.Document{}, fieldErr("PolicyFile", "", err)
-	}
-	doc, err := policy.Parse(data)
-	if err != nil {
-		return policy.Document{}, fieldErr("PolicyFile", c.PolicyFile, fmt.Errorf("\n%w", err))
-	}
-	return doc, nil
-}
-
-func (c *Config) logger() *slog.Logger {
-	if c.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return c.Logger
-}
-
-func (c *Config) getenv(k string) string {
-	if c.Getenv == nil {
-		return os.Getenv(k)
-	}
-	return c.Getenv(k)
-}
-
-func (c *Config) version() string {
-	if c.Version != "" {
-		return c.Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
-
-func (c *Config) grace() time.Duration {
-	if c.Grace <= 0 {
-		return DefaultGrace
-	}
-	return c.Grace
-}
-
-// schedules reports whether a policy can make the guard schedule work of
-// its own — a retry, a wait, a model switch, a compaction — or turn an
-// empty turn into a failure: then every decision is recorded in the
-// attempt log first, and a record that cannot be written stops the turn
-// (state_unwritable).
-func schedules(doc policy.Document, fallback []string) bool {
-	return recovers(doc, fallback) || doc.Request.CompactThenRetry || doc.EmptyTurn == policy.EmptyTurnError
-}
-
-// recovers reports whether a policy can ever retry, wait or switch models:
-// the sessions that share circuits (policy.Document.Recovers).
-func recovers(doc policy.Document, fallback []string) bool { return doc.Recovers(fallback) }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/acp-guard/acp-guard/event"
+	"github.com/acp-guard/acp-guard/internal/pipeline"
 	"github.com/acp-guard/acp-guard/transport"
 )
 
@@ -62,11 +63,11 @@ func Run(ctx context.Context, cfg Config, cmd Command, s Streams) (Result, error
 	if len(cmd.Argv) == 0 {
 		return Result{}, &ConfigError{Field: "Command", Err: errors.New("no agent command given")}
 	}
-	pl, err := assemble(ctx, cfg, origin{argv: cmd.Argv})
+	pl, err := pipeline.Assemble(ctx, cfg.options(), pipeline.Origin{Argv: cmd.Argv})
 	if err != nil {
 		return Result{}, configError(err)
 	}
-	return pl.run(ctx, &cfg, transport.Options{Argv: cmd.Argv, Env: cmd.Env, Dir: cmd.Dir, StderrPTY: cfg.StderrPTY, Subreaper: cfg.Subreaper}, s)
+	return pl.Run(ctx, s.options(transport.Options{Argv: cmd.Argv, Env: cmd.Env, Dir: cmd.Dir, StderrPTY: cfg.StderrPTY, Subreaper: cfg.Subreaper}))
 }
 
 // RunPipes guards an agent the caller runs itself — started its own way,
@@ -79,19 +80,15 @@ func RunPipes(ctx context.Context, cfg Config, agent AgentPipes, s Streams) (Res
 	if agent.Stdin == nil || agent.Stdout == nil {
 		return Result{}, &ConfigError{Field: "AgentPipes", Err: errors.New("need Stdin and Stdout")}
 	}
-	pl, err := assemble(ctx, cfg, origin{name: agent.Name})
+	pl, err := pipeline.Assemble(ctx, cfg.options(), pipeline.Origin{Name: agent.Name})
 	if err != nil {
 		return Result{}, configError(err)
 	}
-	return pl.run(ctx, &cfg, transport.Options{Agent: &agent}, s)
+	return pl.Run(ctx, s.options(transport.Options{Agent: &agent}))
 }
 
-// run relays one session through the pipeline and closes it.
-func (pl *pipeline) run(ctx context.Context, cfg *Config, o transport.Options, s Streams) (Result, error) {
-	o.MaxLine, o.Grace = cfg.MaxLine, cfg.grace()
+// options completes transport options with the streams.
+func (s Streams) options(o transport.Options) transport.Options {
 	o.Stdin, o.Stdout, o.Stderr, o.Signals = s.In, s.Out, s.Stderr, s.Signals
-	pl.wrap(&o)
-	res, err := transport.Run(ctx, o)
-	pl.finish(res)
-	return res, err
+	return o
 }

@@ -17,6 +17,9 @@ import (
 	"github.com/acp-guard/acp-guard/replay"
 )
 
+//go:generate go test -run TestTerminalGoldens -record .
+//go:generate go test ./replay -run TestGolden -update
+
 // The terminal-reason goldens: for every way the live proxy can end a
 // client request — each recovery.reason it can answer with, the set-up and
 // launch failures, the agent's exit — a transcript recorded live through

@@ -94,7 +94,7 @@ func BenchmarkRelayChunkEvents(b *testing.B) {
 
 // BenchmarkEmptyTurn measures, on the relay goroutine, one prompt turn the
 // agent answers at once with an empty end_turn (the `roundtrip` workload
-// of bench/): the request, the result, the silent check that flags it
+// of dev/bench/): the request, the result, the silent check that flags it
 // empty and the annotation it gains; and, for comparison, a turn with one
 // chunk of output, which is not flagged.
 func BenchmarkEmptyTurn(b *testing.B) {

@@ -84,7 +84,7 @@ func (l eventLog) event(e Event) {
 		if e.Decision == CircuitGo || e.Decision == CircuitPark {
 			level = slog.LevelDebug
 		}
-		// "circuit probe", "circuit park", …: the messages fleet/ counts.
+		// "circuit probe", "circuit park", …: the messages dev/fleet/ counts.
 		l.line(level, "circuit "+e.Decision, e.EventBase, slog.String("key", e.Key),
 			slog.String("model", e.Model), slog.String("state", e.Circuit.State), msAttr("wait_ms", max(e.Until.Sub(e.At), 0)))
 	case CircuitChanged:

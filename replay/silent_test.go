@@ -13,7 +13,7 @@ import (
 )
 
 // silentCaptures is what real agents did against the fake provider
-// (interop/capture scenarios) and how each capture's prompt turns must be
+// (dev/interop/capture scenarios) and how each capture's prompt turns must be
 // flagged, in order ("" for a turn that must not be). Every other real
 // capture must have no flagged turn at all.
 var silentCaptures = map[string][]string{

@@ -1,9 +1,9 @@
 # telemetry/bench.mk — relay cost with telemetry on; included from the Makefile.
 #
 #   make bench-otel   the end-to-end report with OTLP export on (to a local
-#                     sink, bench/cmd/otlpsink); compare with make bench-e2e
+#                     sink, dev/bench/cmd/otlpsink); compare with make bench-e2e
 
 .PHONY: bench-otel
 
 bench-otel:
-	$(GO) run ./bench/cmd/otlpsink -- $(GO) run ./bench/cmd/e2ebench $(BENCH_E2E_FLAGS)
+	$(GO) run ./dev/bench/cmd/otlpsink -- $(GO) run ./dev/bench/cmd/e2ebench $(BENCH_E2E_FLAGS)

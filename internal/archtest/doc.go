@@ -13,7 +13,11 @@
 //     which file holds it.
 //   - map_test.go: every file ARCHITECTURE.md names is in a package the
 //     line names (or the root), and every function it places in a file is
-//     declared there.
+//     declared there; its "Where to change X" table keeps a row for each
+//     change that once touched files the page did not name (a provider's
+//     wording, a recovery action, a frame's way to the client, a store
+//     backend, a new name), and every path and Go name a row gives exists
+//     in a package the row names (TestWhereToChangeX).
 //   - funclen_test.go: no function of the product code is longer than
 //     the budget (80 lines) but the listed few, which may not grow.
 //

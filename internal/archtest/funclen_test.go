@@ -23,15 +23,16 @@ var longFuncs = map[string]int{
 	"classify/rule.go compileRule":              141, // one case per rule kind
 	"policy/parse.go document":                  105, // the document's fields, each validated where it is read
 	"cmd/acp-guard/reproduce.go writeReproduce": 104,
-	"assemble.go assemble":                      102, // the one assembly of a session's parts
+	"internal/pipeline/assemble.go Assemble":    102, // the one assembly of a session's parts
 	"replay/event.go appendJSON":                99,  // the transcript line's members in wire order
 	"internal/jsonscan/scan.go skipComposite":   94,
 	"policy/evaluate.go Evaluate":               84,
 }
 
 // devTools are the folders of development tools beside the product
-// (ARCHITECTURE.md, "Packages"), which the budget does not cover.
-var devTools = []string{"fleet/", "bench/", "interop/", "scripts/"}
+// (ARCHITECTURE.md, "Packages": dev/ holds them all, scripts/ the shell
+// the Makefile and CI run), which the budget does not cover.
+var devTools = []string{"dev/", "scripts/"}
 
 // TestFunctionLength: no function of the product code (tests and the
 // development tools aside) is longer than maxFuncLines, but the listed few.

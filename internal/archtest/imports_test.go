@@ -18,7 +18,7 @@ const module = "github.com/acp-guard/acp-guard"
 // root; "." is the root package, acpguard (the library). Dependencies
 // point one way (ARCHITECTURE.md draws the map):
 //
-//	cmd → acpguard → replay → guard → transport / observers → classify ← catalogue
+//	cmd → acpguard → internal/pipeline → replay → guard → transport / observers → classify ← catalogue
 //
 // with policy and circuit beside classify (the guard's), telemetry beside
 // replay (the library's), and the internal leaves under everything.
@@ -32,35 +32,41 @@ var rules = map[string][]string{
 		"internal/seam", // the engine inside the library's Catalogue
 		"cmd/acp-guard/internal/stopsig", "cmd/acp-guard/internal/console",
 		"demoagent"}, // the demo-agent command runs it
-	// The library dials the one NATS connection its stores share (kvstore).
-	".":         {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore", "internal/seam"},
-	"replay":    {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
-	"telemetry": {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
-	"guard":     {"transport", "observers", "classify", "policy", "circuit", "held"},
-	"transport": {},
-	"observers": {"classify"},
-	"catalogue": {"classify"},
-	"classify":  {},
-	"policy":    {"classify"}, // the registry of codes, for per-code overrides
-	"circuit":   {"internal/kvstore"},
-	"held":      {"internal/kvstore"}, // held prompts in the circuits' store, for operators
-	"presence":  {"internal/kvstore"}, // live sessions' records beside them, for the console
+	// The library is the face: its types and entry points, which hand
+	// every session to its wiring (internal/pipeline); it holds the
+	// policy and catalogue it parses, and re-exports transport's pipes.
+	".": {"internal/pipeline", "replay", "transport", "classify", "catalogue", "policy", "internal/seam"},
+	// The wiring: every part of the core put together for one session;
+	// it dials the one NATS connection its stores share (kvstore).
+	"internal/pipeline": {"replay", "telemetry", "guard", "transport", "observers", "classify", "catalogue", "policy", "circuit", "held", "presence", "internal/kvstore"},
+	"replay":            {"transport", "observers", "classify"},                               // the player drives any transport.Hooks; the library wires the guard in
+	"telemetry":         {"guard", "transport", "observers", "classify", "policy", "circuit"}, // it wraps the guard's hooks
+	"guard":             {"transport", "observers", "classify", "policy", "circuit", "held"},
+	"transport":         {},
+	"observers":         {"classify"},
+	"catalogue":         {"classify"},
+	"classify":          {},
+	"policy":            {"classify"}, // the registry of codes, for per-code overrides
+	"circuit":           {"internal/kvstore"},
+	"held":              {"internal/kvstore"}, // held prompts in the circuits' store, for operators
+	"presence":          {"internal/kvstore"}, // live sessions' records beside them, for the console
 
-	// Beside the core: tools and tests that use it from outside.
-	"fleet":                    {"circuit", "internal/freeport"}, // a load generator against the circuit store
-	"fleet/cmd/fleet":          {"fleet"},
-	"fleet/cmd/fleet-cluster":  {"fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
-	"bench":                    {},
-	"bench/cmd/bytecopy":       {"bench"},
-	"bench/cmd/e2ebench":       {"bench"},
-	"bench/cmd/otlpsink":       {"bench"},
-	"interop/fakeprovider":     {},
-	"interop/capture":          {"interop/fakeprovider"},
-	"interop/suite":            {".", "interop/capture", "interop/fakeprovider", "internal/acptest"}, // the library's stable names only
-	"interop/cmd/capture":      {"interop/capture"},
-	"interop/cmd/fakeprovider": {"interop/fakeprovider"},
-	"interop/cmd/testsummary":  {},
-	"npm":                      {}, // tests only: the npm packages installed and run through npx
+	// Beside the core, under dev/: development tools and tests that use
+	// it from outside.
+	"dev/fleet":                    {"circuit", "internal/freeport"}, // a load generator against the circuit store
+	"dev/fleet/cmd/fleet":          {"dev/fleet"},
+	"dev/fleet/cmd/fleet-cluster":  {"dev/fleet", "circuit", "internal/kvstore"}, // the fleet on a NATS cluster across network namespaces; its monitoring connection is kvstore.DialNATS
+	"dev/bench":                    {},
+	"dev/bench/cmd/bytecopy":       {"dev/bench"},
+	"dev/bench/cmd/e2ebench":       {"dev/bench"},
+	"dev/bench/cmd/otlpsink":       {"dev/bench"},
+	"dev/interop/fakeprovider":     {},
+	"dev/interop/capture":          {"dev/interop/fakeprovider"},
+	"dev/interop/suite":            {".", "dev/interop/capture", "dev/interop/fakeprovider", "internal/acptest"}, // the library's stable names only
+	"dev/interop/cmd/capture":      {"dev/interop/capture"},
+	"dev/interop/cmd/fakeprovider": {"dev/interop/fakeprovider"},
+	"dev/interop/cmd/testsummary":  {},
+	"npm":                          {}, // tests only: the npm packages installed and run through npx
 
 	// Test support: only tests import these (and the packages above that
 	// name one).
@@ -122,6 +128,8 @@ var testRules = map[string][]string{
 	// Golden transcripts are played through the whole pipeline, the
 	// library's Replay, with policies written by the tests.
 	"replay": {".", "policy"},
+	// The library's notice channels are checked against the guard's.
+	".": {"guard"},
 	// The real catalogue binds the adapters' text projections and is
 	// checked against them.
 	"catalogue": {"observers"},

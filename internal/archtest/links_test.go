@@ -184,7 +184,7 @@ func headingAnchors(doc string) []string {
 }
 
 // topFile matches a file path that starts at one of the root's
-// directories (catalogue/rules/12-phrase.json, interop/install.sh).
+// directories (catalogue/rules/12-phrase.json, dev/interop/install.sh).
 func topFile(t *testing.T, root string) *regexp.Regexp {
 	t.Helper()
 	ents, err := os.ReadDir(root)

@@ -18,7 +18,7 @@ import (
 // is about that OS (a umask, a FIFO, a signal delivered by the kernel) and
 // may ask it directly. So may the tools in linuxTools, built for Linux
 // only because what they do is Linux's (network namespaces). Modules of their own (telemetry/collectortest,
-// bench/jsonrpc2cmp) are not walked.
+// dev/bench/jsonrpc2cmp) are not walked.
 func TestSyscallOnlyInPlatform(t *testing.T) {
 	root := moduleRoot(t)
 	fset := token.NewFileSet()
@@ -44,7 +44,7 @@ func TestSyscallOnlyInPlatform(t *testing.T) {
 }
 
 // linuxTools are packages built for Linux only, every file tagged.
-var linuxTools = []string{"fleet/cmd/fleet-cluster"}
+var linuxTools = []string{"dev/fleet/cmd/fleet-cluster"}
 
 // osSpecific reports whether a file is built for some OSes only.
 func osSpecific(rel string, comments []*ast.CommentGroup) bool {

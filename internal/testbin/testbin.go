@@ -47,7 +47,7 @@ func Path(tb testing.TB) string {
 }
 
 // Program returns the path of the main package pkg (a path relative to the
-// module root, such as "./bench/cmd/bytecopy") built from this checkout,
+// module root, such as "./dev/bench/cmd/bytecopy") built from this checkout,
 // building it on the first call of the test process. The build is shared
 // with every other test process through a directory keyed by the
 // program's content (see shared.go): of the packages that `go test ./...`
