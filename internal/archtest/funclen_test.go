@@ -24,7 +24,6 @@ var longFuncs = map[string]int{
 	"assemble.go assemble":                      102, // the one assembly of a session's parts
 	"replay/event.go appendJSON":                99,  // the transcript line's members in wire order
 	"internal/jsonscan/scan.go skipComposite":   94,
-	"policy/evaluate.go Evaluate":               84,
 }
 
 // devTools are the folders of development tools beside the product
