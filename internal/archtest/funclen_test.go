@@ -22,7 +22,6 @@ const maxFuncLines = 80
 var longFuncs = map[string]int{
 	"cmd/acp-guard/reproduce.go writeReproduce": 104,
 	"assemble.go assemble":                      102, // the one assembly of a session's parts
-	"replay/event.go appendJSON":                99,  // the transcript line's members in wire order
 	"internal/jsonscan/scan.go skipComposite":   94,
 }
 
