@@ -173,147 +173,242 @@ type compiledField struct {
 var ruleIDRe = lazyRegexp(`^[a-z0-9_]+(?:\.[a-z0-9_]+)+\.v[0-9]+$`)
 
 // compileRule validates r and prepares it; errors name the rule and field.
-// Without check, its id and patterns are not checked (compileWith).
+// Without check, its id and patterns are not checked (compileWith). Each
+// part of the rule has its own step (ruleSteps), run in the order the
+// errors are reported.
 func compileRule(r Rule, index int, check bool) (*compiledRule, []string) {
-	var errs []string
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Sprintf("rule %q: ", r.ID)+fmt.Sprintf(format, args...))
+	c := &ruleCompiler{
+		r:     r,
+		cr:    &compiledRule{Rule: r, index: index, sources: map[Source]bool{}},
+		check: check,
 	}
-	cr := &compiledRule{Rule: r, index: index, sources: map[Source]bool{}}
-	if check && !ruleIDRe().MatchString(r.ID) {
-		bad("id must look like vendor.signature.vN")
+	for _, step := range ruleSteps {
+		step(c)
 	}
-	if r.Tier < TierStructured || r.Tier > TierStatus {
-		bad("tier %d: want 1, 2, 3 or 4", r.Tier)
+	return c.cr, c.errs
+}
+
+// ruleCompiler is one rule being compiled: what compileRule's steps read
+// (r, check), build (cr) and find wrong (errs).
+type ruleCompiler struct {
+	r     Rule
+	cr    *compiledRule
+	check bool
+	errs  []string
+}
+
+// ruleSteps are the steps of compileRule, one per part of a rule, in the
+// order of the errors they report.
+var ruleSteps = [...]func(*ruleCompiler){
+	(*ruleCompiler).id,
+	(*ruleCompiler).tier,
+	(*ruleCompiler).overridesStatus,
+	(*ruleCompiler).adapter,
+	(*ruleCompiler).sources,
+	(*ruleCompiler).code,
+	(*ruleCompiler).confidence,
+	(*ruleCompiler).scope,
+	(*ruleCompiler).timing,
+	(*ruleCompiler).in,
+	(*ruleCompiler).anyCondition,
+	(*ruleCompiler).httpStatus,
+	(*ruleCompiler).text,
+	(*ruleCompiler).fields,
+	(*ruleCompiler).prefix,
+	(*ruleCompiler).outranks,
+	(*ruleCompiler).vetoes,
+}
+
+// bad records a problem of the rule, prefixed with its id.
+func (c *ruleCompiler) bad(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Sprintf("rule %q: ", c.r.ID)+fmt.Sprintf(format, args...))
+}
+
+func (c *ruleCompiler) id() {
+	if c.check && !ruleIDRe().MatchString(c.r.ID) {
+		c.bad("id must look like vendor.signature.vN")
 	}
-	for _, st := range r.OverridesStatus {
+}
+
+func (c *ruleCompiler) tier() {
+	if c.r.Tier < TierStructured || c.r.Tier > TierStatus {
+		c.bad("tier %d: want 1, 2, 3 or 4", c.r.Tier)
+	}
+}
+
+func (c *ruleCompiler) overridesStatus() {
+	for _, st := range c.r.OverridesStatus {
 		if !validStatus(st) {
-			bad("overridesStatus: %d is not an HTTP error status (400–599)", st)
+			c.bad("overridesStatus: %d is not an HTTP error status (400–599)", st)
 		}
 	}
-	if !knownAdapter(r.Adapter) {
-		bad("adapter %q: want %q or one of %v", r.Adapter, AnyAdapter, Adapters)
+	c.cr.changes = setOf(c.r.OverridesStatus)
+}
+
+func (c *ruleCompiler) adapter() {
+	if !knownAdapter(c.r.Adapter) {
+		c.bad("adapter %q: want %q or one of %v", c.r.Adapter, AnyAdapter, Adapters)
 	}
-	if len(r.Sources) == 0 {
-		bad("sources: at least one source is required")
+}
+
+func (c *ruleCompiler) sources() {
+	if len(c.r.Sources) == 0 {
+		c.bad("sources: at least one source is required")
 	}
-	for _, s := range r.Sources {
+	for _, s := range c.r.Sources {
 		if !knownSource(s) {
-			bad("sources: unknown source %q", s)
+			c.bad("sources: unknown source %q", s)
 		}
-		cr.sources[s] = true
+		c.cr.sources[s] = true
 	}
-	if !KnownCode(r.Code) || r.Code == CodeUnclassified {
-		bad("code %q has no class (not in the code registry)", r.Code)
+}
+
+func (c *ruleCompiler) code() {
+	if !KnownCode(c.r.Code) || c.r.Code == CodeUnclassified {
+		c.bad("code %q has no class (not in the code registry)", c.r.Code)
 	}
-	if r.Confidence != "high" && r.Confidence != "medium" {
-		bad("confidence %q: want high or medium (low confidence is unclassified)", r.Confidence)
+}
+
+func (c *ruleCompiler) confidence() {
+	if c.r.Confidence != "high" && c.r.Confidence != "medium" {
+		c.bad("confidence %q: want high or medium (low confidence is unclassified)", c.r.Confidence)
 	}
-	switch r.Scope {
+}
+
+func (c *ruleCompiler) scope() {
+	switch c.r.Scope {
 	case "provider", "account", "model", "request", "agent", "network":
 	default:
-		bad("scope %q: want provider, account, model, request, agent or network", r.Scope)
+		c.bad("scope %q: want provider, account, model, request, agent or network", c.r.Scope)
 	}
-	for _, t := range r.Timing {
+}
+
+func (c *ruleCompiler) timing() {
+	for _, t := range c.r.Timing {
 		if !timingNames[t] {
-			bad("timing: unknown extractor %q", t)
+			c.bad("timing: unknown extractor %q", t)
 		}
 	}
-	m := r.Match
-	cr.in = m.In
-	if len(cr.in) == 0 {
-		cr.in = []string{FieldMessage, FieldData, FieldStderr}
+}
+
+// in: the text fields the literal, regex and vetoes look at; all of them
+// when the rule names none.
+func (c *ruleCompiler) in() {
+	c.cr.in = c.r.Match.In
+	if len(c.cr.in) == 0 {
+		c.cr.in = []string{FieldMessage, FieldData, FieldStderr}
 	}
-	for _, f := range cr.in {
+	for _, f := range c.cr.in {
 		if f != FieldMessage && f != FieldData && f != FieldStderr {
-			bad("match.in: unknown field %q", f)
+			c.bad("match.in: unknown field %q", f)
 		}
 	}
-	if m.RPCCode == nil && len(m.HTTPStatus) == 0 && len(m.Fields) == 0 && m.Prefix == nil && m.Regex == "" {
-		bad("match: no condition")
+}
+
+// anyCondition: a rule matches on something (a literal alone is only a
+// prefilter, and vetoes only take matches away).
+func (c *ruleCompiler) anyCondition() {
+	if m := c.r.Match; m.RPCCode == nil && len(m.HTTPStatus) == 0 && len(m.Fields) == 0 && m.Prefix == nil && m.Regex == "" {
+		c.bad("match: no condition")
 	}
-	if len(m.HTTPStatus) > 0 {
-		cr.httpSet = map[int]bool{}
-		for _, s := range m.HTTPStatus {
-			cr.httpSet[s] = true
-		}
-	}
-	if m.Literal != "" {
-		if m.Regex == "" {
-			bad("match.literal without match.regex")
-		}
+}
+
+func (c *ruleCompiler) httpStatus() {
+	c.cr.httpSet = setOf(c.r.Match.HTTPStatus)
+}
+
+// text: the regex over the In text, and the literal that prefilters it.
+func (c *ruleCompiler) text() {
+	m := c.r.Match
+	if m.Literal != "" && m.Regex == "" {
+		c.bad("match.literal without match.regex")
 	}
 	if m.Regex != "" {
-		re, err := newPattern(m.Regex, check)
+		re, err := newPattern(m.Regex, c.check)
 		if err != nil {
-			bad("match.regex: %v", err)
+			c.bad("match.regex: %v", err)
 		} else {
-			cr.re = re
+			c.cr.re = re
 		}
 	}
 	if m.Literal != "" {
-		cr.literal = []string{strings.ToLower(m.Literal)}
+		c.cr.literal = []string{strings.ToLower(m.Literal)}
 	}
-	for i, f := range m.Fields {
+}
+
+func (c *ruleCompiler) fields() {
+	for i, f := range c.r.Match.Fields {
 		if f.Path == "" {
-			bad("match.fields[%d]: empty path", i)
+			c.bad("match.fields[%d]: empty path", i)
 			continue
 		}
-		cf := compiledField{}
-		for _, alt := range strings.Split(f.Path, "|") {
-			if alt == "" {
-				bad("match.fields[%d]: empty path alternative", i)
-			}
-			cf.paths = append(cf.paths, strings.Split(alt, "."))
-		}
-		if len(f.Values) > 0 {
-			cf.values = map[string]bool{}
-			for _, v := range f.Values {
-				cf.values[v] = true
-			}
-		}
-		if f.Regex != "" {
-			re, err := newPattern(f.Regex, check)
-			if err != nil {
-				bad("match.fields[%d].regex: %v", i, err)
-			}
-			cf.re = re
-		}
-		cr.fields = append(cr.fields, cf)
+		c.cr.fields = append(c.cr.fields, c.field(i, f))
 	}
-	if p := m.Prefix; p != nil {
-		if strings.TrimFunc(p.Prefix, unicode.IsSpace) == "" {
-			bad("match.prefix.prefix: empty")
+}
+
+// field compiles match.fields[i], whose path is not empty.
+func (c *ruleCompiler) field(i int, f FieldMatch) compiledField {
+	cf := compiledField{values: setOf(f.Values)}
+	for _, alt := range strings.Split(f.Path, "|") {
+		if alt == "" {
+			c.bad("match.fields[%d]: empty path alternative", i)
 		}
-		if p.MaxSuffixBytes <= 0 {
-			bad("match.prefix.maxSuffixBytes: want > 0")
-		}
-		cr.prefix = p
+		cf.paths = append(cf.paths, strings.Split(alt, "."))
 	}
-	for _, st := range r.OverridesStatus {
-		if cr.changes == nil {
-			cr.changes = map[int]bool{}
-		}
-		cr.changes[st] = true
-	}
-	for i, id := range r.Outranks {
-		if id == r.ID {
-			bad("outranks[%d]: a rule cannot outrank itself", i)
-		}
-		if cr.beats == nil {
-			cr.beats = map[string]bool{}
-		}
-		cr.beats[id] = true
-	}
-	for i, v := range r.Veto {
-		re, err := newPattern(v, check)
+	if f.Regex != "" {
+		re, err := newPattern(f.Regex, c.check)
 		if err != nil {
-			bad("veto[%d]: %v", i, err)
+			c.bad("match.fields[%d].regex: %v", i, err)
+		}
+		cf.re = re
+	}
+	return cf
+}
+
+func (c *ruleCompiler) prefix() {
+	p := c.r.Match.Prefix
+	if p == nil {
+		return
+	}
+	if strings.TrimFunc(p.Prefix, unicode.IsSpace) == "" {
+		c.bad("match.prefix.prefix: empty")
+	}
+	if p.MaxSuffixBytes <= 0 {
+		c.bad("match.prefix.maxSuffixBytes: want > 0")
+	}
+	c.cr.prefix = p
+}
+
+func (c *ruleCompiler) outranks() {
+	for i, id := range c.r.Outranks {
+		if id == c.r.ID {
+			c.bad("outranks[%d]: a rule cannot outrank itself", i)
+		}
+	}
+	c.cr.beats = setOf(c.r.Outranks)
+}
+
+func (c *ruleCompiler) vetoes() {
+	for i, v := range c.r.Veto {
+		re, err := newPattern(v, c.check)
+		if err != nil {
+			c.bad("veto[%d]: %v", i, err)
 			continue
 		}
-		cr.vetoes = append(cr.vetoes, re)
+		c.cr.vetoes = append(c.cr.vetoes, re)
 	}
-	return cr, errs
+}
+
+// setOf returns the members of list as a set; nil when list is empty.
+func setOf[T comparable](list []T) map[T]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	set := make(map[T]bool, len(list))
+	for _, v := range list {
+		set[v] = true
+	}
+	return set
 }
 
 // prefilter returns the literals of which the text must contain one

@@ -111,6 +111,40 @@ func (d Document) PolicyFor(class, code string) (cp ClassPolicy, key string, ok 
 // draws only from f.Jitter, and returns an updated copy of r, never
 // touching r's maps.
 func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
+	next := r.clone()
+	if f.Stale {
+		return stop(f, ReasonStale), next
+	}
+	if f.Class == classRequest {
+		return stop(f, ReasonRequestClass), next
+	}
+	cp, key, ok := doc.PolicyFor(f.Class, f.Code)
+	if !ok {
+		return stop(f, ReasonUnclassified), next
+	}
+	if d, failed := gates(cp, f); failed {
+		return d, next
+	}
+	if NeverRetried(f.Code) {
+		return exhausted(cp, f, ReasonNotRetryable), next
+	}
+	if wait, ok := resetWait(cp, f, next.WaitUsed[key]); ok {
+		next.WaitUsed[key] = true
+		return waitDecision(cp, f, wait), next
+	}
+	used := next.Retries[key]
+	if !cp.Retry.Enabled || used >= cp.Retry.MaxRetries {
+		return exhausted(cp, f, ReasonExhausted), next
+	}
+	d := retryDecision(doc, cp, f, used)
+	if d.Action == ActionRetry {
+		next.Retries[key] = used + 1
+	}
+	return d, next
+}
+
+// clone is a copy of r whose maps are its own (and never nil).
+func (r Route) clone() Route {
 	next := Route{Retries: maps.Clone(r.Retries), WaitUsed: maps.Clone(r.WaitUsed)}
 	if next.Retries == nil {
 		next.Retries = map[string]int{}
@@ -118,19 +152,19 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 	if next.WaitUsed == nil {
 		next.WaitUsed = map[string]bool{}
 	}
-	stop := func(reason string) Decision {
-		return Decision{Action: ActionStop, Class: f.Class, Reason: reason}
-	}
-	if f.Stale {
-		return stop(ReasonStale), next
-	}
-	if f.Class == classRequest {
-		return stop(ReasonRequestClass), next
-	}
-	cp, key, ok := doc.PolicyFor(f.Class, f.Code)
-	if !ok {
-		return stop(ReasonUnclassified), next
-	}
+	return next
+}
+
+// stop is the decision to stop at once, for reason.
+func stop(f Failure, reason string) Decision {
+	return Decision{Action: ActionStop, Class: f.Class, Reason: reason}
+}
+
+// gates are the stops of a configurable class that no policy changes: a
+// failed replay-safety gate, and a failure the agent's retry notes alone
+// describe, or describe as another class. failed is false when the
+// failure passes them all.
+func gates(cp ClassPolicy, f Failure) (d Decision, failed bool) {
 	for _, gate := range []struct {
 		fails  bool
 		reason string
@@ -140,32 +174,31 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 		{f.Diagnostic != "" && f.Diagnostic != f.Class, ReasonDiagnosticMismatch},
 	} {
 		if gate.fails {
-			d := stop(gate.reason)
+			d := stop(f, gate.reason)
 			d.MaxRetries = budget(cp)
-			return d, next
+			return d, true
 		}
 	}
-	if NeverRetried(f.Code) {
-		return exhausted(cp, f, ReasonNotRetryable), next
-	}
+	return Decision{}, false
+}
 
-	if wait, ok := resetWait(cp, f, next.WaitUsed[key]); ok {
-		next.WaitUsed[key] = true
-		return Decision{
-			Action:     ActionWait,
-			Delay:      wait,
-			DelayMs:    millis(wait),
-			Deadline:   f.Now.Add(wait),
-			MaxRetries: budget(cp),
-			Class:      f.Class,
-			Reason:     ReasonResetWait,
-		}, next
+// waitDecision is the decision to wait for a validated reset hint.
+func waitDecision(cp ClassPolicy, f Failure, wait time.Duration) Decision {
+	return Decision{
+		Action:     ActionWait,
+		Delay:      wait,
+		DelayMs:    millis(wait),
+		Deadline:   f.Now.Add(wait),
+		MaxRetries: budget(cp),
+		Class:      f.Class,
+		Reason:     ReasonResetWait,
 	}
+}
 
-	used := next.Retries[key]
-	if !cp.Retry.Enabled || used >= cp.Retry.MaxRetries {
-		return exhausted(cp, f, ReasonExhausted), next
-	}
+// retryDecision is the decision for a failure with retries left (used of
+// them spent): a retry after the jittered backoff, raised to a validated
+// hint — or on_exhausted, when the hint is beyond what the policy waits.
+func retryDecision(doc Document, cp ClassPolicy, f Failure, used int) Decision {
 	delay, reason := RetryDelay(cp.Retry.InitialIntervalSeconds, used), ReasonRetry
 	if f.Jitter != nil {
 		delay = max(f.Jitter(delay), min(f.MinDelay, delay))
@@ -179,10 +212,9 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 		case honoured(doc, f, hint):
 			delay, reason = hint, ReasonRetryHintHonoured
 		default:
-			return exhausted(cp, f, ReasonHintBeyondPolicy), next
+			return exhausted(cp, f, ReasonHintBeyondPolicy)
 		}
 	}
-	next.Retries[key] = used + 1
 	return Decision{
 		Action:     ActionRetry,
 		Delay:      delay,
@@ -192,7 +224,7 @@ func Evaluate(doc Document, f Failure, r Route) (Decision, Route) {
 		MaxRetries: cp.Retry.MaxRetries,
 		Class:      f.Class,
 		Reason:     reason,
-	}, next
+	}
 }
 
 // honoured reports whether hint, longer than the policy's last backoff,

@@ -458,108 +458,139 @@ func (p *parser) stringField(field string, raw json.RawMessage, dst *string) boo
 	return true
 }
 
+// document decodes the whole document: a legacy rule name, or an object
+// whose members are read (readTopLevel) before its classes are settled.
 func (p *parser) document(raw json.RawMessage) Document {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
-		var name string
-		if !p.stringField("legacy", raw, &name) {
-			return Default()
-		}
-		d, err := FromLegacy(name)
-		if err != nil {
-			p.merge(err)
-			return Default() // only the legacy name is wrong
-		}
-		return d
+		return p.legacyName(raw)
 	}
 	members, ok := p.object("", raw)
 	if !ok {
 		return Document{}
 	}
-	var (
-		d                          Document
-		legacy                     string
-		hasVersion                 bool
-		hasLegacy, legacyOK        bool
-		hasTransient, hasHard      bool
-		transientRaw, hardRaw      json.RawMessage
-		hasFallback                bool
-		fallbackRaw                json.RawMessage
-		emptyTurn                  string
-		stallSeconds               int
-		honourHint                 *int
-		unknownClass, unknownField []string
-	)
+	t := p.readTopLevel(members)
+	d := t.d
+	if !t.hasVersion {
+		d.Version = Version // the only version there is
+	}
+	if t.hasLegacy {
+		d = p.legacyClasses(t, d)
+	} else {
+		d = p.classes(t, d)
+	}
+	if t.hasFallback {
+		d.FallbackModels = p.models(t.fallbackRaw)
+	}
+	d.EmptyTurn, d.StallTimeoutSeconds, d.HonourHintUpToSeconds = t.emptyTurn, t.stallSeconds, t.honourHint
+	for _, name := range t.unknownClass {
+		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
+	}
+	for _, name := range t.unknownField {
+		p.fail(name, "unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds, honour_hint_up_to_seconds or legacy)")
+	}
+	return d
+}
+
+// legacyName decodes a document that is a legacy rule name (a JSON
+// string).
+func (p *parser) legacyName(raw json.RawMessage) Document {
+	var name string
+	if !p.stringField("legacy", raw, &name) {
+		return Default()
+	}
+	d, err := FromLegacy(name)
+	if err != nil {
+		p.merge(err)
+		return Default() // only the legacy name is wrong
+	}
+	return d
+}
+
+// topLevel is a document object's members as read: d holds the version,
+// codes and request; the classes are settled once every member is read,
+// since a legacy member replaces them.
+type topLevel struct {
+	d                          Document
+	legacy                     string
+	hasVersion                 bool
+	hasLegacy, legacyOK        bool
+	hasTransient, hasHard      bool
+	transientRaw, hardRaw      json.RawMessage
+	hasFallback                bool
+	fallbackRaw                json.RawMessage
+	emptyTurn                  string
+	stallSeconds               int
+	honourHint                 *int
+	unknownClass, unknownField []string
+}
+
+// readTopLevel reads the members of a document object in order.
+func (p *parser) readTopLevel(members []member) topLevel {
+	var t topLevel
 	for _, m := range members {
 		switch m.name {
 		case "version":
-			hasVersion = true
-			p.intField("version", m.raw, &d.Version)
+			t.hasVersion = true
+			p.intField("version", m.raw, &t.d.Version)
 		case "legacy":
-			hasLegacy = true
-			legacyOK = p.stringField("legacy", m.raw, &legacy)
+			t.hasLegacy = true
+			t.legacyOK = p.stringField("legacy", m.raw, &t.legacy)
 		case classTransient:
-			hasTransient, transientRaw = true, m.raw
+			t.hasTransient, t.transientRaw = true, m.raw
 		case classHard:
-			hasHard, hardRaw = true, m.raw
+			t.hasHard, t.hardRaw = true, m.raw
 		case "fallback_models":
-			hasFallback, fallbackRaw = true, m.raw
+			t.hasFallback, t.fallbackRaw = true, m.raw
 		case "codes":
-			d.Codes = p.codes(m.raw)
+			t.d.Codes = p.codes(m.raw)
 		case "empty_turn":
-			p.stringField("empty_turn", m.raw, &emptyTurn)
+			p.stringField("empty_turn", m.raw, &t.emptyTurn)
 		case "stall_timeout_seconds":
-			p.intField("stall_timeout_seconds", m.raw, &stallSeconds)
+			p.intField("stall_timeout_seconds", m.raw, &t.stallSeconds)
 		case "honour_hint_up_to_seconds":
-			honourHint = new(int)
-			p.intField("honour_hint_up_to_seconds", m.raw, honourHint)
+			t.honourHint = new(int)
+			p.intField("honour_hint_up_to_seconds", m.raw, t.honourHint)
 		case classRequest:
-			d.Request = p.request(m.raw)
+			t.d.Request = p.request(m.raw)
 		case classUnclassified:
-			unknownClass = append(unknownClass, m.name)
+			t.unknownClass = append(t.unknownClass, m.name)
 		default:
-			unknownField = append(unknownField, m.name)
+			t.unknownField = append(t.unknownField, m.name)
 		}
 	}
-	if !hasVersion {
-		d.Version = Version // the only version there is
+	return t
+}
+
+// legacyClasses settles the classes of a document object with a legacy
+// member: the legacy rule's, with d's version, request and codes.
+func (p *parser) legacyClasses(t topLevel, d Document) Document {
+	if t.hasTransient || t.hasHard {
+		p.fail("legacy", "cannot be combined with transient or hard")
 	}
-	switch {
-	case hasLegacy:
-		if hasTransient || hasHard {
-			p.fail("legacy", "cannot be combined with transient or hard")
-		}
-		// A bad legacy name is the only problem to report: the classes it
-		// would have produced are not validated on their own.
-		ld := Default()
-		if legacyOK {
-			var err error
-			if ld, err = FromLegacy(legacy); err != nil {
-				p.merge(err)
-				ld = Default()
-			}
-		}
-		ld.Version, ld.Request, ld.Codes = d.Version, d.Request, d.Codes
-		d = ld
-	default:
-		// An omitted class takes the default: immediate skip.
-		d.Transient, d.Hard = Default().Transient, Default().Hard
-		if hasTransient {
-			d.Transient = p.class(classTransient, transientRaw)
-		}
-		if hasHard {
-			d.Hard = p.class(classHard, hardRaw)
+	// A bad legacy name is the only problem to report: the classes it
+	// would have produced are not validated on their own.
+	ld := Default()
+	if t.legacyOK {
+		var err error
+		if ld, err = FromLegacy(t.legacy); err != nil {
+			p.merge(err)
+			ld = Default()
 		}
 	}
-	if hasFallback {
-		d.FallbackModels = p.models(fallbackRaw)
+	ld.Version, ld.Request, ld.Codes = d.Version, d.Request, d.Codes
+	return ld
+}
+
+// classes settles the classes of a document object without a legacy
+// member: each as written, and an omitted one the default, immediate skip.
+func (p *parser) classes(t topLevel, d Document) Document {
+	d.Transient, d.Hard = Default().Transient, Default().Hard
+	if t.hasTransient {
+		d.Transient = p.class(classTransient, t.transientRaw)
 	}
-	d.EmptyTurn, d.StallTimeoutSeconds, d.HonourHintUpToSeconds = emptyTurn, stallSeconds, honourHint
-	for _, name := range unknownClass {
-		p.fail(name, "unknown class: only transient and hard are configurable (%s failures always stop)", name)
-	}
-	for _, name := range unknownField {
-		p.fail(name, "unknown field (want version, transient, hard, codes, request, fallback_models, empty_turn, stall_timeout_seconds, honour_hint_up_to_seconds or legacy)")
+	if t.hasHard {
+		d.Hard = p.class(classHard, t.hardRaw)
 	}
 	return d
 }

@@ -151,37 +151,38 @@ func (e Event) MarshalJSON() ([]byte, error) {
 }
 
 // appendJSON appends e's encoding to dst. The caller guarantees that Msg is
-// valid JSON without surrounding white space.
+// valid JSON without surrounding white space. Members follow in wire
+// order: t_ms and dir, an exit's, a meta line's (with via among its
+// strings), an attempt_log or catalogue event's, and a frame's.
 func (e Event) appendJSON(dst []byte) []byte {
 	dst = append(dst, `{"t_ms":`...)
 	dst = strconv.AppendInt(dst, e.TMs, 10)
 	dst = append(dst, `,"dir":`...)
 	dst = appendString(dst, e.Dir)
+	dst = e.appendExit(dst)
+	dst = e.appendMeta(dst)
+	dst = e.appendLogs(dst)
+	dst = e.appendFrame(dst)
+	return append(dst, '}')
+}
+
+// appendExit appends an exit event's members.
+func (e *Event) appendExit(dst []byte) []byte {
 	if e.Code != nil {
 		dst = append(dst, `,"code":`...)
 		dst = strconv.AppendInt(dst, int64(*e.Code), 10)
 	}
-	if e.Signal != "" {
-		dst = append(dst, `,"signal":`...)
-		dst = appendString(dst, e.Signal)
-	}
+	dst = appendStringMember(dst, `,"signal":`, e.Signal)
 	if e.ClientClosed {
 		dst = append(dst, `,"client_closed":true`...)
 	}
-	if e.StartError != "" {
-		dst = append(dst, `,"start_error":`...)
-		dst = appendString(dst, e.StartError)
-	}
-	if e.Argv != nil {
-		dst = append(dst, `,"argv":[`...)
-		for i, a := range e.Argv {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, a)
-		}
-		dst = append(dst, ']')
-	}
+	return appendStringMember(dst, `,"start_error":`, e.StartError)
+}
+
+// appendMeta appends a meta event's members, and via, which the wire
+// keeps among its strings.
+func (e *Event) appendMeta(dst []byte) []byte {
+	dst = appendStringList(dst, `,"argv":`, e.Argv)
 	var start string
 	if !e.Start.IsZero() {
 		start = e.Start.UTC().Format(time.RFC3339Nano)
@@ -192,25 +193,13 @@ func (e Event) appendJSON(dst []byte) []byte {
 		{`,"circuits":`, e.Circuits}, {`,"circuit_namespace":`, e.CircuitNamespace}, {`,"circuit_holder":`, e.CircuitHolder}, {`,"attempt_log":`, e.AttemptLog},
 		{`,"via":`, e.Via},
 	} {
-		if f.val != "" {
-			dst = append(dst, f.key...)
-			dst = appendString(dst, f.val)
-		}
+		dst = appendStringMember(dst, f.key, f.val)
 	}
 	if e.Policy != nil {
 		dst = append(dst, `,"policy":`...)
 		dst = append(dst, e.Policy...)
 	}
-	if e.Fallback != nil {
-		dst = append(dst, `,"fallback":[`...)
-		for i, m := range e.Fallback {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, m)
-		}
-		dst = append(dst, ']')
-	}
+	dst = appendStringList(dst, `,"fallback":`, e.Fallback)
 	if e.JitterSeed != 0 {
 		dst = append(dst, `,"jitter_seed":`...)
 		dst = strconv.AppendUint(dst, e.JitterSeed, 10)
@@ -219,14 +208,17 @@ func (e Event) appendJSON(dst []byte) []byte {
 		dst = append(dst, `,"stall_timeout_ms":`...)
 		dst = strconv.AppendInt(dst, e.StallTimeoutMs, 10)
 	}
+	return dst
+}
+
+// appendLogs appends an attempt_log event's members, then a catalogue
+// event's (its version is the meta line's "catalogue").
+func (e *Event) appendLogs(dst []byte) []byte {
 	if e.Seq > 0 {
 		dst = append(dst, `,"seq":`...)
 		dst = strconv.AppendInt(dst, int64(e.Seq), 10)
 	}
-	if e.Err != "" {
-		dst = append(dst, `,"err":`...)
-		dst = appendString(dst, e.Err)
-	}
+	dst = appendStringMember(dst, `,"err":`, e.Err)
 	if e.Dir == DirCatalogue {
 		dst = append(dst, `,"turn":`...)
 		dst = strconv.AppendInt(dst, int64(e.Turn), 10)
@@ -235,6 +227,11 @@ func (e Event) appendJSON(dst []byte) []byte {
 		dst = append(dst, `,"overlay":`...)
 		dst = append(dst, e.Overlay...)
 	}
+	return dst
+}
+
+// appendFrame appends a frame's members, the frame itself last.
+func (e *Event) appendFrame(dst []byte) []byte {
 	if e.Suppressed {
 		dst = append(dst, `,"suppressed":true`...)
 	}
@@ -249,7 +246,34 @@ func (e Event) appendJSON(dst []byte) []byte {
 		dst = append(dst, `,"msg":`...)
 		dst = append(dst, e.Msg...)
 	}
-	return append(dst, '}')
+	return dst
+}
+
+// appendStringMember appends key (`,"name":`) and val as a JSON string,
+// unless val is empty.
+func appendStringMember(dst []byte, key, val string) []byte {
+	if val == "" {
+		return dst
+	}
+	dst = append(dst, key...)
+	return appendString(dst, val)
+}
+
+// appendStringList appends key (`,"name":`) and list as an array of
+// JSON strings, unless list is nil.
+func appendStringList(dst []byte, key string, list []string) []byte {
+	if list == nil {
+		return dst
+	}
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, s := range list {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
 }
 
 // wireEvent is the decoding shape of an event; pointers tell absent fields

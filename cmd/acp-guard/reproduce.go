@@ -22,62 +22,119 @@ import (
 // cause.
 func writeReproduce(w io.Writer, o *replayOptions, path string, events []replay.Event, cfg acpguard.Config) {
 	m, _ := replay.MetaOf(events)
-	var (
-		diffs []string // how this replay differs from the recording
-		args  []string // the flags that replay as the recording ran
-		state []string // what the transcript cannot give back
-	)
-	add := func(flag string, vals ...string) { args = append(args, flag); args = append(args, vals...) }
+	r := &reproduction{o: o, m: m}
+	r.fallback(r.policy(path))
+	r.settings()
+	r.untracked(cfg)
+	r.write(w, path)
+}
 
-	policyFile := ""
+// reproduction is what writeReproduce finds, comparing the replay's
+// options o with the recording's meta line m.
+type reproduction struct {
+	o     *replayOptions
+	m     replay.Event
+	diffs []string // how this replay differs from the recording
+	args  []string // the flags that replay as the recording ran
+	state []string // what the transcript cannot give back
+}
+
+func (r *reproduction) add(flag string, vals ...string) {
+	r.args = append(r.args, flag)
+	r.args = append(r.args, vals...)
+}
+
+// policy compares the policies, and returns the --policy file that
+// replays with the recording's ("" when this replay already does).
+func (r *reproduction) policy(path string) string {
+	o, m := r.o, r.m
 	switch {
 	case o.policy != "" && m.Policy != nil:
-		diffs = append(diffs, "this replay decided with --policy "+o.policy+", the recording with the policy its meta line records")
+		r.diffs = append(r.diffs, "this replay decided with --policy "+o.policy+", the recording with the policy its meta line records")
 	case m.Policy == nil:
-		policyFile = besidePolicy(path)
-		what := "the transcript does not record the policy its proxy ran under"
-		if m.Version != "" {
-			what += " (acp-guard " + m.Version + " wrote it)"
-		}
-		if o.policy == "" {
-			what += ", so this replay decided with the default policy, which never retries, waits or switches"
-		} else {
-			what += ", and this replay's --policy " + o.policy + " decided otherwise"
-		}
-		diffs = append(diffs, what)
-		if policyFile == "" || policyFile == o.policy {
-			// Nothing beside the transcript, or what this replay already
-			// decided with: the recorded policy is the user's to supply.
-			policyFile = "POLICY.json"
-			what := "POLICY.json: the policy document the recorded session ran under"
-			if o.policy != "" {
-				what += " (not --policy " + o.policy + ", which decided otherwise)"
-			}
-			state = append(state, what)
-		}
+		return r.unrecordedPolicy(path)
 	default:
 		if _, err := policy.Parse(m.Policy); err != nil {
-			policyFile = "POLICY.json"
-			state = append(state, "POLICY.json: a valid form of the recorded policy (the meta line's is not valid)")
+			r.state = append(r.state, "POLICY.json: a valid form of the recorded policy (the meta line's is not valid)")
+			return "POLICY.json"
 		}
 	}
+	return ""
+}
+
+// unrecordedPolicy is policy for a transcript whose meta line records no
+// policy: the one kept beside it, if any, else the user's to supply.
+func (r *reproduction) unrecordedPolicy(path string) string {
+	o, m := r.o, r.m
+	policyFile := besidePolicy(path)
+	what := "the transcript does not record the policy its proxy ran under"
+	if m.Version != "" {
+		what += " (acp-guard " + m.Version + " wrote it)"
+	}
+	if o.policy == "" {
+		what += ", so this replay decided with the default policy, which never retries, waits or switches"
+	} else {
+		what += ", and this replay's --policy " + o.policy + " decided otherwise"
+	}
+	r.diffs = append(r.diffs, what)
+	if policyFile != "" && policyFile != o.policy {
+		return policyFile
+	}
+	// Nothing beside the transcript, or what this replay already decided
+	// with: the recorded policy is the user's to supply.
+	what = "POLICY.json: the policy document the recorded session ran under"
+	if o.policy != "" {
+		what += " (not --policy " + o.policy + ", which decided otherwise)"
+	}
+	r.state = append(r.state, what)
+	return "POLICY.json"
+}
+
+// fallback adds --policy policyFile (when set) and compares the fallback
+// models.
+func (r *reproduction) fallback(policyFile string) {
+	o, m := r.o, r.m
 	if policyFile != "" {
-		add("--policy", policyFile)
+		r.add("--policy", policyFile)
 		// With --policy the recorded fallback models no longer apply by
 		// themselves (acpguard.Config: they go with the recorded policy).
 		if len(m.Fallback) > 0 && o.fallback == nil {
-			add("--fallback-models", strings.Join(m.Fallback, ","))
+			r.add("--fallback-models", strings.Join(m.Fallback, ","))
 		}
 	}
 	if o.fallback != nil {
-		diffs = append(diffs, fmt.Sprintf("--fallback-models %s (the recording: %s)", strings.Join(o.fallback, ","), listOrNone(m.Fallback)))
+		r.diffs = append(r.diffs, fmt.Sprintf("--fallback-models %s (the recording: %s)", strings.Join(o.fallback, ","), listOrNone(m.Fallback)))
 		if len(m.Fallback) > 0 && policyFile != "" {
-			add("--fallback-models", strings.Join(m.Fallback, ","))
+			r.add("--fallback-models", strings.Join(m.Fallback, ","))
 		}
 	}
+}
+
+// settings compares the rest of the options with what the meta line
+// records (or, for stores, cannot record).
+func (r *reproduction) settings() {
+	o, m := r.o, r.m
 	if o.adapter != "" && o.adapter != m.Adapter {
-		diffs = append(diffs, fmt.Sprintf("--adapter %s (the recording: %s)", o.adapter, orNone(m.Adapter)))
+		r.diffs = append(r.diffs, fmt.Sprintf("--adapter %s (the recording: %s)", o.adapter, orNone(m.Adapter)))
 	}
+	if o.stall > 0 && o.stall.Milliseconds() != m.StallTimeoutMs {
+		r.diffs = append(r.diffs, fmt.Sprintf("--stall-timeout %v (the recording: %s)", o.stall, stallOf(m.StallTimeoutMs)))
+	}
+	if o.circuits.store != "" {
+		r.diffs = append(r.diffs, "--circuits "+o.circuits.store+" (the replay's circuits hold what that store holds now)")
+	}
+	if o.circuits.namespace != "" && o.circuits.namespace != m.CircuitNamespace {
+		r.diffs = append(r.diffs, fmt.Sprintf("--circuit-namespace %s (the recording: %s)", o.circuits.namespace, orNone(m.CircuitNamespace)))
+	}
+	if o.stateDir != "" {
+		r.diffs = append(r.diffs, "--state-dir "+o.stateDir+" (the attempt log there, and the retry budgets it counts, are today's, not the recording's)")
+	}
+}
+
+// untracked names what may differ that no flag replays: the catalogue,
+// shared circuits, and acp-guard's own version.
+func (r *reproduction) untracked(cfg acpguard.Config) {
+	o, m := r.o, r.m
 	if v := cfg.Catalogue.Version(); m.Catalogue != "" && v != m.Catalogue {
 		// Not part of the command line: an older catalogue is rarely at
 		// hand, and a newer one seldom decides otherwise.
@@ -89,38 +146,29 @@ func writeReproduce(w io.Writer, o *replayOptions, path string, events []replay.
 		if m.Version != "" {
 			by = "acp-guard " + m.Version
 		}
-		state = append(state, fmt.Sprintf("this replay classified with catalogue %s (%s), the recording with %s; if the decision still differs, add --catalogue FILE with that catalogue (`acp-guard catalogue export` of %s)", v, from, m.Catalogue, by))
-	}
-	if o.stall > 0 && o.stall.Milliseconds() != m.StallTimeoutMs {
-		diffs = append(diffs, fmt.Sprintf("--stall-timeout %v (the recording: %s)", o.stall, stallOf(m.StallTimeoutMs)))
-	}
-	if o.circuits.store != "" {
-		diffs = append(diffs, "--circuits "+o.circuits.store+" (the replay's circuits hold what that store holds now)")
-	}
-	if o.circuits.namespace != "" && o.circuits.namespace != m.CircuitNamespace {
-		diffs = append(diffs, fmt.Sprintf("--circuit-namespace %s (the recording: %s)", o.circuits.namespace, orNone(m.CircuitNamespace)))
-	}
-	if o.stateDir != "" {
-		diffs = append(diffs, "--state-dir "+o.stateDir+" (the attempt log there, and the retry budgets it counts, are today's, not the recording's)")
+		r.state = append(r.state, fmt.Sprintf("this replay classified with catalogue %s (%s), the recording with %s; if the decision still differs, add --catalogue FILE with that catalogue (`acp-guard catalogue export` of %s)", v, from, m.Catalogue, by))
 	}
 	if m.Circuits == "file" || m.Circuits == "nats" {
-		state = append(state, fmt.Sprintf("the recording shared circuits (%s) with other sessions; what they held then is not in the transcript, and the replay's circuits start closed", m.Circuits))
+		r.state = append(r.state, fmt.Sprintf("the recording shared circuits (%s) with other sessions; what they held then is not in the transcript, and the replay's circuits start closed", m.Circuits))
 	}
 	if m.Version != "" && m.Version != versionString() {
-		state = append(state, fmt.Sprintf("the recording was made by acp-guard %s, this is %s", m.Version, versionString()))
+		r.state = append(r.state, fmt.Sprintf("the recording was made by acp-guard %s, this is %s", m.Version, versionString()))
 	}
+}
 
+// write reports what r found about the transcript at path.
+func (r *reproduction) write(w io.Writer, path string) {
 	p := "acp-guard: replay: " + path + ": "
-	if len(diffs) == 0 {
-		fmt.Fprintf(w, "%sthe recording decided differently, though this replay ran with everything its meta line records (policy, fallback models, adapter, catalogue %s, stall timeout, jitter seed)\n", p, orNone(m.Catalogue))
+	if len(r.diffs) == 0 {
+		fmt.Fprintf(w, "%sthe recording decided differently, though this replay ran with everything its meta line records (policy, fallback models, adapter, catalogue %s, stall timeout, jitter seed)\n", p, orNone(r.m.Catalogue))
 	} else {
-		fmt.Fprintf(w, "%sthe recording decided differently: %s\n", p, strings.Join(diffs, "; "))
+		fmt.Fprintf(w, "%sthe recording decided differently: %s\n", p, strings.Join(r.diffs, "; "))
 	}
-	if len(args) > 0 || len(diffs) > 0 {
-		cmd := append([]string{"acp-guard", "replay"}, args...)
+	if len(r.args) > 0 || len(r.diffs) > 0 {
+		cmd := append([]string{"acp-guard", "replay"}, r.args...)
 		fmt.Fprintf(w, "%sto reproduce the recorded decision: %s\n", p, shellLine(append(cmd, path)))
 	}
-	for _, s := range state {
+	for _, s := range r.state {
 		fmt.Fprintf(w, "%s  %s\n", p, s)
 	}
 }
