@@ -59,7 +59,9 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
 	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
-	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you)\b` +
+	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
+	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
+	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|no|yep|nope),\s` +
 	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by)\b` +
 	`|\b(?:is|are|was|were) (?:usually |often |typically )?(?:caused|triggered) by\b` +
 	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
@@ -283,11 +285,16 @@ func mentionQuote(t string, i, j int) bool {
 	case ':', '=', ',', '{', '[', '(':
 		return false
 	}
-	if statusBeforeRe().MatchString(before) {
+	if statusBeforeRe().MatchString(before) || errorClassBeforeRe().MatchString(before) {
 		return false
 	}
 	return isWordByte(before[len(before)-1])
 }
+
+// errorClassBeforeRe is an exception's class name right before a quote
+// ("ChatError “…”", "APIStatusError '…'"): the quote is that error's own
+// message, as after a colon, not words named by prose.
+var errorClassBeforeRe = lazyRegexp(`\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\z`)
 
 // scriptQuotes pairs the quote marks of other scripts and languages with
 // their closing marks: German „…“ and ‚…‘, French and Swiss «…» and ‹…›,
