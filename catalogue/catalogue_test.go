@@ -172,6 +172,11 @@ func TestConflictingEvidenceIsUnclassified(t *testing.T) {
 		// the more specific: a wrong class would be worse.
 		{"a wrong key and a prompt too long", classify.Evidence{Source: classify.SourceRPCError,
 			Message: "Incorrect API key provided. Also: maximum context length is 8192 tokens"}},
+		// No slot left for a model, with no status: a launcher that cannot
+		// place it (hard) or a server momentarily full (transient); the
+		// kinds disagree (docs/CATALOGUE.md placement-vs-capacity).
+		{"a slot for the model with no status", classify.Evidence{Source: classify.SourceRPCError,
+			Message: "launch_model: no free slot left for this model"}},
 	} {
 		v := e.Classify(tt.ev)
 		if v.Code != classify.CodeUnclassified || v.Reason != classify.ReasonConflict || len(v.Conflicts) < 2 {

@@ -37,6 +37,10 @@ var kindPairs = []struct {
 	// Learned from holdout9's misses (docs/CATALOGUE.md "holdout9").
 	{"permission-vs-credentials", classify.CodeProviderNotConfigured, classify.CodeAuthRequired},
 	{"phase-before-vs-after", classify.CodeNetworkUnavailable, classify.CodeAgentTransportLost},
+	// Learned from holdout10's misses (docs/CATALOGUE.md "holdout10").
+	{"placement-vs-capacity", classify.CodeModelUnavailable, classify.CodeModelCapacity},
+	{"allowance-vs-plan", classify.CodeQuotaLimited, classify.CodeSubscriptionRequired},
+	{"transport-vs-configuration", classify.CodeProviderNotConfigured, classify.CodeAgentTransportLost},
 }
 
 // TestKindCollisions: every kind pair has collision fixtures in both

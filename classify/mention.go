@@ -49,7 +49,14 @@ import (
 // reader ("What you are seeing is …", "the limit you're hitting") and
 // failure words given as examples of strings ("matches on known strings
 // like …", "messages such as …"), and a list of quoted strings after an
-// example word in any language (例如 `…`、`…`, z. B. "…", "…").
+// example word in any language (例如 `…`、`…`, z. B. "…", "…"); a
+// status code's definition ("this status code signals …", "429-Fehler
+// bedeuten", "429 is the HTTP error code", an answer that opens "Yes,"),
+// a general statement of what a provider returns ("returns HTTP 400 when
+// …", a specification's "shall respond with"), change prose ("previously
+// retried", "currently treats", a note opening "Parse the …"), and a
+// Chinese conditional frame (当…时) or Japanese narrative (…たところ,
+// …ことが分かった).
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
@@ -59,7 +66,13 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
 	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
-	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you)\b` +
+	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
+	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
+	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|no|yep|nope),\s` +
+	`|\b(?:returns?|responds? with|sends?) (?:an? |the )?(?:http |status )*[1-5]\d\d\b[^\n.]{0,30}?\bwhen\b|\bshall (?:respond|reply|return) with\b` +
+	`|\bpreviously (?:retried|returned|treated|failed|surfaced|showed|reported|raised)\b|\bcurrently (?:treats|retries|returns|handles|surfaces|shows|reports|maps)\b` +
+	`|\A\W*(?:parse|map|detect|classify|surface|propagate)s? the\b` +
+	`|\A\W*当[^\n。]{1,40}?时|たところ[，、,]|ことが(?:判明|分かった|わかった)` +
 	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by)\b` +
 	`|\b(?:is|are|was|were) (?:usually |often |typically )?(?:caused|triggered) by\b` +
 	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
@@ -76,9 +89,11 @@ var mentionRe = lazyRegexp(`(?i)` +
 
 // quotedRe marks text that quotes a failure as expected output: a test
 // assertion ("AssertionError: expected body.message to be 'Internal
-// server error'") or another party's transport (an MCP server's). It
+// server error'"), an SDK reference's docstring after a class name
+// ("APIConnectionError: Raised when …") or another party's transport (an
+// MCP server's). It
 // keeps a words-only rule out even from error-shaped text.
-var quotedRe = lazyRegexp(`(?i)\bAssertionError\b|\bexpected\b[^\n]{0,80}?\bto (?:equal|deep ?equal|strictly equal|have been called|match snapshot|throw)\b|\bexpected\b[^\n]{0,60}?\bto (?:be|contain|include) ["'\x60]|\bMCP (?:server|error|client)\b`)
+var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Thrown) (?:when|if)\b|\bAssertionError\b|\bexpected\b[^\n]{0,80}?\bto (?:equal|deep ?equal|strictly equal|have been called|match snapshot|throw)\b|\bexpected\b[^\n]{0,60}?\bto (?:be|contain|include) ["'\x60]|\bMCP (?:server|error|client)\b`)
 
 // otherServiceRe marks a failure the text attributes to a chat or notes
 // platform an agent's tools call, not to a model provider: the request
@@ -163,7 +178,7 @@ func (v *view) proseDiscourse() bool {
 //
 //   - a Markdown table row of two or more cells ("| 402 | … | … |"), or
 //     one printed without its outer pipes (pipeRow);
-//   - a cause heading followed by a remedy heading, each opening a line
+//   - a cause (or description) heading followed by a remedy heading, each opening a line
 //     or set in bold ("Cause: … Solution: …", "**原因**：… **解决方法**：");
 //   - a numbered or bare Chinese cause heading (原因二：) with a hedge
 //     after it (可能 may, 默认 by default, 通常 usually): a reference's
@@ -182,7 +197,7 @@ func (v *view) proseDiscourse() bool {
 // most, and a provider's body is JSON: neither is a layout.
 var docLayoutRe = lazyRegexp(`(?i)` +
 	`(?:\A|\n)[ \t]*\|[^|\n]+\|[^|\n]+\|` +
-	`|(?:\A|\n)[ \t*]*(?:possible )?causes?\**[ \t]*:[\s\S]{0,600}?\n[ \t*]*(?:solutions?|resolution|how to fix|fix)\**[ \t]*:` +
+	`|(?:\A|\n)[ \t*]*(?:(?:possible )?causes?|description)\**[ \t]*:[\s\S]{0,600}?\n[ \t*]*(?:solutions?|resolution|how to fix|fix)\**[ \t]*:` +
 	`|(?:\A|\n|\*\*)[ \t]*原因[一二三四五六七八九十\d]*\**[ \t]*[:：][\s\S]{0,600}?(?:解决方案|解决方法|解决办法)\**[ \t]*[:：]` +
 	`|(?:\A|\n)[ \t]*原因[一二三四五六七八九十\d]*[ \t]*[:：][\s\S]{0,600}?(?:可能|默认|通常)` +
 	`|(?:\A|\n)[ \t]*(?:\d{1,2}[.)]|[-*+])[ \t]+\*\*[^*\n]{1,80}\*\*[ \t]*[:：]` +
@@ -283,11 +298,16 @@ func mentionQuote(t string, i, j int) bool {
 	case ':', '=', ',', '{', '[', '(':
 		return false
 	}
-	if statusBeforeRe().MatchString(before) {
+	if statusBeforeRe().MatchString(before) || errorClassBeforeRe().MatchString(before) {
 		return false
 	}
 	return isWordByte(before[len(before)-1])
 }
+
+// errorClassBeforeRe is an exception's class name right before a quote
+// ("ChatError “…”", "APIStatusError '…'"): the quote is that error's own
+// message, as after a colon, not words named by prose.
+var errorClassBeforeRe = lazyRegexp(`\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\z`)
 
 // scriptQuotes pairs the quote marks of other scripts and languages with
 // their closing marks: German „…“ and ‚…‘, French and Swiss «…» and ‹…›,
