@@ -108,7 +108,10 @@ type Guard struct {
 	jr      *journal
 }
 
-var _ transport.Hooks = (*Guard)(nil)
+var (
+	_ transport.Hooks     = (*Guard)(nil)
+	_ transport.PassHooks = (*Guard)(nil)
+)
 
 // New returns a Guard.
 func New(cfg Config) *Guard {
@@ -242,6 +245,27 @@ func (g *Guard) agentMsg(c transport.Ctl, m *transport.Msg, req *transport.Reque
 		return g.agentResponse(c, m, req)
 	}
 	return transport.Forward
+}
+
+// PassThrough lets an agent frame be written before AgentMsg sees it
+// (transport.PassHooks): an agent request, a notification other than
+// session/update, or a session/update that cannot be suppressed — while
+// no prompt is held for recovery (late activity stops a held prompt, and
+// its answer must not follow frames it had not seen), no probe runs, no
+// compaction watches the updates and no FrameObserved event is wanted.
+// For those AgentMsg only observes and forwards, and observing them
+// changes nothing this test reads.
+func (g *Guard) PassThrough(m *transport.Msg) bool {
+	if g.m.waiting > 0 || g.m.probes > 0 || g.comp.on || (g.ev.frames && g.ev.on()) {
+		return false
+	}
+	switch m.Kind {
+	case transport.KindRequest:
+		return true
+	case transport.KindNotification:
+		return m.Method != acp.ClientMethodSessionUpdate || !g.tracker.MaySuppress(m.Params)
+	}
+	return false
 }
 
 // agentResponse learns from the answers to rare requests and settles

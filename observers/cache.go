@@ -74,3 +74,35 @@ func (tr *Tracker) remember(params []byte, u SessionUpdate) {
 	off := len(fastSession) - 1
 	c.sessionRaw = c.prefix[off : off+len(u.SessionRaw)]
 }
+
+// MaySuppress reports whether observing a session/update with these params
+// could suppress it, in any turn: false for an update that is not visible
+// message text, and for text that cannot start a suppressing signature of
+// the current adapter's. It reads the layout cache but changes nothing,
+// so it may run before the update is observed (the relay's fast path).
+func (tr *Tracker) MaySuppress(params []byte) bool {
+	var u SessionUpdate
+	if c := &tr.cache; len(c.prefix) > 0 && c.text && bytes.HasPrefix(params, c.prefix) {
+		u = SessionUpdate{Kind: c.kind, TextRaw: params[len(c.prefix)-1:]}
+	} else {
+		var ok bool
+		if u, ok = ParseUpdate(params); !ok {
+			return false // not observed as an update: forwarded
+		}
+	}
+	if u.Kind != UpdateMessage || u.TextRaw == nil {
+		return false // only message text is ever suppressed (Tracker.update)
+	}
+	for i := range tr.Signatures {
+		s := &tr.Signatures[i]
+		if s.Adapter != tr.Adapter || s.Kind == KindDiagnostic || s.Check == nil {
+			continue // never matches, or matches and forwards
+		}
+		// A control signature's rule matches only text that starts with
+		// its prefix; a text-reported failure has no such bound.
+		if s.Kind != KindControl || mayStartWithFold(u.TextRaw, s.Prefix) {
+			return true
+		}
+	}
+	return false
+}

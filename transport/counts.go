@@ -23,6 +23,10 @@ type Counts struct {
 	// request because the peer spelled the id differently (2.0 for 2).
 	IDsRestored                  uint64
 	Rewritten, Injected, Dropped uint64
+	// Passed counts agent frames written on the fast path (before the
+	// hooks saw them); PassMisjudged, those of them a hook would not have
+	// forwarded after all (a broken PassThrough; logged).
+	Passed, PassMisjudged uint64
 	// StderrDropped counts agent stderr lines that reached our stderr but
 	// not the evidence, because the loop was busy (set by Run).
 	StderrDropped uint64

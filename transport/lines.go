@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Line is one frame as it came off a stream: the exact bytes including the
@@ -52,6 +53,9 @@ type batch struct {
 	// big is the mapping a long line was read into (lineArea); release
 	// unmaps it.
 	big *lineArea
+	// refs > 0: the batch has that many owners, and release gives it back
+	// only at the last (the fast path: its writer and its observation).
+	refs atomic.Int32
 }
 
 var batchPool = sync.Pool{New: func() any {
@@ -61,6 +65,9 @@ var batchPool = sync.Pool{New: func() any {
 // release returns the batch to the pool. Nothing may use its lines after.
 func (b *batch) release() {
 	if b == nil {
+		return
+	}
+	if b.refs.Load() > 0 && b.refs.Add(-1) > 0 {
 		return
 	}
 	clear(b.lines) // drop references to long lines

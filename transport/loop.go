@@ -174,6 +174,8 @@ func start(o Options) (*loop, error) {
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 	l.stampTap, _ = o.Tap.(StampTap)
+	l.pass, _ = l.relay.hooks.(PassHooks)
+	l.openLane()
 	return l, nil
 }
 
@@ -238,6 +240,7 @@ func (l *loop) serve(ctx context.Context) *sync.WaitGroup {
 func (l *loop) stop(readers *sync.WaitGroup) Result {
 	log, ch := l.log, l.ch
 	l.mu.Lock()
+	l.closeLane()
 	l.stamp(time.Time{}) // the session's end is handled like an event
 	if l.forceFinish {
 		log.Warn("agent output still open after exit (a grandchild?); killing its process group")
@@ -315,6 +318,13 @@ type loop struct {
 	// check, and since when it has not moved.
 	drainWritten uint64
 	drainStalled time.Time
+
+	// The fast path (fast.go): the lane, and what it guards besides the
+	// fields above — a reader in the lane owns them, no event runs.
+	lane    atomic.Int32
+	pass    PassHooks      // the hooks' PassThrough (nil: no fast path)
+	pend    []pendingBatch // written on the fast path, not yet observed
+	passMsg Msg            // the fast path's scratch frame
 }
 
 // handle runs one event under the loop's lock, then writes what it
@@ -325,12 +335,14 @@ type loop struct {
 // its stdout while we block on its stdin).
 func (l *loop) handle(ev event) {
 	l.mu.Lock()
+	l.closeLane() // the frames the fast path wrote come first (fast.go)
 	var due time.Time
 	if ev.kind == evFire {
 		due = ev.fire.due
 	}
 	l.stamp(due)
 	l.handleLocked(ev)
+	l.openLane()
 	l.mu.Unlock()
 	switch ev.kind {
 	case evClientLines:
@@ -549,7 +561,11 @@ func readLines(r io.Reader, max int64, linesKind, eofKind eventKind, l *loop) {
 	for {
 		b, err := lr.next()
 		if len(b.lines) > 0 {
-			l.handle(event{kind: linesKind, batch: b})
+			// The fast path writes agent frames the hooks pass as they
+			// are, observed at the next event (fast.go).
+			if linesKind != evAgentLines || !l.passAgent(b) {
+				l.handle(event{kind: linesKind, batch: b})
+			}
 		} else {
 			b.release()
 		}
