@@ -299,3 +299,47 @@ func TestObserveParamsCacheAgrees(t *testing.T) {
 		}
 	}
 }
+
+// MaySuppress, the relay's fast path's test, never says no to a frame
+// that observing then suppresses, whatever the turn and the cache hold.
+func TestMaySuppressCoversObserve(t *testing.T) {
+	frames := [][]byte{
+		chunk("s1", "agent_message_chunk", "hello"),
+		chunk("s1", "agent_message_chunk", "Error: RetriableError: x"),
+		chunk("s1", "agent_message_chunk", "  error: retriableerror: y"),
+		chunk("s1", "agent_message_chunk", "\\nError: RetriableError: z"),
+		chunk("s1", "agent_thought_chunk", "Error: RetriableError: hmm"),
+		chunk("s1", "agent_message_chunk", " "),
+		toolCall("s1", "tool_call"),
+		chunk("s2", "agent_message_chunk", "Error: RetriableError: other session"),
+		sortedChunk("s1", "agent_message_chunk", "Error: RetriableError: sorted"),
+		chunk("s1", "agent_message_chunk", "Retrying in 2s (attempt 1/3)"),
+		chunk("s1", "agent_message_chunk", "ordinary text again"),
+	}
+	for _, adapter := range []string{AdapterCursor, AdapterCopilot, "codex-acp"} {
+		tr := NewTracker(adapter, bound(t))
+		tr.Start("s1", time.Time{})
+		tr.Start("s2", time.Time{})
+		suppressed := 0
+		for round := range 2 { // the second round with the cache filled
+			for i, f := range frames {
+				may := tr.MaySuppress(f)
+				got, _ := tr.ObserveParams(f)
+				if got && !may {
+					t.Errorf("%s round %d frame %d (%s): suppressed, but MaySuppress said it could not be", adapter, round, i, f)
+				}
+				if got {
+					suppressed++
+				}
+			}
+		}
+		if adapter == AdapterCursor && suppressed == 0 {
+			t.Error("no cursor frame was suppressed: the test tests nothing")
+		}
+	}
+	// The fast path must not be closed to ordinary text.
+	tr := NewTracker(AdapterCursor, bound(t))
+	if tr.MaySuppress(chunk("s1", "agent_message_chunk", "hello")) {
+		t.Error("an ordinary chunk may be suppressed, says MaySuppress")
+	}
+}
