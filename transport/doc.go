@@ -37,6 +37,19 @@
 // not block: no I/O, no waiting — what it writes is queued and written
 // after the lock is released.
 //
+// # The fast path
+//
+// An agent batch of notifications and requests that the hooks' PassThrough
+// (PassHooks) accepts is queued for the client by the agent's stdout
+// reader without the loop's lock, and written by it (fast.go). The lane,
+// an atomic word, keeps the reader's section and the events apart: the
+// reader only tries to enter, and each event closes the lane after taking
+// the lock and, before anything of its own, shows the hooks the frames the
+// fast path wrote (AgentMsg, in read order, at their read's stamp). What
+// reaches the client, and what the hooks see, is then exactly what the
+// ordinary road gives when the reader handles the batch just before that
+// event. PassThrough runs in the lane, serialized with every hook call.
+//
 // # Time
 //
 // One time per event: the loop stamps each event once, under its lock,
@@ -60,6 +73,8 @@
 //     watchedReader so the drain period can count from the last byte
 //     read): started by Run; exits at EOF or when Run closes the pipe at
 //     shutdown. Run waits for it (readers WaitGroup, bounded by a second).
+//     On the fast path it queues and writes pass-through batches itself,
+//     in the lane (fast.go).
 //   - Agent stderr reader (loop.readStderr): started by Run; copies stderr
 //     to Options.Stderr and hands lines to the stderr forwarder without
 //     blocking. Exits at EOF or when Run closes the pipe; Run waits for it.

@@ -11,9 +11,10 @@ import (
 // the hooks' PassThrough accepts — is queued for the client by the agent
 // stdout reader without taking the loop's lock, and written by that
 // reader at once. The hooks still see every such frame, in read order,
-// with the stamp of its read: the frames wait in the loop's pending list,
-// and whoever takes the loop's lock next observes them first (catchUp),
-// before its own event.
+// with the stamp of its read: the batch waits in the loop's pending list
+// until the reader, right after writing it, observes it (catchUp) — or,
+// when an event came in between, until that event has, before its own
+// work.
 //
 // The lane is what makes that exact. It is an atomic word with three
 // states: closed (an event holds the loop's lock, or the session is
@@ -41,8 +42,22 @@ type PassHooks interface {
 	PassThrough(m *Msg) bool
 }
 
-// PassThrough: a plain relay passes everything it may.
-func (NopHooks) PassThrough(*Msg) bool { return true }
+// plainPass is a plain relay's PassThrough (NopHooks itself, not a
+// type that embeds it and may observe): everything the relay may pass.
+type plainPass struct{}
+
+func (plainPass) PassThrough(*Msg) bool { return true }
+
+// passHooks returns the hooks' PassThrough, nil when they have none.
+func passHooks(h Hooks) PassHooks {
+	switch h := h.(type) {
+	case NopHooks:
+		return plainPass{}
+	case PassHooks:
+		return h
+	}
+	return nil
+}
 
 const (
 	laneClosed int32 = iota
@@ -102,11 +117,21 @@ func (l *loop) passAgent(b *batch) bool {
 	l.toClient.enqueue(item{chunks: chunks, release: b})
 	l.lane.Store(laneOpen)
 	l.toClient.drain()
+	// Now the hooks see the batch, on this goroutine, unless an event has
+	// closed the lane meanwhile: that event has observed it, or will
+	// before anything else (closeLane). No event ran between the batch's
+	// section and this one, so this is as if it had been observed there.
+	if l.lane.CompareAndSwap(laneOpen, laneBusy) {
+		l.catchUp()
+		l.lane.Store(laneOpen)
+	}
 	return true
 }
 
 // closeLane closes the lane, under the loop's lock, waiting for a reader
-// in its section to leave it; then it observes what the fast path queued.
+// in a section to leave it (a section does no I/O: it queues a batch, or
+// observes one); then it observes what the fast path queued and nobody
+// observed yet.
 func (l *loop) closeLane() {
 	for !l.lane.CompareAndSwap(laneOpen, laneClosed) {
 		if l.lane.Load() == laneClosed {
@@ -117,9 +142,10 @@ func (l *loop) closeLane() {
 	l.catchUp()
 }
 
-// catchUp shows the hooks every frame the fast path wrote since the last
-// event, in read order, each batch at the stamp of its read (never earlier
-// than the last event's: stamps do not go back).
+// catchUp shows the hooks every frame the fast path wrote and nobody
+// observed yet, in read order, each batch at the stamp of its read (never
+// earlier than the last event's: stamps do not go back). It runs under
+// the lock with the lane closed, or in the reader's lane section.
 func (l *loop) catchUp() {
 	for i, p := range l.pend {
 		if p.at.After(l.now) {

@@ -174,7 +174,7 @@ func start(o Options) (*loop, error) {
 	}
 	l.relay = NewRelay(Config{MaxLine: o.MaxLine, Logger: log, Hooks: o.Hooks, Tap: o.Tap, Redact: o.Redact}, l)
 	l.stampTap, _ = o.Tap.(StampTap)
-	l.pass, _ = l.relay.hooks.(PassHooks)
+	l.pass = passHooks(l.relay.hooks)
 	l.openLane()
 	return l, nil
 }
