@@ -55,6 +55,27 @@ func BenchmarkRelayChunk(b *testing.B) {
 	}
 }
 
+// BenchmarkPassThroughChunk is BenchmarkRelayChunk with the fast path's
+// question asked first (Guard.PassThrough on the parsed frame): what the
+// agent's reader adds per frame when it writes a chunk before the guard
+// observes it (the loop's own part, the lane and the pending list, is per
+// batch).
+func BenchmarkPassThroughChunk(b *testing.B) {
+	g := guard.New(guard.Config{Identity: observers.Identity{Flag: "codex-acp"}, Engine: catalogue.Default(), Policy: policy.Default()})
+	r := transport.NewRelay(transport.Config{MaxLine: 1 << 20, Hooks: g}, &discard{})
+	r.FromClient(transport.Line{Bytes: []byte(`{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}` + "\n")})
+	line := []byte(msgChunk("Some ordinary text of a streamed answer, about sixty bytes.") + "\n")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		m := transport.ParseMsg(line)
+		if !g.PassThrough(&m) {
+			b.Fatal("an ordinary chunk was refused the fast path")
+		}
+		r.FromAgent(transport.Line{Bytes: line})
+	}
+}
+
 // BenchmarkRelayChunkCompaction is BenchmarkRelayChunk with
 // request.compact_then_retry on: every update is also searched for an
 // available_commands_update (compact.go).
