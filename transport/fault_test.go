@@ -81,6 +81,7 @@ type faultResult struct {
 	answered   int // client requests answered
 	dropped    map[string]int
 	retries    int
+	passed     int // agent frames written on the fast path
 }
 
 func TestFaultRandomized(t *testing.T) {
@@ -143,12 +144,13 @@ func summarize(t *testing.T, seed uint64, results []*faultResult, took time.Dura
 	t.Helper()
 	kinds := map[string]int{}
 	dropped := map[string]int{}
-	done, failed, answered, retries := 0, 0, 0, 0
+	done, failed, answered, retries, passed := 0, 0, 0, 0, 0
 	for _, r := range results {
 		if r == nil {
 			continue
 		}
 		done++
+		passed += r.passed
 		answered += r.answered
 		retries += r.retries
 		for k, n := range r.dropped {
@@ -175,8 +177,8 @@ func summarize(t *testing.T, seed uint64, results []*faultResult, took time.Dura
 		ds = append(ds, fmt.Sprintf("%s=%d", k, n))
 	}
 	sort.Strings(ds)
-	t.Logf("%d runs in %v, %d with violations; %d client requests answered, %d retries sent; dropped: %s\nscenario features: %s",
-		done, took.Round(time.Millisecond), failed, answered, retries, strings.Join(ds, " "), strings.Join(ks, ", "))
+	t.Logf("%d runs in %v, %d with violations; %d client requests answered, %d retries sent, %d agent frames on the fast path; dropped: %s\nscenario features: %s",
+		done, took.Round(time.Millisecond), failed, answered, retries, passed, strings.Join(ds, " "), strings.Join(ks, ", "))
 }
 
 func tail(s string, n int) string {
@@ -555,6 +557,24 @@ func checkFault(res *faultResult, c *faultClient, ps *os.ProcessState, logPath, 
 		n, _ := strconv.Atoi(m[2])
 		res.dropped[m[1]] += n
 	}
+	// The fast path (transport/fast.go): a frame it wrote that the guard
+	// would not have forwarded is a violation.
+	for _, m := range fastRe.FindAllStringSubmatch(res.stderr, -1) {
+		n, _ := strconv.Atoi(m[2])
+		if m[1] == "pass_misjudged" && n > 0 {
+			fail("%d frames written on the fast path were not to be forwarded", n)
+		}
+		res.passed += n * boolInt(m[1] == "passed_fast")
+	}
+}
+
+var fastRe = regexp.MustCompile(`(passed_fast|pass_misjudged)=(\d+)`)
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checkStdout checks every line the client read — the agent's own,

@@ -140,7 +140,8 @@ func runProxy(ctx context.Context, s *streams, o *runOptions, fs *pflag.FlagSet)
 		"fragments_from_agent", res.Counts.FragmentsFromAgent, "fragments_from_client", res.Counts.FragmentsFromClient,
 		"duplicate_proxy_answers", res.Counts.DuplicateProxyAnswers, "ids_restored", res.Counts.IDsRestored,
 		"duplicate_answers_from_agent", res.Counts.DuplicateAnswersFromAgent, "stray_answers_from_agent", res.Counts.StrayAnswersFromAgent,
-		"duplicate_answers_from_client", res.Counts.DuplicateAnswersFromClient, "stray_answers_from_client", res.Counts.StrayAnswersFromClient)
+		"duplicate_answers_from_client", res.Counts.DuplicateAnswersFromClient, "stray_answers_from_client", res.Counts.StrayAnswersFromClient,
+		"passed_fast", res.Counts.Passed, "pass_misjudged", res.Counts.PassMisjudged)
 	code := sessionExitCode(res, external.Load())
 	switch {
 	case code != res.Exit.Code:
