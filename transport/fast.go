@@ -2,6 +2,7 @@ package transport
 
 import (
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -80,8 +81,9 @@ const (
 // pendingBatch is a batch written on the fast path, waiting for its
 // observation, and the stamp of its read.
 type pendingBatch struct {
-	b  *batch
-	at time.Time
+	b    *batch
+	at   time.Time
+	msgs []Msg // its frames as parsed, or nil: parse them again
 }
 
 // passAgent tries the fast path for a batch the agent's stdout reader
@@ -102,20 +104,35 @@ func (l *loop) passAgent(b *batch) bool {
 		l.lane.Store(laneOpen)
 		return false
 	}
+	// The frames are parsed once: into the scratch slice when no other
+	// batch waits for observation (it is then this batch's), else into
+	// one scratch frame, and parsed again when observed.
+	keep := len(l.pend) == 0
+	if keep {
+		l.passMsgs = slices.Grow(l.passMsgs[:0], len(b.lines))[:len(b.lines)]
+	}
 	var chunks [][]byte
-	for _, ln := range b.lines {
-		if !l.relay.passAgent(ln, &l.passMsg, l.pass) {
+	for i, ln := range b.lines {
+		m := &l.passMsg
+		if keep {
+			m = &l.passMsgs[i]
+		}
+		if !l.relay.passAgent(ln, m, l.pass) {
 			l.lane.Store(laneOpen)
 			return false
 		}
 		chunks = appendChunk(chunks, ln.Bytes)
+	}
+	var msgs []Msg
+	if keep {
+		msgs = l.passMsgs
 	}
 	at := time.Now()
 	if at.Before(l.now) {
 		at = l.now
 	}
 	b.refs.Store(2) // released once written and once observed
-	l.pend = append(l.pend, pendingBatch{b: b, at: at})
+	l.pend = append(l.pend, pendingBatch{b: b, at: at, msgs: msgs})
 	l.toClient.enqueue(item{chunks: chunks, release: b})
 	l.lane.Store(laneOpen)
 	l.toClient.drain()
@@ -156,8 +173,12 @@ func (l *loop) catchUp() {
 		if l.stampTap != nil {
 			l.stampTap.Stamp(l.now)
 		}
-		for _, ln := range p.b.lines {
-			l.relay.passedAgent(ln)
+		for j, ln := range p.b.lines {
+			var m *Msg
+			if p.msgs != nil {
+				m = &p.msgs[j]
+			}
+			l.relay.passedAgent(ln, m)
 		}
 		p.b.release()
 		l.pend[i] = pendingBatch{}
@@ -189,15 +210,18 @@ func (r *Relay) passAgent(l Line, m *Msg, h PassHooks) bool {
 	return h.PassThrough(m)
 }
 
-// passedAgent is FromAgent for a line the fast path already wrote: the
-// request table, the hooks and the tap see it as they would have, and
-// nothing is written. PassThrough promised a Forward; a hook that decides
-// otherwise now cannot take the frame back, which is logged.
-func (r *Relay) passedAgent(l Line) {
+// passedAgent is FromAgent for a line the fast path already wrote (m: the
+// line as parsed then, or nil): the request table, the hooks and the tap
+// see it as they would have, and nothing is written. PassThrough promised
+// a Forward; a hook that decides otherwise now cannot take the frame back,
+// which is logged.
+func (r *Relay) passedAgent(l Line, m *Msg) {
 	r.Counts.AgentFrames++
 	r.Counts.Passed++
-	r.msg.parse(l.Bytes)
-	m := &r.msg
+	if m == nil {
+		r.msg.parse(l.Bytes)
+		m = &r.msg
+	}
 	var req *Request
 	if m.Kind == KindRequest {
 		var dup bool

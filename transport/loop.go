@@ -321,10 +321,11 @@ type loop struct {
 
 	// The fast path (fast.go): the lane, and what it guards besides the
 	// fields above — a reader in the lane owns them, no event runs.
-	lane    atomic.Int32
-	pass    PassHooks      // the hooks' PassThrough (nil: no fast path)
-	pend    []pendingBatch // written on the fast path, not yet observed
-	passMsg Msg            // the fast path's scratch frame
+	lane     atomic.Int32
+	pass     PassHooks      // the hooks' PassThrough (nil: no fast path)
+	pend     []pendingBatch // written on the fast path, not yet observed
+	passMsg  Msg            // the fast path's scratch frame
+	passMsgs []Msg          // the frames of the batch pending alone, as parsed
 }
 
 // handle runs one event under the loop's lock, then writes what it
