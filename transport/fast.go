@@ -69,10 +69,11 @@ const (
 // Bounds of the fast path: a batch of more lines goes the ordinary road
 // (a read of 256 KiB of the smallest chunk frames, 161 bytes, is 1,600
 // lines: the reader's section, and an event's wait for it, stay about as
-// long as the ordinary road's hold of the lock for the same batch), and at
-// most this many batches wait to be observed (the reader then takes the
-// lock and observes them itself), so the frames held for observation stay
-// bounded.
+// long as the ordinary road's hold of the lock for the same batch). At
+// most one batch waits to be observed — the reader observes it before it
+// reads again, or an event did — so fastMaxPending only guards that
+// bound: past it the reader would take the ordinary road, whose event
+// observes what waits.
 const (
 	fastMaxLines   = 4096
 	fastMaxPending = 4
@@ -104,9 +105,9 @@ func (l *loop) passAgent(b *batch) bool {
 		l.lane.Store(laneOpen)
 		return false
 	}
-	// The frames are parsed once: into the scratch slice when no other
-	// batch waits for observation (it is then this batch's), else into
-	// one scratch frame, and parsed again when observed.
+	// The frames are parsed once, into the scratch slice, which is this
+	// batch's until it is observed (were another batch still waiting,
+	// they would be parsed again when observed).
 	keep := len(l.pend) == 0
 	if keep {
 		l.passMsgs = slices.Grow(l.passMsgs[:0], len(b.lines))[:len(b.lines)]
@@ -137,9 +138,10 @@ func (l *loop) passAgent(b *batch) bool {
 	l.lane.Store(laneOpen)
 	l.toClient.drain()
 	// Now the hooks see the batch, on this goroutine, unless an event has
-	// closed the lane meanwhile: that event has observed it, or will
-	// before anything else (closeLane). No event ran between the batch's
-	// section and this one, so this is as if it had been observed there.
+	// closed the lane meanwhile: that event observes it before anything
+	// else (closeLane). If the lane is open, either no event ran since the
+	// batch's section — observing it now is as if it had been observed
+	// there — or one did and observed it, and nothing is left.
 	if l.lane.CompareAndSwap(laneOpen, laneBusy) {
 		l.catchUp()
 		l.lane.Store(laneOpen)
