@@ -22,9 +22,11 @@ import (
 // over), open (nothing runs: the reader may enter) and busy (the reader
 // is in its section). The reader only ever tries to enter (open → busy);
 // when it cannot, it takes the ordinary road. An event closes the lane
-// right after taking the lock, waiting for a busy reader to leave (its
-// section does no I/O and runs no hook but PassThrough), observes the
-// pending frames, handles itself, and opens the lane again before it
+// right after taking the lock, waiting for a busy reader to leave (a
+// section writes to no peer: it queues a batch, asking PassThrough, or it
+// observes one already written — AgentMsg and the tap, whose transcript
+// and logs are written there as under the lock), observes the pending
+// frames, handles itself, and opens the lane again before it
 // releases the lock. Sections and events therefore never overlap: each
 // fast batch is linearized between two events, its frames are queued on
 // the client's writer in that order, and the next event observes them
@@ -150,15 +152,15 @@ func (l *loop) passAgent(b *batch) bool {
 }
 
 // closeLane closes the lane, under the loop's lock, waiting for a reader
-// in a section to leave it (a section does no I/O: it queues a batch, or
-// observes one); then it observes what the fast path queued and nobody
-// observed yet.
+// in a section to leave it (a section writes to no peer: it queues a
+// batch, or observes one); then it observes what the fast path queued and
+// nobody observed yet.
 func (l *loop) closeLane() {
 	for !l.lane.CompareAndSwap(laneOpen, laneClosed) {
 		if l.lane.Load() == laneClosed {
 			break // not opened yet, or the session is over
 		}
-		runtime.Gosched() // the reader's section is short and does no I/O
+		runtime.Gosched() // the reader's section is short and never waits for a peer
 	}
 	l.catchUp()
 }
