@@ -134,18 +134,26 @@ func TestCreateReportedFailedThatLandsLateBindsNobody(t *testing.T) {
 	}
 }
 
+// leaseInDoubt opens the circuit, then has "min/1" take the probe lease
+// at the end of its cooldown (t0) with the swap held: a lease in doubt.
+func leaseInDoubt(t *testing.T) (*heldStore, *Circuits, time.Time) {
+	t.Helper()
+	s, c, now := newHeldStore(t)
+	mustFail(t, c, backoff(10*time.Second), "maj/1", now)
+	s.holdSwapsOnly(t)
+	t0 := now.Add(11 * time.Second)
+	if _, err := c.Acquire(ctx, testKey, "min/1", t0); !errors.Is(err, ErrStore) {
+		t.Fatal(err)
+	}
+	return s, c, t0
+}
+
 // Only this process's own late write is undone, and only if nothing was
 // written over it; a swap that never landed is forgotten once the record
 // moved on.
 func TestDoubtsSettleWithoutTakingBackOthersWrites(t *testing.T) {
 	t.Run("overwritten", func(t *testing.T) {
-		s, c, now := newHeldStore(t)
-		mustFail(t, c, backoff(10*time.Second), "maj/1", now)
-		s.holdSwapsOnly(t)
-		t0 := now.Add(11 * time.Second)
-		if _, err := c.Acquire(ctx, testKey, "min/1", t0); !errors.Is(err, ErrStore) {
-			t.Fatal(err)
-		}
+		s, c, t0 := leaseInDoubt(t)
 		s.land(t)
 		other := New(Config{Store: s.memStore, Seed: 8})
 		if _, err := other.Progress(ctx, testKey, t0.Add(time.Second)); err != nil { // a probe elsewhere succeeded
@@ -160,13 +168,7 @@ func TestDoubtsSettleWithoutTakingBackOthersWrites(t *testing.T) {
 		}
 	})
 	t.Run("never landed", func(t *testing.T) {
-		s, c, now := newHeldStore(t)
-		mustFail(t, c, backoff(10*time.Second), "maj/1", now)
-		s.holdSwapsOnly(t)
-		t0 := now.Add(11 * time.Second)
-		if _, err := c.Acquire(ctx, testKey, "min/1", t0); !errors.Is(err, ErrStore) {
-			t.Fatal(err)
-		}
+		s, c, t0 := leaseInDoubt(t)
 		s.mu.Lock()
 		s.kept, s.holding = nil, false // a new leader's term: the entry is gone
 		s.mu.Unlock()
