@@ -61,22 +61,7 @@ func TestEveryActionHasARow(t *testing.T) {
 			t.Errorf("policy action %q has no row in recoveryActions", a)
 			continue
 		}
-		for _, from := range []state{stActive, stRetrying, stProbing} {
-			e, ok := lookupEdge(from, d.on)
-			if !ok {
-				t.Errorf("action %q: no transition %s --%s-->", a, from, d.on)
-				continue
-			}
-			if e.schedules != (d.start != nil) {
-				t.Errorf("action %q: transition %s --%s--> schedules=%v, but the row's work is set=%v", a, from, d.on, e.schedules, d.start != nil)
-			}
-		}
-		if (d.notice == "") != (d.words == nil) {
-			t.Errorf("action %q: a notice needs its words (notice %q)", a, d.notice)
-		}
-		if d.start == nil && a != policy.ActionStop {
-			t.Errorf("action %q has no work: only stop answers at once", a)
-		}
+		checkActionRow(t, a, d)
 	}
 	for a := range recoveryActions {
 		if !slices.Contains(policy.Actions, a) {
@@ -91,5 +76,28 @@ func TestEveryActionHasARow(t *testing.T) {
 	}
 	if got := recoveryAction(ReasonNoFallback); got != string(policy.ActionStop) {
 		t.Errorf("recoveryAction(%q) = %q, want stop", ReasonNoFallback, got)
+	}
+}
+
+// checkActionRow checks that a's row is whole: its event leaves a running
+// attempt, work that starts once its record is durable, words for the
+// notice it announces.
+func checkActionRow(t *testing.T, a policy.Action, d actionDesc) {
+	t.Helper()
+	for _, from := range []state{stActive, stRetrying, stProbing} {
+		e, ok := lookupEdge(from, d.on)
+		if !ok {
+			t.Errorf("action %q: no transition %s --%s-->", a, from, d.on)
+			continue
+		}
+		if e.schedules != (d.start != nil) {
+			t.Errorf("action %q: transition %s --%s--> schedules=%v, but the row's work is set=%v", a, from, d.on, e.schedules, d.start != nil)
+		}
+	}
+	if (d.notice == "") != (d.words == nil) {
+		t.Errorf("action %q: a notice needs its words (notice %q)", a, d.notice)
+	}
+	if d.start == nil && a != policy.ActionStop {
+		t.Errorf("action %q has no work: only stop answers at once", a)
 	}
 }

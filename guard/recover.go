@@ -73,7 +73,7 @@ func (rc *recovery) start(c transport.Ctl, req *transport.Request) {
 // to a wait or a switch (the work starts once its record is durable), or
 // to action_required with the answer.
 func (rc *recovery) fail(c transport.Ctl, p *prompt, f *failure, own bool) transport.Verdict {
-	d, next := rc.decide(c, p, f)
+	d, next := decideFor(rc, c, p, f)
 	rc.ev.classified(c, p, f, d)
 	rc.circ.failed(c, p, f, d)
 	a := actionOf(d.Action)
@@ -89,6 +89,10 @@ func (rc *recovery) fail(c transport.Ctl, p *prompt, f *failure, own bool) trans
 	}
 	return transport.Drop
 }
+
+// decideFor is how fail decides: always rc.decide, except in a test that
+// adds an action no policy names (toyaction_test.go, the worked example).
+var decideFor = (*recovery).decide
 
 // decide evaluates the policy for f behind the replay-safety gate; for a
 // skip it also picks the model to switch to.
