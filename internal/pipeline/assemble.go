@@ -128,44 +128,11 @@ func Assemble(ctx context.Context, cfg Options, o Origin) (_ *Pipeline, err erro
 	if src != nil {
 		gc.Catalogue = src.next
 	}
-	// The sessions' name to the circuits (probe leases and wake offsets
-	// hash it): the live proxy's own, kept in the recording, so that a
-	// replay — whose circuits are its own — decides as the live proxy did;
-	// a recording that does not say replays with a fixed one, the same in
-	// every process.
-	switch {
-	case !o.Recorded:
-		gc.CircuitHolder = guard.NewCircuitHolder()
-	case o.meta().CircuitHolder != "":
-		gc.CircuitHolder = o.meta().CircuitHolder
-	default:
-		gc.CircuitHolder = "replay"
-	}
+	gc.CircuitHolder = o.circuitHolder()
 	storeKind := pl.stores(&cfg, o, set, &gc, id)
 	if cfg.Record != "" {
-		if o.Offline {
-			return nil, fieldErr("Record", "", errors.New("an offline replay writes no transcript"))
-		}
-		argv := o.Argv
-		if o.Recorded {
-			argv = o.meta().Argv
-		}
-		adapter, _ := id.Resolve()
-		pl.tap, err = openRecorder(&cfg, replay.MetaInfo{
-			Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
-			Policy: policyJSON(set.policy), Fallback: set.fallback,
-			Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
-			AttemptLog: set.logKind(&cfg, o), JitterSeed: set.jitter, CircuitHolder: gc.CircuitHolder,
-		}, pl.log)
-		if err != nil {
+		if err := pl.openTap(&cfg, o, id, engine, set, storeKind, gc.CircuitHolder, src); err != nil {
 			return nil, err
-		}
-		pl.closers = append(pl.closers, func() error { return pl.tap.close(pl.log) })
-		if src != nil {
-			if src.cur.doc != nil {
-				pl.tap.catalogue(0, engine.Version(), src.cur.doc)
-			}
-			src.record = pl.tap.catalogue
 		}
 	}
 	if set.keepLog {
@@ -180,6 +147,54 @@ func Assemble(ctx context.Context, cfg Options, o Origin) (_ *Pipeline, err erro
 	pl.subscribe(&cfg, &gc)
 	pl.guard = guard.New(gc)
 	return pl, nil
+}
+
+// circuitHolder is the sessions' name to the circuits (probe leases and
+// wake offsets hash it): the live proxy's own, kept in the recording, so
+// that a replay — whose circuits are its own — decides as the live proxy
+// did; a recording that does not say replays with a fixed one, the same
+// in every process.
+func (o Origin) circuitHolder() string {
+	switch {
+	case !o.Recorded:
+		return guard.NewCircuitHolder()
+	case o.meta().CircuitHolder != "":
+		return o.meta().CircuitHolder
+	default:
+		return "replay"
+	}
+}
+
+// openTap opens the transcript tap (cfg.Record) with the session's
+// settings in its meta line, and has it record the catalogue overlays.
+func (pl *Pipeline) openTap(cfg *Options, o Origin, id observers.Identity, engine *classify.Engine, set settings,
+	storeKind, holder string, src *overlaySource) error {
+	if o.Offline {
+		return fieldErr("Record", "", errors.New("an offline replay writes no transcript"))
+	}
+	argv := o.Argv
+	if o.Recorded {
+		argv = o.meta().Argv
+	}
+	adapter, _ := id.Resolve()
+	tap, err := openRecorder(cfg, replay.MetaInfo{
+		Argv: argv, Adapter: adapter, Version: cfg.version(), Catalogue: engine.Version(),
+		Policy: policyJSON(set.policy), Fallback: set.fallback,
+		Notices: set.notices, StallTimeout: set.stall, Circuits: storeKind, CircuitNamespace: set.namespace,
+		AttemptLog: set.logKind(cfg, o), JitterSeed: set.jitter, CircuitHolder: holder,
+	}, pl.log)
+	if err != nil {
+		return err
+	}
+	pl.tap = tap
+	pl.closers = append(pl.closers, func() error { return pl.tap.close(pl.log) })
+	if src != nil {
+		if src.cur.doc != nil {
+			pl.tap.catalogue(0, engine.Version(), src.cur.doc)
+		}
+		src.record = pl.tap.catalogue
+	}
+	return nil
 }
 
 // catalogueSource is where the session's catalogue overlays come from
