@@ -109,8 +109,7 @@ func skipComposite(b []byte, i int) (int, error) {
 		wantKey          // a key (or '}' right after '{')
 		wantSep          // ',' or the closing bracket
 	)
-	state := wantValue
-	first := false
+	state, first := wantValue, false
 	for {
 		i = skipSpace(b, i)
 		if i >= len(b) {
@@ -128,18 +127,10 @@ func skipComposite(b []byte, i int) (int, error) {
 				state = wantSep
 				continue
 			}
-			if c != '"' {
-				return 0, ErrSyntax
-			}
-			j, err := skipString(b, i)
-			if err != nil {
+			var err error
+			if i, err = skipKey(b, i); err != nil {
 				return 0, err
 			}
-			i = skipSpace(b, j)
-			if i >= len(b) || b[i] != ':' {
-				return 0, ErrSyntax
-			}
-			i++
 			state, first = wantValue, false
 		case wantValue:
 			switch {
@@ -149,11 +140,9 @@ func skipComposite(b []byte, i int) (int, error) {
 				}
 				stack = append(stack, c)
 				i++
-				first = true
+				first, state = true, wantValue
 				if c == '{' {
 					state = wantKey
-				} else {
-					state = wantValue
 				}
 				continue
 			case c == ']' && first && len(stack) > 0 && stack[len(stack)-1] == '[':
@@ -165,23 +154,20 @@ func skipComposite(b []byte, i int) (int, error) {
 				state = wantSep
 				continue
 			}
-			j, err := Skip(b, i)
-			if err != nil {
+			var err error
+			if i, err = Skip(b, i); err != nil {
 				return 0, err
 			}
-			i = j
 			state, first = wantSep, false
 		case wantSep:
 			top := stack[len(stack)-1]
 			switch {
 			case c == ',':
 				i++
+				state, first = wantValue, false
 				if top == '{' {
 					state = wantKey
-				} else {
-					state = wantValue
 				}
-				first = false
 			case (c == '}' && top == '{') || (c == ']' && top == '['):
 				stack = stack[:len(stack)-1]
 				i++
@@ -193,6 +179,22 @@ func skipComposite(b []byte, i int) (int, error) {
 			}
 		}
 	}
+}
+
+// skipKey skips an object's key at b[i] and the ':' after it.
+func skipKey(b []byte, i int) (int, error) {
+	if b[i] != '"' {
+		return 0, ErrSyntax
+	}
+	j, err := skipString(b, i)
+	if err != nil {
+		return 0, err
+	}
+	i = skipSpace(b, j)
+	if i >= len(b) || b[i] != ':' {
+		return 0, ErrSyntax
+	}
+	return i + 1, nil
 }
 
 // Members calls fn for each top-level member of the object in b, in order,
