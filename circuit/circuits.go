@@ -362,7 +362,7 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 		if err != nil {
 			return nil, c.storeFailed(op, now, err)
 		}
-		if back := c.settleDoubts(id, key, cur, rev); back != nil {
+		if back := c.settleDoubts(id, cur, rev); back != nil {
 			// One of this process's swaps, reported failed, landed late:
 			// taken back before anyone decides on it (doubt.go).
 			err := c.call(ctx, func(ctx context.Context) error { return c.store.CompareAndSwap(ctx, id, *back, rev) })
@@ -407,7 +407,11 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 			continue
 		}
 		if err != nil {
-			c.doubtSwap(id, cur, *next, rev, now) // it may land late
+			if op == "acquire" && next.Lease != nil && next.Lease.Holder != "" {
+				// A probe lease it was not told it got (it parked on its
+				// view) may land late: taken back if it does (doubt.go).
+				c.doubtSwap(id, cur, *next, rev, now)
+			}
 			return nil, c.storeFailed(op, now, err)
 		}
 		c.see(id, next, now)

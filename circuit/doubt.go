@@ -16,13 +16,21 @@ import (
 // is a decision nobody took: a probe lease nobody uses, a circuit opened
 // or closed by a host that was cut off.
 //
-// So every swap that failed with a store error is remembered as a doubt:
+// Only a probe lease is taken back: a grant the session was not told of
+// (it parked on its view instead of probing) is a decision nobody took.
+// A failure or a success that lands late is a fact a session observed —
+// on a file store, where a swap past its timeout still completes, that is
+// common under load, and undoing it would close a circuit the provider's
+// failures opened. (On a cluster whose majority lives on, the cut-off
+// leader's entries are discarded by the new term; see docs/CIRCUITS.md.)
+//
+// So every lease swap that failed with a store error is remembered as a
+// doubt:
 // the revision it was made at, the record it replaced and the record it
 // wrote. The next operation of this process on that key that reads it
 // settles the doubt: the record in force is exactly the one written, at a
 // newer revision — the swap landed late, and is taken back (the replaced
-// record is swapped in, or, for a create, a closed record that binds
-// nobody); still the same revision — it may yet land, kept; anything
+// record is swapped in); still the same revision — it may yet land, kept; anything
 // else — it never landed, or others wrote after it, dropped. Only a
 // session's own late write is ever undone, and only if nothing was
 // written over it.
@@ -73,7 +81,7 @@ func (c *Circuits) doubtSwap(id string, prev *Record, next Record, rev uint64, n
 // this process's failed swaps that landed late; nil otherwise, dropping
 // the doubts that cur shows settled (a taken-back swap is dropped by the
 // read after the take-back).
-func (c *Circuits) settleDoubts(id string, key Key, cur *Record, rev uint64) *Record {
+func (c *Circuits) settleDoubts(id string, cur *Record, rev uint64) *Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ds, ok := c.doubts[id]
@@ -92,13 +100,10 @@ func (c *Circuits) settleDoubts(id string, key Key, cur *Record, rev uint64) *Re
 		case got != nil && rev > d.rev && bytes.Equal(got, d.wrote):
 			// Kept until a read shows it settled: the take-back's swap
 			// may fail too.
-			if d.prev != nil {
+			if d.prev != nil { // a lease is granted on a record there: never a create
 				back := *d.prev
 				return &back
 			}
-			// A create: a closed record with nothing in it reads as none
-			// (its epoch kept: epochs only grow).
-			return &Record{Version: RecordVersion, Key: key, Epoch: cur.Epoch, UpdatedAt: cur.UpdatedAt}
 		}
 	}
 	if len(keep) == 0 {
