@@ -363,17 +363,11 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 			return nil, c.storeFailed(op, now, err)
 		}
 		if back := c.settleDoubts(id, cur, rev); back != nil {
-			// One of this process's swaps, reported failed, landed late:
-			// taken back before anyone decides on it (doubt.go).
-			err := c.call(ctx, func(ctx context.Context) error { return c.store.CompareAndSwap(ctx, id, *back, rev) })
-			if err != nil && !errors.Is(err, ErrConflict) {
-				return nil, c.storeFailed(op, now, err)
-			}
-			if err == nil {
-				c.log.Info("circuit store: a write reported failed landed late; taken back", "op", op, "key", key.String())
+			if err := c.takeBack(ctx, op, key, *back, rev, now); err != nil {
+				return nil, err
 			}
 			k++      // a round all the same: a take-back never loops
-			continue // read again (a conflict: someone wrote over it, and it stays theirs)
+			continue // read again
 		}
 		next, err := fn(cur)
 		if err != nil || next == nil {
@@ -407,11 +401,7 @@ func (c *Circuits) update(ctx context.Context, op string, key Key, now time.Time
 			continue
 		}
 		if err != nil {
-			if op == "acquire" && next.Lease != nil && next.Lease.Holder != "" {
-				// A probe lease it was not told it got (it parked on its
-				// view) may land late: taken back if it does (doubt.go).
-				c.doubtSwap(id, cur, *next, rev, now)
-			}
+			c.doubtLease(op, id, cur, *next, rev, now) // it may land late (doubt.go)
 			return nil, c.storeFailed(op, now, err)
 		}
 		c.see(id, next, now)

@@ -2,6 +2,8 @@ package circuit
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"time"
 )
 
@@ -47,6 +49,29 @@ const (
 	maxDoubtsPerKey = 4
 	maxDoubts       = 256
 )
+
+// doubtLease remembers the swap of an Acquire that failed with a store
+// error when it granted a probe lease: the session was not told of it
+// (it parked on its view), so if it lands late it is taken back.
+func (c *Circuits) doubtLease(op, id string, prev *Record, next Record, rev uint64, now time.Time) {
+	if op == "acquire" && next.Lease != nil && next.Lease.Holder != "" {
+		c.doubtSwap(id, prev, next, rev, now)
+	}
+}
+
+// takeBack swaps back at rev the record that one of this process's
+// swaps, reported failed and landed late, replaced. A conflict is no
+// error: someone wrote over it, and it stays theirs.
+func (c *Circuits) takeBack(ctx context.Context, op string, key Key, back Record, rev uint64, now time.Time) error {
+	err := c.call(ctx, func(ctx context.Context) error { return c.store.CompareAndSwap(ctx, key.ID(), back, rev) })
+	switch {
+	case err == nil:
+		c.log.Info("circuit store: a write reported failed landed late; taken back", "op", op, "key", key.String())
+	case !errors.Is(err, ErrConflict):
+		return c.storeFailed(op, now, err)
+	}
+	return nil
+}
 
 // doubtSwap remembers a swap of next over prev at rev that failed with a
 // store error.
