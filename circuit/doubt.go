@@ -37,8 +37,8 @@ import (
 // session's own late write is ever undone, and only if nothing was
 // written over it.
 type doubt struct {
-	rev   uint64  // the revision the swap was made at (0: a create)
-	prev  *Record // what it would have replaced (nil: none)
+	rev   uint64  // the revision the swap was made at
+	prev  *Record // what it would have replaced (a lease is granted on a record there)
 	wrote []byte  // the record it wrote, encoded
 	at    time.Time
 }
@@ -54,7 +54,7 @@ const (
 // error when it granted a probe lease: the session was not told of it
 // (it parked on its view), so if it lands late it is taken back.
 func (c *Circuits) doubtLease(op, id string, prev *Record, next Record, rev uint64, now time.Time) {
-	if op == "acquire" && next.Lease != nil && next.Lease.Holder != "" {
+	if op == "acquire" && prev != nil && next.Lease != nil && next.Lease.Holder != "" {
 		c.doubtSwap(id, prev, next, rev, now)
 	}
 }
@@ -125,10 +125,8 @@ func (c *Circuits) settleDoubts(id string, cur *Record, rev uint64) *Record {
 		case got != nil && rev > d.rev && bytes.Equal(got, d.wrote):
 			// Kept until a read shows it settled: the take-back's swap
 			// may fail too.
-			if d.prev != nil { // a lease is granted on a record there: never a create
-				back := *d.prev
-				return &back
-			}
+			back := *d.prev
+			return &back
 		}
 	}
 	if len(keep) == 0 {
