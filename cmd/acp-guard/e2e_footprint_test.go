@@ -38,6 +38,8 @@ import (
 //	                      VmRSS 14.5–14.6 MiB     22.6–23.5 MiB
 //	at bbf0e27, load 8–12 RssAnon 3.3–3.4 MiB     10.1–11.3 MiB
 //	                      VmRSS 15.4–15.6 MiB     25.0–26.2 MiB
+//	at 0e8ef76, load 2–6  RssAnon 3.6–4.3 MiB     12.1–13.7 MiB
+//	                      VmRSS 15.8–16.7 MiB     27.2–28.7 MiB
 //
 // The growth at c4b4bc9 is the round's larger catalogue (compiled at start:
 // the kinds, the conflict and mention checks) and a binary 1.5 MB larger
@@ -50,12 +52,18 @@ import (
 // RssAnon by over 1 MiB from one run to the next) the fleet case measured
 // 26.3 MiB once in three runs beside a busy suite, over its 26 MiB, and
 // the other case came within 0.4 MiB of its budget: the whole and the
-// fleet's own budgets moved up by 1–2 MiB; the targets did not.
+// fleet's own budgets moved up by 1–2 MiB; the targets did not. At
+// 0e8ef76 (two more rounds of catalogue growth, 188 → 225 rules and
+// their kinds, loaded at start) the budgets failed a busy run (RssAnon
+// 4.2 MiB off) and, alone, the fleet case (13.7 MiB anon, 28.7 MiB
+// whole): each moved up by 1–2 MiB again. The catalogue is the always-on
+// part that grows; shrinking what it keeps per rule is the footprint work
+// left (docs/PERFORMANCE.md).
 const (
-	idleAnonBudget      = 4 << 20  // everything compiled in, nothing configured
-	idleAnonBudgetFleet = 13 << 20 // telemetry exporting and circuits on NATS
-	idleRSSBudget       = 17 << 20 // the whole, nothing configured (target 14 MiB)
-	idleRSSBudgetFleet  = 28 << 20 // the whole, telemetry and NATS (target 20 MiB)
+	idleAnonBudget      = 5 << 20  // everything compiled in, nothing configured
+	idleAnonBudgetFleet = 15 << 20 // telemetry exporting and circuits on NATS
+	idleRSSBudget       = 18 << 20 // the whole, nothing configured (target 14 MiB)
+	idleRSSBudgetFleet  = 30 << 20 // the whole, telemetry and NATS (target 20 MiB)
 )
 
 // The idle RSS of one guarded session stays within its budget: with
