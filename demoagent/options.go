@@ -18,8 +18,9 @@ type Options struct {
 	// Empty means the scenario's default ("demo-agent" unless the scenario
 	// imitates a particular agent, e.g. "cursor-agent" or "codex-acp").
 	AgentName string
-	// Count is the number of notifications in "stream" (default 20000) and
-	// the number of stderr lines in "stderr-flood" (default 100000).
+	// Count is the number of notifications in "stream" (default 20000),
+	// of requests in "pingpong" (the same default) and the number of
+	// stderr lines in "stderr-flood" (default 100000).
 	Count int
 	// Size is the approximate size in bytes of each whole frame, newline
 	// included, in "stream" (default 64) and of the single frame in

@@ -46,6 +46,7 @@ var scenarios = []*scenario{
 	{name: "tools", description: "thought, tool_call and updates around an fs/read_text_file request, message, end_turn", prompt: promptTools},
 	{name: "effects", description: "session/request_permission, fs/write_text_file, terminal/create requests, message, end_turn", prompt: promptEffects},
 	{name: "stream", description: "--count notifications of --size bytes each (default 20000 x 64 B), end_turn", prompt: promptStream},
+	{name: "pingpong", description: "--count fs/read_text_file requests (default 20000), each sent once the last is answered, a message, end_turn: pass-through round trips", prompt: promptPingPong},
 	{name: "empty", description: "end_turn at once, no updates", prompt: func(t *turn) error { return t.end(acp.StopReasonEndTurn) }},
 	{name: "cursor-retriable", agentName: "cursor-agent", description: "Cursor control chunk \"" + cursorPingTimeout + "\", end_turn", prompt: cursorScript(cursorPingTimeout, false, false)},
 	{name: "cursor-incident", agentName: "cursor-agent", description: "thought, tool_call left in progress, Cursor control chunk, end_turn", prompt: cursorScript(cursorPingTimeout, true, false)},
@@ -190,6 +191,24 @@ func promptStream(t *turn) error {
 		if err := t.a.w.write(frame, false); err != nil {
 			return err
 		}
+	}
+	return t.endTurn()
+}
+
+// promptPingPong sends --count fs/read_text_file requests one after the
+// other, each once the client answered the last: every round trip is a
+// request and an answer that a relay passes as they are.
+func promptPingPong(t *turn) error {
+	sid := acp.SessionId(t.sessionID)
+	params := acp.ReadTextFileRequest{SessionId: sid, Path: "/tmp/demo-agent/input.txt"}
+	for range t.a.opts.Count {
+		t.sent++
+		if _, err := t.a.call(t.ctx, acp.ClientMethodFsReadTextFile, params); err != nil {
+			return err
+		}
+	}
+	if err := t.message("Read."); err != nil {
+		return err
 	}
 	return t.endTurn()
 }

@@ -20,6 +20,11 @@ type Turn struct {
 	Frames  int64
 	Bytes   int64
 	Elapsed time.Duration
+	// Hops are the agent's round trips within the turn: from the client
+	// writing its answer to one agent request to reading the agent's next
+	// request (the pingpong workload); none when the agent makes fewer than
+	// two requests.
+	Hops []time.Duration
 }
 
 // Client is a minimal ACP client for measuring: it writes requests as single
@@ -33,6 +38,7 @@ type Client struct {
 	prompt    []byte // params of every session/prompt
 	line      []byte // scratch for lines that need a look
 	now       func() time.Time
+	answered  time.Time // when the last agent request of this turn was answered
 }
 
 // clientBufSize is the read buffer. Lines longer than it are counted in
@@ -52,7 +58,7 @@ var notificationPrefix = []byte(`{"jsonrpc":"2.0","method":"` + acp.ClientMethod
 // Handshake sends initialize and session/new and keeps the session id for
 // Prompt.
 func (c *Client) Handshake() error {
-	init := `{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":false}}`
+	init := `{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":false},"terminal":false}}`
 	if _, _, err := c.Call(acp.AgentMethodInitialize, []byte(init)); err != nil {
 		return err
 	}
@@ -105,6 +111,7 @@ func (c *Client) Call(method string, params []byte) (Turn, []byte, error) {
 	// that keeps bytes) writes responses as {"jsonrpc":"2.0","id":N,...}.
 	respPrefix := append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), ',')
 
+	c.answered = time.Time{}
 	start := c.now()
 	if _, err := c.w.Write(req); err != nil {
 		return Turn{}, nil, fmt.Errorf("%s: write: %w", method, err)
@@ -118,11 +125,13 @@ func (c *Client) Call(method string, params []byte) (Turn, []byte, error) {
 		if line == nil {
 			continue // a notification, counted
 		}
-		if bytes.HasPrefix(line, respPrefix) || responseID(line) == string(id) {
+		// An agent's request may carry the same id: a response has no method.
+		fast := bytes.HasPrefix(line, respPrefix) && !bytes.HasPrefix(line[len(respPrefix):], []byte(`"method"`))
+		if fast || responseID(line) == string(id) {
 			t.Elapsed = c.now().Sub(start)
 			return t, line, responseError(method, line)
 		}
-		if err := c.answerAgentRequest(line); err != nil {
+		if err := c.answerAgentRequest(line, &t); err != nil {
 			return t, nil, err
 		}
 	}
@@ -199,10 +208,12 @@ func responseError(method string, line []byte) error {
 	return fmt.Errorf("%s: error response %d: %s", method, m.Error.Code, m.Error.Message)
 }
 
-// answerAgentRequest refuses a request from the agent (the workloads make
-// none; this keeps an unexpected one from stalling the turn). Other lines
-// (notifications of other kinds, stray responses) are ignored.
-func (c *Client) answerAgentRequest(line []byte) error {
+// answerAgentRequest answers a request from the agent: fs/read_text_file
+// (the pingpong workload) with an empty file, anything else with a refusal,
+// so that an unexpected request cannot stall the turn. The time since the
+// last answer of the turn is one hop in t. Other lines (notifications of
+// other kinds, stray responses) are ignored.
+func (c *Client) answerAgentRequest(line []byte, t *Turn) error {
 	var m struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -210,7 +221,15 @@ func (c *Client) answerAgentRequest(line []byte) error {
 	if json.Unmarshal(line, &m) != nil || m.Method == "" || len(m.ID) == 0 {
 		return nil
 	}
+	now := c.now()
+	if !c.answered.IsZero() {
+		t.Hops = append(t.Hops, now.Sub(c.answered))
+	}
 	resp := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32601,"message":"bench client: method not supported"}}` + "\n"
+	if m.Method == acp.ClientMethodFsReadTextFile {
+		resp = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"content":""}}` + "\n"
+	}
+	c.answered = now
 	if _, err := io.WriteString(c.w, resp); err != nil {
 		return fmt.Errorf("answer %s: %w", m.Method, err)
 	}

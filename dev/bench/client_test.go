@@ -69,9 +69,9 @@ func TestClientCountsFramesAndBytes(t *testing.T) {
 	}
 }
 
-func TestClientRefusesAgentRequests(t *testing.T) {
+func TestClientAnswersAgentRequests(t *testing.T) {
 	// "tools" asks the client for fs/read_text_file mid-turn; the client
-	// refuses and the turn still ends.
+	// answers and the turn ends.
 	c := startInProcess(t, demoagent.Options{Scenario: "tools"})
 	turn, err := c.Prompt()
 	if err != nil {
@@ -81,6 +81,35 @@ func TestClientRefusesAgentRequests(t *testing.T) {
 	// message, response.
 	if got, want := turn.Frames, int64(7); got != want {
 		t.Errorf("got %d frames, want %d", got, want)
+	}
+}
+
+func TestClientTimesPingPongHops(t *testing.T) {
+	// Five requests, answered one by one: four hops between them. The
+	// agent numbers its requests 1–5, so one shares the prompt's id (3,
+	// after initialize and session/new) and must not end the turn.
+	c := startInProcess(t, demoagent.Options{Scenario: "pingpong", Count: 5})
+	turn, err := c.Prompt()
+	if err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	// five requests, the message, the response.
+	if got, want := turn.Frames, int64(7); got != want {
+		t.Errorf("got %d frames, want %d", got, want)
+	}
+	if len(turn.Hops) != 4 {
+		t.Fatalf("got %d hops, want 4", len(turn.Hops))
+	}
+	for i, h := range turn.Hops {
+		if h <= 0 || h > turn.Elapsed {
+			t.Errorf("hop %d: %v, want within the turn's %v", i, h, turn.Elapsed)
+		}
+	}
+	var r Result
+	r.Workload = Workload{PingPong: true}
+	r.Add(turn)
+	if len(r.Latencies) != 4 {
+		t.Errorf("a pingpong result keeps %d latencies, want the 4 hops", len(r.Latencies))
 	}
 }
 

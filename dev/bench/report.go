@@ -9,7 +9,7 @@ import (
 
 // Targets, as ratios to the byte-copy relay in the same run.
 const (
-	MinThroughputRatio = 0.8      // acp-guard / bytecopy, streaming workloads
+	MinThroughputRatio = 0.9      // acp-guard / bytecopy, streaming workloads
 	MaxP50Ratio        = 1.15     // acp-guard / bytecopy, round trips
 	MaxStreamRSS       = 16 << 20 // bytes, acp-guard on streaming workloads
 	// MaxSmallFrameCPURatio: relay CPU per prompt, acp-guard / bytecopy,
@@ -77,7 +77,7 @@ func Checks(results []Result) []Check {
 			continue
 		}
 		name := g.Workload.Name
-		if g.Workload.RoundTrip {
+		if g.Workload.RoundTrip || g.Workload.PingPong {
 			r := P50Ratio(results, g)
 			out = append(out, Check{
 				Target: fmt.Sprintf("%s: p50 latency ≤ %.2f× bytecopy", name, MaxP50Ratio),

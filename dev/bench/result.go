@@ -25,12 +25,17 @@ type Result struct {
 	RelayCPU time.Duration
 }
 
-// Add accounts one measured prompt.
+// Add accounts one measured prompt: its latency, or on a PingPong
+// workload the latencies of its hops.
 func (r *Result) Add(t Turn) {
 	r.Prompts++
 	r.Frames += t.Frames
 	r.Bytes += t.Bytes
 	r.Elapsed += t.Elapsed
+	if r.Workload.PingPong {
+		r.Latencies = append(r.Latencies, t.Hops...)
+		return
+	}
 	r.Latencies = append(r.Latencies, t.Elapsed)
 }
 

@@ -44,16 +44,23 @@ type Workload struct {
 	// RoundTrip marks a workload whose measure is the prompt latency
 	// rather than throughput.
 	RoundTrip bool
+	// PingPong marks a workload whose measure is the latency of the
+	// agent's requests within a turn (Turn.Hops): frames a relay passes
+	// as they are. Count is the requests per prompt.
+	PingPong bool
 }
 
-// Workloads returns the three workloads of the benchmark: 20,000
+// Workloads returns the four workloads of the benchmark: 20,000
 // notifications of 64 bytes per prompt, 200 notifications of 64 KiB per
-// prompt, and 2,000 empty prompt round trips.
+// prompt, 2,000 empty prompt round trips, and 2,000 pass-through round
+// trips (an agent's fs/read_text_file request and the client's answer,
+// 200 per prompt).
 func Workloads() []Workload {
 	return []Workload{
 		{Name: "stream-64B", Scenario: "stream", Count: 20000, Size: 64, Prompts: 20, Warmup: 2},
 		{Name: "stream-64KiB", Scenario: "stream", Count: 200, Size: 64 << 10, Prompts: 8, Warmup: 1},
 		{Name: "roundtrip", Scenario: "empty", Prompts: 2000, Warmup: 50, RoundTrip: true},
+		{Name: "pingpong", Scenario: "pingpong", Count: 200, Prompts: 10, Warmup: 1, PingPong: true},
 	}
 }
 
@@ -71,6 +78,9 @@ func (w Workload) AgentArgs() []string {
 }
 
 func (w Workload) String() string {
+	if w.PingPong {
+		return fmt.Sprintf("%s (%d prompts of %d agent requests)", w.Name, w.Prompts, w.Count)
+	}
 	if w.RoundTrip {
 		return fmt.Sprintf("%s (%d empty prompts)", w.Name, w.Prompts)
 	}
