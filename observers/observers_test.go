@@ -299,3 +299,24 @@ func TestObserveParamsCacheAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestFramesOfInterleavedSessionsReachTheirTurns: the tracker remembers the
+// session it found last; frames that alternate between sessions, and a
+// session's new turn, must still land on the right turn.
+func TestFramesOfInterleavedSessionsReachTheirTurns(t *testing.T) {
+	tr := NewTracker(AdapterCursor, bound(t))
+	a, b := tr.Start("s1", time.Time{}), tr.Start("s2", time.Time{})
+	for _, s := range []string{"s1", "s1", "s2", "s1", "s2", "s2", "s3"} {
+		u, _ := ParseUpdate(chunk(s, "agent_message_chunk", "x"))
+		tr.Observe(u)
+	}
+	if a.Frames != 3 || b.Frames != 3 {
+		t.Fatalf("frames s1=%d s2=%d, want 3 and 3", a.Frames, b.Frames)
+	}
+	a2 := tr.Start("s1", time.Time{}) // a new turn of the session found last
+	u, _ := ParseUpdate(chunk("s1", "agent_message_chunk", "y"))
+	tr.Observe(u)
+	if a2.Frames != 1 || a.Frames != 3 {
+		t.Fatalf("after a new turn: new %d, old %d frames, want 1 and 3", a2.Frames, a.Frames)
+	}
+}

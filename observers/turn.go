@@ -113,6 +113,7 @@ func (t *Turn) ReplaySafe() bool {
 
 // session tracks one ACP session.
 type session struct {
+	id         string // its key in Tracker.sessions
 	generation int64
 	active     *Turn
 }
@@ -123,8 +124,12 @@ type Tracker struct {
 	Adapter    string
 	Signatures []ControlSignature
 	sessions   map[string]*session
-	cache      layoutCache
-	shapes     shapeTable // stderr line shapes (noise.go)
+	// last is the session activeRaw found last: a stream's frames name the
+	// same session, and comparing its id costs less than hashing it.
+	// Sessions are never removed, so it cannot go stale.
+	last   *session
+	cache  layoutCache
+	shapes shapeTable // stderr line shapes (noise.go)
 
 	// LastKind is the kind of the latest session/update Observe saw.
 	LastKind UpdateKind
@@ -138,7 +143,7 @@ func NewTracker(adapter string, sigs []ControlSignature) *Tracker {
 func (tr *Tracker) session(id string) *session {
 	s := tr.sessions[id]
 	if s == nil {
-		s = &session{}
+		s = &session{id: id}
 		tr.sessions[id] = s
 	}
 	return s

@@ -264,12 +264,15 @@ func (tr *Tracker) activeRaw(raw []byte) *Turn {
 	if bytesHasBackslash(in) {
 		id, _ := jsonscan.String(raw)
 		s = tr.sessions[id]
+	} else if tr.last != nil && string(in) == tr.last.id {
+		s = tr.last
 	} else {
 		s = tr.sessions[string(in)]
 	}
 	if s == nil {
 		return nil
 	}
+	tr.last = s
 	return s.active
 }
 
