@@ -104,6 +104,20 @@ var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Throw
 // (quotedRe) they keep a words-only rule out even from error-shaped text.
 var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:`)
 
+// toolOwnRe marks a failure of another tool's own traffic, named by that
+// tool's own marks rather than by a provider: the MCP SDK's client
+// transports and package in a stack frame (StreamableHTTPClientTransport,
+// @modelcontextprotocol/sdk), a package manager's debug-log lines (npm's
+// "93 silly fetchPackageMetaData …", "npm ERR!"), a download of a package
+// or source archive (a .tar.gz, .whl, .crate … URL: no model API serves
+// archives), and a browser-automation driver's session endpoint
+// (WebDriver's /session/<id>/…). Like otherServiceRe they keep a
+// words-only rule out even from error-shaped text.
+var toolOwnRe = lazyRegexp(`(?i)\b(?:StreamableHTTP|SSE|Stdio|WebSocket)ClientTransport\b|@modelcontextprotocol/` +
+	`|(?m:^\s*\d+ (?:silly|verbose|timing) [\w.:-]+ )|(?m:^\s*npm (?:ERR!|error) )` +
+	`|\bdownload(?:ing|ed)?\b[^\n]{0,20}?https?://[^\s'"]+\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|whl|gem|crate|jar|nupkg|deb|rpm)\b` +
+	`|\bwith url: /session/[0-9a-f-]{8,}\b|\bselenium\.common\.|\b(?:chrome|gecko|msedge)driver\b`)
+
 // mentionOnly reports whether the evidence reads as prose about a failure
 // rather than a report of one (see above). It is computed once per view.
 func (v *view) mentionOnly() bool {
@@ -391,7 +405,7 @@ func quotedOnly(t string, re *regexp.Regexp) bool {
 
 func (v *view) quoted() bool {
 	for _, f := range []string{FieldMessage, FieldData, FieldStderr} {
-		if t := v.text(f); t != "" && (quotedRe().MatchString(t) || otherServiceRe().MatchString(t)) {
+		if t := v.text(f); t != "" && (quotedRe().MatchString(t) || otherServiceRe().MatchString(t) || toolOwnRe().MatchString(t)) {
 			return true
 		}
 	}

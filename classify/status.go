@@ -58,6 +58,8 @@ var statusNames = map[string]int{
 	"ConflictError": 409, "InternalServerError": 500, "ServiceUnavailableError": 503,
 	"TooManyRequests": 429, "ServiceUnavailable": 503, "GatewayTimeout": 504, "BadGateway": 502,
 	// AWS exception names (Bedrock and other services).
+	// The same classes in the JVM SDKs' spelling (LangChain4j, Spring AI).
+	"RateLimitException": 429, "ModelNotFoundException": 404,
 	"ThrottlingException": 429, "TooManyRequestsException": 429, "ValidationException": 400,
 	"AccessDeniedException": 403, "ResourceNotFoundException": 404,
 	"InternalServerException": 500, "ServiceUnavailableException": 503,
@@ -106,7 +108,7 @@ var (
 	// handled above.
 	statusLeadRe = lazyRegexp(`\A\s*\[?([45]\d\d)\b(?:\s*[-:{(\[\]]| [A-Z"'])`)
 	// Names that stand for a status, as words of their own.
-	statusNameRe = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
+	statusNameRe = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|RateLimitException|ModelNotFoundException|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
 	// gRPC status as clients print it: "code = ResourceExhausted", "code: Unavailable".
 	grpcCodeRe = lazyRegexp(`\bcode\s*[=:]\s*(ResourceExhausted|Unavailable|Internal|DeadlineExceeded|Unauthenticated|PermissionDenied|InvalidArgument|NotFound|FailedPrecondition)\b`)
 )
@@ -255,12 +257,28 @@ func textStatus(s string) int {
 	}
 	best, at := 0, len(s)+1
 	for _, re := range statusTextRes() {
-		if loc := re.FindStringSubmatchIndex(s); loc != nil && loc[0] < at {
+		for _, loc := range re.FindAllStringSubmatchIndex(s, -1) {
+			if loc[0] >= at {
+				break
+			}
+			if businessCode(s[:loc[0]]) {
+				continue
+			}
 			n, _ := strconv.Atoi(s[loc[2]:loc[3]])
 			best, at = n, loc[0]
+			break
 		}
 	}
 	return best
+}
+
+// businessCode reports whether the words before a code in text call it a
+// business code: a provider's application-level code ("failed with business
+// code 500", as Zhipu's and other platforms' clients print theirs), which
+// is not an HTTP status whatever its digits.
+func businessCode(before string) bool {
+	before = strings.ToLower(strings.TrimRight(before, " _-"))
+	return strings.HasSuffix(before, "business") || strings.HasSuffix(before, "biz")
 }
 
 // nameStatus finds a name that stands for a status.
