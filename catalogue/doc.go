@@ -7,8 +7,9 @@
 // signatures, the phrase table 12-phrase.json, the status table
 // 13-status.json, the codes seen across vendors 14-codes.json, typed codes
 // read as words and the kinds learned from holdout7 15-words.json, the
-// boundaries between kinds learned from holdout9 16-boundaries.json; files
-// in name order, which is the order of rules within a tier) and fixtures/*.json (one JSON array of fixtures per file).
+// boundaries between kinds learned from holdout9 16-boundaries.json, the
+// mechanisms learned from holdout11 18-mechanism.json and 20-learn11.json;
+// files in name order, which is the order of rules within a tier) and fixtures/*.json (one JSON array of fixtures per file).
 // Default returns its engine; Load reads an operator-reviewed file for
 // --catalogue FILE, which must compile and pass its own fixtures before it
 // is used. docs/CATALOGUE.md explains the layers and how to add a

@@ -26,7 +26,8 @@
 // that could decide another rule's fixture with another class. The status is derived from wherever the evidence carries it
 // (status.go: envelope, a JSON-RPC code in 400–599, status fields, the
 // text, names that stand for one); JSON and Python-repr bodies embedded in
-// text are decoded (view.go, pyrepr.go). Evidence is ranked: the agent's
+// text, and bodies escaped inside a JSON string whose quotes the text lost,
+// are decoded (view.go, pyrepr.go). Evidence is ranked: the agent's
 // report (its JSON-RPC error or exit) before its error text in chunks
 // (Evidence.Chunk) before its stderr; a lower rank decides only when
 // nothing above it speaks, and otherwise may only refine a phrase or status

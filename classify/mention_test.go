@@ -61,3 +61,31 @@ func TestMentionLayouts(t *testing.T) {
 		}
 	}
 }
+
+// TestEscapedBodyIsRead: a provider body escaped inside a JSON string
+// whose own quotes the text lost (a log's `"message": "… {\"error\":…}"`)
+// is decoded as the body it is, so its fields are read and the text is
+// error-shaped; an escaped quote after a brace with no string around it
+// decodes nothing.
+func TestEscapedBodyIsRead(t *testing.T) {
+	for _, tt := range []struct {
+		line   string
+		code   string
+		shaped bool
+	}{
+		{`"message": "image failed: {\"error\":{\"message\":\"spend cap hit\",\"code\":\"PRECONDITION_FAILED\"}}",`, "PRECONDITION_FAILED", true},
+		{`detail: {\"error\": {\"code\": \"E42\"}}`, "E42", true},
+		{`just a brace { \" and no body`, "", false},
+	} {
+		v := newView(&Evidence{Source: SourceStderr, Stderr: []string{tt.line}})
+		var code string
+		for _, obj := range v.objectNodes() {
+			if e, ok := obj["error"].(map[string]any); ok {
+				code, _ = e["code"].(string)
+			}
+		}
+		if code != tt.code || v.errorShaped() != tt.shaped {
+			t.Errorf("%q: got code %q shaped %v, want %q %v", tt.line, code, v.errorShaped(), tt.code, tt.shaped)
+		}
+	}
+}

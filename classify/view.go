@@ -310,8 +310,42 @@ func (c *collector) scanText(s string, depth int) {
 			i += n
 			continue
 		}
+		// Or a body escaped inside a JSON string whose own quotes the
+		// text lost ("message": "… failed: {\"error\":{…}}"): read
+		// the string's content up to its closing quote, once unescaped.
+		if body, n, ok := escapedBody(s[i:]); ok && depth < maxDepth {
+			c.scanText(body, depth+1)
+			i += n
+			continue
+		}
 		i++
 	}
+}
+
+// escapedBody returns the content of the JSON string that s, a brace
+// followed by an escaped quote, opens inside of, unescaped, and the bytes
+// it spans: s up to its first unescaped quote (or its end), read as the
+// inside of a JSON string literal.
+func escapedBody(s string) (string, int, bool) {
+	if !strings.HasPrefix(strings.TrimLeft(s[1:], " \t\r\n"), `\"`) {
+		return "", 0, false
+	}
+	end := len(s)
+	for k := 1; k < len(s); k++ {
+		if s[k] == '\\' {
+			k++
+			continue
+		}
+		if s[k] == '"' {
+			end = k
+			break
+		}
+	}
+	var body string
+	if err := json.Unmarshal([]byte(`"`+s[:end]+`"`), &body); err != nil {
+		return "", 0, false
+	}
+	return body, end, true
 }
 
 // lookup returns the values at path below node; arrays are traversed.
