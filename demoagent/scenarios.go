@@ -202,8 +202,7 @@ func promptPingPong(t *turn) error {
 	sid := acp.SessionId(t.sessionID)
 	params := acp.ReadTextFileRequest{SessionId: sid, Path: "/tmp/demo-agent/input.txt"}
 	for range t.a.opts.Count {
-		t.sent++
-		if _, err := t.a.call(t.ctx, acp.ClientMethodFsReadTextFile, params); err != nil {
+		if _, err := t.call(acp.ClientMethodFsReadTextFile, params); err != nil {
 			return err
 		}
 	}
