@@ -60,7 +60,7 @@ import (
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
-	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you\b|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
+	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you(?: (?:so|very) much)?\b(?:[^\n]{0,3}$|[,!.:;]| (?:for (?:reporting|raising|opening|filing|flagging|sharing|the|your|this|these|bringing|letting|pointing|trying|testing|contributing|looking|catching|checking|confirming|helping|providing|posting|submitting|digging|investigating)|all|everyone|guys)\b)|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
 	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
 	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
 	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
@@ -111,12 +111,15 @@ var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) 
 // "93 silly fetchPackageMetaData …", "npm ERR!"), a download of a package
 // or source archive (a .tar.gz, .whl, .crate … URL: no model API serves
 // archives), and a browser-automation driver's session endpoint
-// (WebDriver's /session/<id>/…). Like otherServiceRe they keep a
+// (WebDriver's /session/<id>/…), and an editor extension's requests to
+// its own local binary, helper process or language server ("Binary request
+// timed out"). Like otherServiceRe they keep a
 // words-only rule out even from error-shaped text.
 var toolOwnRe = lazyRegexp(`(?i)\b(?:StreamableHTTP|SSE|Stdio|WebSocket)ClientTransport\b|@modelcontextprotocol/` +
 	`|(?m:^\s*\d+ (?:silly|verbose|timing) [\w.:-]+ )|(?m:^\s*npm (?:ERR!|error) )` +
 	`|\bdownload(?:ing|ed)?\b[^\n]{0,20}?https?://[^\s'"]+\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|whl|gem|crate|jar|nupkg|deb|rpm)\b` +
-	`|\bwith url: /session/[0-9a-f-]{8,}\b|\bselenium\.common\.|\b(?:chrome|gecko|msedge)driver\b`)
+	`|\bwith url: /session/[0-9a-f-]{8,}\b|\bselenium\.common\.|\b(?:chrome|gecko|msedge)driver\b` +
+	`|\b(?:binary|sidecar binary|helper process|daemon|language server|lsp) (?:requests?|calls?|rpcs?) (?:has |have )?(?:timed out|time-?out|failed)\b`)
 
 // mentionOnly reports whether the evidence reads as prose about a failure
 // rather than a report of one (see above). It is computed once per view.
@@ -458,6 +461,9 @@ func (v *view) computeErrorShaped() bool {
 			if i := strings.Index(line, ": "); i > 0 && genericRPCMessage(line[:i]) {
 				line = line[i+2:]
 			}
+			if m := commentedHeadRe().FindStringSubmatch(line); m != nil {
+				line = m[1]
+			}
 			if _, ok := ParseErrorLine(line); ok || toolErrorHeadRe().MatchString(line) {
 				return true
 			}
@@ -465,6 +471,13 @@ func (v *view) computeErrorShaped() bool {
 	}
 	return false
 }
+
+// commentedHeadRe is an error line a plugin writes into a buffer behind
+// a comment marker, with an upper-case error head ("// API ERROR: Invalid
+// URL …", an editor plugin's chat buffer): the head in capitals is the
+// plugin's report, where a code comment writes prose ("// handle the
+// error"). Only such a head lifts the comment guard.
+var commentedHeadRe = lazyRegexp(`\A\s*(?://|#|--|;+)\s*((?:[A-Z][A-Z0-9_]* )?(?:ERROR|FATAL|EXCEPTION|FAILED)\s*:\s*\S.*)\z`)
 
 // toolErrorHeadRe is a command-line client's numbered error head, the
 // tool's name and its exit code in brackets ("curl: (92) …"): the line
