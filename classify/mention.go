@@ -110,16 +110,19 @@ var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) 
 // @modelcontextprotocol/sdk), a package manager's debug-log lines (npm's
 // "93 silly fetchPackageMetaData …", "npm ERR!"), a download of a package
 // or source archive (a .tar.gz, .whl, .crate … URL: no model API serves
-// archives), and a browser-automation driver's session endpoint
-// (WebDriver's /session/<id>/…), and an editor extension's requests to
-// its own local binary, helper process or language server ("Binary request
-// timed out"). Like otherServiceRe they keep a
+// archives), a browser-automation driver's session endpoint
+// (WebDriver's /session/<id>/…), an editor extension's requests to its own
+// local binary, helper process or language server ("Binary request timed
+// out"), and a package manager's fetch of its package index (cargo's
+// "spurious network error (2 tries remaining)" retry warning, "failed to
+// fetch `…-index`"). Like otherServiceRe they keep a
 // words-only rule out even from error-shaped text.
 var toolOwnRe = lazyRegexp(`(?i)\b(?:StreamableHTTP|SSE|Stdio|WebSocket)ClientTransport\b|@modelcontextprotocol/` +
 	`|(?m:^\s*\d+ (?:silly|verbose|timing) [\w.:-]+ )|(?m:^\s*npm (?:ERR!|error) )` +
 	`|\bdownload(?:ing|ed)?\b[^\n]{0,20}?https?://[^\s'"]+\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|whl|gem|crate|jar|nupkg|deb|rpm)\b` +
 	`|\bwith url: /session/[0-9a-f-]{8,}\b|\bselenium\.common\.|\b(?:chrome|gecko|msedge)driver\b` +
-	`|\b(?:binary|sidecar binary|helper process|daemon|language server|lsp) (?:requests?|calls?|rpcs?) (?:has |have )?(?:timed out|time-?out|failed)\b`)
+	`|\b(?:binary|sidecar binary|helper process|daemon|language server|lsp) (?:requests?|calls?|rpcs?) (?:has |have )?(?:timed out|time-?out|failed)\b` +
+	`|\bspurious network error \(\d+ tr(?:y|ies) remaining\)|\bfailed to (?:fetch|update|download|load)\b[^\n]{0,10}?[\x60'"]?https?://\S+?-index[\x60'"]?(?:\s|$)`)
 
 // mentionOnly reports whether the evidence reads as prose about a failure
 // rather than a report of one (see above). It is computed once per view.
