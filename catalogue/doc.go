@@ -7,7 +7,8 @@
 // signatures, the phrase table 12-phrase.json, the status table
 // 13-status.json, the codes seen across vendors 14-codes.json, typed codes
 // read as words and the kinds learned from holdout7 15-words.json, the
-// boundaries between kinds learned from holdout9 16-boundaries.json; files
+// boundaries between kinds learned from holdout9 16-boundaries.json, the
+// providers' documented error tables 21-docs.json; files
 // in name order, which is the order of rules within a tier) and fixtures/*.json (one JSON array of fixtures per file).
 // Default returns its engine; Load reads an operator-reviewed file for
 // --catalogue FILE, which must compile and pass its own fixtures before it
