@@ -8,8 +8,12 @@
 // 13-status.json, the codes seen across vendors 14-codes.json, typed codes
 // read as words and the kinds learned from holdout7 15-words.json, the
 // boundaries between kinds learned from holdout9 16-boundaries.json, the
-// mechanisms learned from holdout11 18-mechanism.json and 20-learn11.json;
-// files in name order, which is the order of rules within a tier) and fixtures/*.json (one JSON array of fixtures per file).
+// mechanisms learned from holdout11 18-mechanism.json and 20-learn11.json,
+// the kinds learned from holdout12, holdout13a and holdout13b
+// 19-learn12.json, 22-learn13a.json and 23-learn13b.json, providers'
+// documented error tables 21-docs.json; files in name order, which is the
+// order of rules within a tier) and fixtures/*.json (one JSON array of
+// fixtures per file).
 // Default returns its engine; Load reads an operator-reviewed file for
 // --catalogue FILE, which must compile and pass its own fixtures before it
 // is used. docs/CATALOGUE.md explains the layers and how to add a
