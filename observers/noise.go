@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -75,7 +76,9 @@ var noiseByFirst = func() (t [256][]noiseWord) {
 
 // hostRe finds host names a line names: in a URL, after a DNS or connect
 // error code.
-var hostRe = regexp.MustCompile(`(?i)(?:https?|wss?|grpcs?)://([a-z0-9][a-z0-9.-]*[a-z0-9])|(?:ENOTFOUND|EAI_AGAIN|getaddrinfo|lookup|resolve)\s+([a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)+)`)
+var hostRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(?:https?|wss?|grpcs?)://([a-z0-9][a-z0-9.-]*[a-z0-9])|(?:ENOTFOUND|EAI_AGAIN|getaddrinfo|lookup|resolve)\s+([a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)+)`)
+})
 
 // stderrLine is one stderr line of a turn.
 type stderrLine struct {
@@ -198,7 +201,7 @@ func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
 // hostsOf returns the host names a line names (lower case, at most a few).
 func hostsOf(line string) []string {
 	var out []string
-	for _, m := range hostRe.FindAllStringSubmatch(headString(line, 4096), 4) {
+	for _, m := range hostRe().FindAllStringSubmatch(headString(line, 4096), 4) {
 		h := m[1]
 		if h == "" {
 			h = m[2]

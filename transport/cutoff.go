@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 )
@@ -46,7 +47,7 @@ func (r *Relay) lastLine(dir Dir, b []byte) ([]byte, bool) {
 	return nil, false
 }
 
-var tailIDRe = regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*\}\s*$`)
+var tailIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`"id"\s*:\s*(-?[0-9]+|"(?:[^"\\]|\\.)*")\s*\}\s*$`) })
 
 // oversizeID finds the id of a discarded line from its head (top-level
 // members before the big value) or, failing that, its tail.
@@ -60,7 +61,7 @@ func oversizeID(l Line) []byte {
 		return true
 	})
 	if id == nil {
-		if m := tailIDRe.FindSubmatch(trimEOL(l.tail)); m != nil {
+		if m := tailIDRe().FindSubmatch(trimEOL(l.tail)); m != nil {
 			id = append([]byte(nil), m[1]...)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -316,21 +317,25 @@ func (g *unknownShape) add(kind, v string) {
 
 // The collapses of a shape, in order: what varies between occurrences of
 // one failure (and may name a person, a tenant or a machine) becomes a
-// placeholder.
-var shapeRules = []struct {
+// placeholder. Compiled on first use, by `catalogue unknowns` only.
+var shapeRules = sync.OnceValue(func() []shapeRule {
+	return []shapeRule{
+		{regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>)]+`), "<url>"},
+		{regexp.MustCompile(`"[^"]{0,200}"|'[^']{0,200}'|` + "`[^`]{0,200}`"), "<quoted>"},
+		{regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`), "<id>"},
+		{regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`), "<ip>"},
+		{regexp.MustCompile(`\b(?:[a-zA-Z0-9-]+\.)+(?:com|net|org|io|ai|dev|cloud|app|co|internal|local|[a-z]{2})(?::\d+)?\b`), "<host>"},
+		{regexp.MustCompile(`[\w.+-]+@<host>`), "<email>"},
+		{regexp.MustCompile(`\b[A-Za-z]*[0-9][A-Za-z0-9]*[_-][A-Za-z0-9_-]+\b|\b[A-Za-z]+[_-][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), "<id>"},
+		{regexp.MustCompile(`\b[0-9a-fA-F]{12,}\b|\b[A-Za-z0-9]*[0-9][A-Za-z0-9]*[A-Za-z][A-Za-z0-9]{6,}\b`), "<id>"},
+		{regexp.MustCompile(`\d+(?:[.,]\d+)*`), "<n>"},
+		{regexp.MustCompile(`\s+`), " "},
+	}
+})
+
+type shapeRule struct {
 	re   *regexp.Regexp
 	with string
-}{
-	{regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>)]+`), "<url>"},
-	{regexp.MustCompile(`"[^"]{0,200}"|'[^']{0,200}'|` + "`[^`]{0,200}`"), "<quoted>"},
-	{regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`), "<id>"},
-	{regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b`), "<ip>"},
-	{regexp.MustCompile(`\b(?:[a-zA-Z0-9-]+\.)+(?:com|net|org|io|ai|dev|cloud|app|co|internal|local|[a-z]{2})(?::\d+)?\b`), "<host>"},
-	{regexp.MustCompile(`[\w.+-]+@<host>`), "<email>"},
-	{regexp.MustCompile(`\b[A-Za-z]*[0-9][A-Za-z0-9]*[_-][A-Za-z0-9_-]+\b|\b[A-Za-z]+[_-][A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*\b`), "<id>"},
-	{regexp.MustCompile(`\b[0-9a-fA-F]{12,}\b|\b[A-Za-z0-9]*[0-9][A-Za-z0-9]*[A-Za-z][A-Za-z0-9]{6,}\b`), "<id>"},
-	{regexp.MustCompile(`\d+(?:[.,]\d+)*`), "<n>"},
-	{regexp.MustCompile(`\s+`), " "},
 }
 
 // maxShape bounds a shape's length (runes).
@@ -339,7 +344,7 @@ const maxShape = 200
 // unknownShapeOf normalises a redacted excerpt into its shape.
 func unknownShapeOf(excerpt string) string {
 	s := excerpt
-	for _, r := range shapeRules {
+	for _, r := range shapeRules() {
 		s = r.re.ReplaceAllString(s, r.with)
 	}
 	s = strings.TrimSpace(s)

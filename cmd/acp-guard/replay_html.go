@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io"
 	"sort"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -32,14 +33,18 @@ import (
 //go:embed report/report.html.tmpl
 var reportTemplate string
 
-var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": func(v, total int64) string {
-		if total <= 0 {
-			return "0"
-		}
-		return fmt.Sprintf("%.2f", float64(v)*100/float64(total))
-	},
-}).Parse(reportTemplate))
+// reportPage is parsed on first use: a session that writes no report pays
+// nothing for it.
+var reportPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"pct": func(v, total int64) string {
+			if total <= 0 {
+				return "0"
+			}
+			return fmt.Sprintf("%.2f", float64(v)*100/float64(total))
+		},
+	}).Parse(reportTemplate))
+})
 
 // maxFrameShape bounds a frame's shape on the page.
 const maxFrameShape = 240
@@ -104,7 +109,7 @@ func writeHTMLReport(w io.Writer, o *replayOptions, files []string, cfg acpguard
 		data.Files = append(data.Files, f)
 	}
 	var buf bytes.Buffer
-	if err := reportPage.Execute(&buf, data); err != nil {
+	if err := reportPage().Execute(&buf, data); err != nil {
 		fmt.Fprintf(o.err, "acp-guard: replay: %v\n", err)
 		return false
 	}

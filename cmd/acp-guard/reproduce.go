@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	acpguard "github.com/acp-guard/acp-guard"
@@ -202,13 +203,13 @@ func stallOf(ms int64) string {
 }
 
 // plainArg is an argument a POSIX shell takes as it is.
-var plainArg = regexp.MustCompile(`^[A-Za-z0-9_./:=@,+%-]+$`)
+var plainArg = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./:=@,+%-]+$`) })
 
 // shellLine is a command line a POSIX shell reads back as args.
 func shellLine(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		if plainArg.MatchString(a) {
+		if plainArg().MatchString(a) {
 			q[i] = a
 			continue
 		}
