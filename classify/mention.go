@@ -160,8 +160,11 @@ func (v *view) prose() bool {
 //     "returns ErrQuota", "is now retried", "if err == …", a handler that
 //     "maps" a code;
 //   - questions to people: "could you …?", "has anyone …", "why does …?",
-//     "should we …?" — not an agent's tip ("Did you set OPENAI_API_KEY?").
+//     "should we …?" — not an agent's tip ("Did you set OPENAI_API_KEY?");
+//   - a diagnosis given to someone: "this has nothing to do with the
+//     code".
 var discourseRe = lazyRegexp(`(?i)` +
+	`\bhas nothing to do with\b|` +
 	`\A\W*(?:I'm|I am|we're|we are|we've been|I've been) (?:seeing|getting|hitting|experiencing|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +

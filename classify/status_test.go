@@ -64,6 +64,9 @@ func TestUnwrap(t *testing.T) {
 		"isn\u2019t supported":              "isn't supported",
 		"no breaks":                         "no breaks",
 		"trailing \t\n\nnext":               "trailing next",
+		`details.\nPlease retry in 5s`:      "details. Please retry in 5s",
+		`a body \\n escaped twice`:          `a body \ escaped twice`,
+		`limit \r\n  \nnext`:                "limit next",
 	} {
 		if got := unwrap(in); got != want {
 			t.Errorf("unwrap(%q) = %q, want %q", in, got, want)

@@ -87,8 +87,12 @@ func headBytes(s string, n int) string {
 // A box-drawn frame (a rich traceback, a test report's table, a log
 // viewer's line-number gutter: │ ┃ ║) is layout too: its rules read as
 // spaces, so a message split across a table's cells reads as one text.
+// So is a line break printed as its escape (the two characters \n or \r:
+// a JSON body dumped inside a log line or a stack trace): it reads as the
+// break it stands for, so "…details.\nPlease retry in 5s" has a word
+// boundary before "Please".
 func unwrap(s string) string {
-	if !strings.ContainsAny(s, "\n\r’│┃║") {
+	if !strings.ContainsAny(s, "\n\r’│┃║") && !strings.Contains(s, `\n`) && !strings.Contains(s, `\r`) {
 		return s
 	}
 	b := make([]byte, 0, len(s))
@@ -106,11 +110,14 @@ func unwrap(s string) string {
 					i++
 				}
 			}
-		case s[i] == '\n' || s[i] == '\r':
+		case s[i] == '\n' || s[i] == '\r' || escapedBreak(s[i:]):
 			for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
 				b = b[:len(b)-1]
 			}
-			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || escapedBreak(s[i:])) {
+				if escapedBreak(s[i:]) {
+					i++
+				}
 				i++
 			}
 			b = append(b, ' ')
@@ -123,6 +130,14 @@ func unwrap(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// escapedBreak reports whether s starts with a line break's escape: a
+// backslash and n or r (after an escaped backslash too, "\\\\n", a body
+// escaped twice; a Windows path's "\\new" reads as a break as well, which
+// no rule's words mind).
+func escapedBreak(s string) bool {
+	return len(s) >= 2 && s[0] == '\\' && (s[1] == 'n' || s[1] == 'r')
 }
 
 // boxRule returns the length of the vertical box-drawing rule s starts
