@@ -44,6 +44,8 @@ import (
 // Chinese (错误…表示, code talk of 捕获 and except); an explanation that
 // opens the text ("This happens when …", "This is a rate limit error.
 // You …", 这是…错误 — a hint after the statement stays the provider's),
+// a diagnosis of the reader's setup ("You have a network error. Please
+// check …"),
 // a conditional whose verb is a failure ("When the stream drops, …"),
 // words quoted after "surfaces", "displays", "shows", an answer to the
 // reader ("What you are seeing is …", "the limit you're hitting") and
@@ -82,6 +84,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*(?:this|that|it) (?:usually |typically |often |only |just |mostly |sometimes )?(?:happens|occurs) (?:when|if|whenever|because)\b` +
 	`|\A\W*(?:this|that|it)(?: i|')s (?:(?:just|probably|likely|most likely|definitely|clearly) )?(?:a|an) (?:[\w-]+ ){1,3}(?:error|issue|problem)\b[^\n]{0,20}?[.!]\s+(?:you|try|please|check|to fix)\b` +
 	`|\A\W*这(?:是|就是)[^\n。]{0,80}?(?:错误|报错|问题)` +
+	`|\A\W*you(?:'ve| have)(?: got)? (?:a|an) (?:[\w-]+ ){1,3}(?:error|issue|problem)\b[^\n]{0,20}?[.!]\s+(?:you|try|please|check|to fix|this|it)\b` +
 	`|\b(?:fix(?:ed|es)?|handl(?:e|es|ed|ing)|refactor(?:ed|s)?|improv(?:e|ed|es)|add(?:ed|s)?) (?:the |a |an |better |proper |more )?(?:[\w-]+ ){0,3}(?:error|exception|failure)s? (?:handling|handler|message|case|path|branch)s?\b` +
 	`|\A\W*what you(?:'re| are) (?:seeing|getting|hitting|experiencing|running into)\b|\b(?:the )?(?:error|message|limit|failure|response)s? (?:that )?you(?:'re| are) (?:seeing|getting|hitting)\b` +
 	`|\b(?:known |error |specific )*(?:strings|substrings|messages|phrases|patterns|error texts) (?:like|such as)\b|\bmatch(?:es|ing)? on (?:known |error |specific )*(?:strings|messages|patterns|phrases)\b` +
@@ -115,14 +118,23 @@ var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) 
 // local binary, helper process or language server ("Binary request timed
 // out"), and a package manager's fetch of its package index (cargo's
 // "spurious network error (2 tries remaining)" retry warning, "failed to
-// fetch `…-index`"). Like otherServiceRe they keep a
+// fetch `…-index`"), and an application's own plumbing: its frontend
+// saving its settings to its own backend ("failed to save LLM settings:
+// failed to fetch"), its own list of connection sources ("This chat
+// completion source is not supported yet") and a schema check of its own
+// data classes before any request ("1 validation error for LLMNodeData",
+// a pydantic header naming a …Data, …Config, …Settings, …State, …Node or
+// …Entity class). Like otherServiceRe they keep a
 // words-only rule out even from error-shaped text.
 var toolOwnRe = lazyRegexp(`(?i)\b(?:StreamableHTTP|SSE|Stdio|WebSocket)ClientTransport\b|@modelcontextprotocol/` +
 	`|(?m:^\s*\d+ (?:silly|verbose|timing) [\w.:-]+ )|(?m:^\s*npm (?:ERR!|error) )` +
 	`|\bdownload(?:ing|ed)?\b[^\n]{0,20}?https?://[^\s'"]+\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|whl|gem|crate|jar|nupkg|deb|rpm)\b` +
 	`|\bwith url: /session/[0-9a-f-]{8,}\b|\bselenium\.common\.|\b(?:chrome|gecko|msedge)driver\b` +
 	`|\b(?:binary|sidecar binary|helper process|daemon|language server|lsp) (?:requests?|calls?|rpcs?) (?:has |have )?(?:timed out|time-?out|failed)\b` +
-	`|\bspurious network error \(\d+ tr(?:y|ies) remaining\)|\bfailed to (?:fetch|update|download|load)\b[^\n]{0,10}?[\x60'"]?https?://\S+?-index[\x60'"]?(?:\s|$)`)
+	`|\bspurious network error \(\d+ tr(?:y|ies) remaining\)|\bfailed to (?:fetch|update|download|load)\b[^\n]{0,10}?[\x60'"]?https?://\S+?-index[\x60'"]?(?:\s|$)` +
+	`|\b(?:failed to|could not|couldn'?t|unable to|cannot|can'?t) (?:save|store|persist|write|update) (?:the |your |its )?(?:[\w-]+ ){0,2}(?:settings|preferences|prefs)\b` +
+	`|\b(?:this|that|the selected|the chosen|your) (?:[\w-]+ ){0,3}(?:source|backend type|connection type|api type|provider type) (?:is|are) not (?:yet )?supported\b` +
+	`|(?-i:\b\d+ validation errors? for [A-Z]\w*(?:Data|Config|Configuration|Settings|State|Node|Entity)\b)`)
 
 // mentionOnly reports whether the evidence reads as prose about a failure
 // rather than a report of one (see above). It is computed once per view.
@@ -162,9 +174,9 @@ func (v *view) prose() bool {
 //   - questions to people: "could you …?", "has anyone …", "why does …?",
 //     "should we …?" — not an agent's tip ("Did you set OPENAI_API_KEY?");
 //   - a diagnosis given to someone: "this has nothing to do with the
-//     code".
+//     code", "429 is because the usage exceeds …".
 var discourseRe = lazyRegexp(`(?i)` +
-	`\bhas nothing to do with\b|` +
+	`\bhas nothing to do with\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
 	`\A\W*(?:I'm|I am|we're|we are|we've been|I've been) (?:seeing|getting|hitting|experiencing|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +

@@ -55,6 +55,11 @@ func TestMentionLayouts(t *testing.T) {
 		{"one hint heading is not a layout", func() bool { return docLayoutRe().MatchString("Error: quota exceeded. Possible cause: a low tier.") }, false},
 		{"a chat platform's limit", func() bool { return otherServiceRe().MatchString("request to discord API failed: 429") }, true},
 		{"a provider's own limit", func() bool { return otherServiceRe().MatchString("request to api.openai.com failed: 429") }, false},
+		{"an app saving its own settings", func() bool { return toolOwnRe().MatchString("could not save your model preferences: failed to fetch") }, true},
+		{"a schema check of an app's own data class", func() bool { return toolOwnRe().MatchString("3 validation errors for AgentNodeData") }, true},
+		{"a schema check of the request is the request's", func() bool { return toolOwnRe().MatchString("1 validation error for CompletionRequest") }, false},
+		{"a provider's unsupported model is no app source", func() bool { return toolOwnRe().MatchString("This model is not supported yet") }, false},
+		{"a diagnosis of the reader's setup", func() bool { return mentionRe().MatchString("You have a DNS problem. Try another resolver.") }, true},
 	} {
 		if got := tt.re(); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
