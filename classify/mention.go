@@ -174,9 +174,11 @@ func (v *view) prose() bool {
 //   - questions to people: "could you …?", "has anyone …", "why does …?",
 //     "should we …?" — not an agent's tip ("Did you set OPENAI_API_KEY?");
 //   - a diagnosis given to someone: "this has nothing to do with the
-//     code", "429 is because the usage exceeds …".
+//     code", "429 is because the usage exceeds …";
+//   - a report of what happened, told: "…, causing 401 Unauthorized on
+//     all requests", "the endpoint returns 500 for many accounts".
 var discourseRe = lazyRegexp(`(?i)` +
-	`\bhas nothing to do with\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
+	`\bhas nothing to do with\b|,\s+caus(?:ing|ed)\b[^.\n]{0,20}?\b[1-5]\d\d\b|\breturns? (?:an? |the )?(?:http )?[1-5]\d\d\b[^.\n]{0,60}?\bfor (?:many|some|all|most|several|certain) (?:\w+ )?(?:accounts|users|customers|people|requests|models)\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
 	`\A\W*(?:I'm|I am|we're|we are|we've been|I've been) (?:seeing|getting|hitting|experiencing|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
