@@ -11,8 +11,8 @@
 // mechanisms learned from holdout11 18-mechanism.json and 20-learn11.json,
 // the kinds learned from holdout12, holdout13a and holdout13b
 // 19-learn12.json, 22-learn13a.json and 23-learn13b.json, the mechanisms
-// learned from holdout14a and holdout14b 24-learn14.json, a first pass
-// over holdout15a and holdout15b 25-learn15.json, providers'
+// learned from holdout14a and holdout14b 24-learn14.json, the kinds
+// learned from holdout15a, holdout15b and holdout15b2 25-learn15.json, providers'
 // documented error tables 21-docs.json; files in name order, which is the
 // order of rules within a tier) and fixtures/*.json (one JSON array of
 // fixtures per file).

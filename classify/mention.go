@@ -176,9 +176,13 @@ func (v *view) prose() bool {
 //   - a diagnosis given to someone: "this has nothing to do with the
 //     code", "429 is because the usage exceeds …";
 //   - a report of what happened, told: "…, causing 401 Unauthorized on
-//     all requests", "the endpoint returns 500 for many accounts".
+//     all requests", "the endpoint returns 500 for many accounts", "this
+//     happened to me because …", "increasing the limit fixed it";
+//   - a question in Chinese, its particle before a comma or a question
+//     mark ("这不已经提示余额不足了吗，…").
 var discourseRe = lazyRegexp(`(?i)` +
-	`\bhas nothing to do with\b|,\s+caus(?:ing|ed)\b[^.\n]{0,20}?\b[1-5]\d\d\b|\breturns? (?:an? |the )?(?:http )?[1-5]\d\d\b[^.\n]{0,60}?\bfor (?:many|some|all|most|several|certain) (?:\w+ )?(?:accounts|users|customers|people|requests|models)\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
+	`\bhas nothing to do with\b|\b(?:this|that|it) (?:also )?happened (?:to me|for me|to us)\b|\b(?:that|this|which|it) (?:fixed|solved|resolved) it\b|\b(?:increasing|raising|changing|setting|switching|upgrading) [^.\n]{1,40}? (?:fixed|solved|resolved) (?:it|the (?:issue|problem))\b|(?:吗|呢)\s*[？?，,]|` +
+	`,\s+caus(?:ing|ed)\b[^.\n]{0,20}?\b[1-5]\d\d\b|\breturns? (?:an? |the )?(?:http )?[1-5]\d\d\b[^.\n]{0,60}?\bfor (?:many|some|all|most|several|certain) (?:\w+ )?(?:accounts|users|customers|people|requests|models)\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
 	`\A\W*(?:I'm|I am|we're|we are|we've been|I've been) (?:seeing|getting|hitting|experiencing|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
