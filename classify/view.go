@@ -92,7 +92,7 @@ func headBytes(s string, n int) string {
 // break it stands for, so "…details.\nPlease retry in 5s" has a word
 // boundary before "Please".
 func unwrap(s string) string {
-	if !strings.ContainsAny(s, "\n\r’│┃║") && !strings.Contains(s, `\n`) && !strings.Contains(s, `\r`) {
+	if !strings.ContainsAny(s, "\n\r’│┃║\\") {
 		return s
 	}
 	b := make([]byte, 0, len(s))
