@@ -82,8 +82,11 @@ type Result struct {
 	// Probes is how many probe leases the proxies were granted.
 	Probes int
 	// FellBack counts proxies that logged "circuit store unavailable"
-	// while the store was up; Unavailable those that logged it at all.
-	FellBack, Unavailable int
+	// while the store was up before any fault; FellBackLate those that
+	// logged it more than the grace after the store came back (how soon a
+	// healed store serves again is a matter of load as much as of the
+	// code); Unavailable those that logged it at all.
+	FellBack, FellBackLate, Unavailable int
 	// UnavailableBeforeKill counts proxies that logged it before the
 	// store was killed (or at all, for a run that never kills it).
 	UnavailableBeforeKill int
@@ -244,7 +247,7 @@ func (r *run) logFigures(res *Result) {
 	r.mu.Lock()
 	logs := append([]LogEvent(nil), r.logs...)
 	r.mu.Unlock()
-	fell, unavail, early, resumed := map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]time.Time{}
+	fell, late, unavail, early, resumed := map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]bool{}, map[int]time.Time{}
 	for _, e := range logs {
 		switch e.Kind {
 		case "probe":
@@ -254,8 +257,11 @@ func (r *run) logFigures(res *Result) {
 			if !r.storeKilled || e.At.Before(r.storeDown) {
 				early[e.Proxy] = true
 			}
-			if !r.storeKilled || e.At.Before(r.storeDown) || (!r.storeUp.IsZero() && e.At.After(r.storeUp.Add(r.storeGrace()))) {
+			switch {
+			case !r.storeKilled || e.At.Before(r.storeDown):
 				fell[e.Proxy] = true
+			case !r.storeUp.IsZero() && e.At.After(r.storeUp.Add(r.storeGrace())):
+				late[e.Proxy] = true
 			}
 		case "failed":
 			if !r.storeUp.IsZero() && e.At.After(r.storeUp) {
@@ -274,7 +280,7 @@ func (r *run) logFigures(res *Result) {
 			}
 		}
 	}
-	res.FellBack, res.Unavailable, res.UnavailableBeforeKill, res.Resumers = len(fell), len(unavail), len(early), len(resumed)
+	res.FellBack, res.FellBackLate, res.Unavailable, res.UnavailableBeforeKill, res.Resumers = len(fell), len(late), len(unavail), len(early), len(resumed)
 	var ds []time.Duration
 	for _, at := range resumed {
 		ds = append(ds, at.Sub(r.storeUp))
@@ -311,8 +317,8 @@ func (res *Result) Check() []string {
 	case res.StoreDown > 0 && res.Unavailable > 0 && res.Resumers == 0:
 		bad = append(bad, "no proxy used the store again after its restart")
 	}
-	if res.FellBack > 0 {
-		bad = append(bad, fmt.Sprintf("%d proxies fell back while the store was up", res.FellBack))
+	if n := res.FellBack + res.FellBackLate; n > 0 {
+		bad = append(bad, fmt.Sprintf("%d proxies fell back while the store was up", n))
 	}
 	for _, s := range res.Circuits {
 		if s != circuit.StateClosed {

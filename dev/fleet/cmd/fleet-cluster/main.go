@@ -548,7 +548,7 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 	}
 	row := fmt.Sprintf("| %s | %d / %d | %s | %d (%d + %d) | %d; %v | %d | %d (%d while up) | %s | %.1f MiB | %.1f s in %.1f s (%.0f%% of a core) | %.1f → %.1f | %s |",
 		label, o.n, o.hosts, ans, res.OwnInOutage+res.RetriesInOutage, res.OwnInOutage, res.RetriesInOutage,
-		res.MaxPerWindow, res.Windows, res.Probes, res.Unavailable, res.FellBack, resumed,
+		res.MaxPerWindow, res.Windows, res.Probes, res.Unavailable, res.FellBack+res.FellBackLate, resumed,
 		float64(memKiB)/1024/float64(o.n), cpu, elapsed.Seconds(), 100*cpu/elapsed.Seconds(),
 		res.Load[0][0], res.Load[1][0], verdict)
 	return row, len(bad)+len(timing) == 0, nil
@@ -558,8 +558,9 @@ func runFault(ctx context.Context, o options, self, dir, fault string, stderr io
 // once with the provider's success (so none got circuit_open while it
 // was up), at most two retries reaching the provider per cooldown window
 // fleet-wide, no proxy taking the store for unavailable while it was
-// whole (bad), and sharing resumed within 5 s of healing (timing: on a
-// busy machine a matter of load as much as of the code).
+// whole before the fault (bad), and sharing resumed within 5 s of healing,
+// no proxy falling back later than that included (timing: on a busy
+// machine a matter of load as much as of the code).
 func check(r *fleet.Result) (bad, timing []string) {
 	if r.Answers["ok"] != r.N || r.Extra != 0 {
 		bad = append(bad, fmt.Sprintf("answers %v, %d extra", r.Answers, r.Extra))
@@ -569,6 +570,9 @@ func check(r *fleet.Result) (bad, timing []string) {
 	}
 	if r.FellBack > 0 {
 		bad = append(bad, fmt.Sprintf("%d proxies fell back while the store was whole", r.FellBack))
+	}
+	if r.FellBackLate > 0 {
+		timing = append(timing, fmt.Sprintf("%d proxies fell back more than 5 s after healing", r.FellBackLate))
 	}
 	if r.StoreUp > 0 && r.LastFailedAfterHeal > 5*time.Second {
 		timing = append(timing, fmt.Sprintf("a circuit call still failed %.1f s after healing", r.LastFailedAfterHeal.Seconds()))

@@ -186,9 +186,9 @@ func row(name string, r *fleet.Result) string {
 	case r.Store == "off":
 	case r.StoreDown > 0:
 		store = fmt.Sprintf("%d fell back while up; %d saw it down; resumed +%s…+%s after the restart (%d proxies)",
-			r.FellBack, r.Unavailable, ms(r.ResumedFirst), ms(r.ResumedLast), r.Resumers)
+			r.FellBack+r.FellBackLate, r.Unavailable, ms(r.ResumedFirst), ms(r.ResumedLast), r.Resumers)
 	default:
-		store = fmt.Sprintf("%d fell back", r.FellBack)
+		store = fmt.Sprintf("%d fell back", r.FellBack+r.FellBackLate)
 	}
 	if r.Store != "off" {
 		store += "; circuit " + strings.Join(r.Circuits, ",") + " at the end"
