@@ -45,7 +45,8 @@ import (
 // opens the text ("This happens when …", "This is a rate limit error.
 // You …", 这是…错误 — a hint after the statement stays the provider's),
 // a diagnosis of the reader's setup ("You have a network error. Please
-// check …"),
+// check …"), a hedge that the condition may be no failure at all ("this
+// might be OK for local providers", "can safely be ignored"),
 // a conditional whose verb is a failure ("When the stream drops, …"),
 // words quoted after "surfaces", "displays", "shows", an answer to the
 // reader ("What you are seeing is …", "the limit you're hitting") and
@@ -77,6 +78,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*当[^\n。]{1,40}?时|たところ[，、,]|ことが(?:判明|分かった|わかった)` +
 	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by)\b` +
 	`|\b(?:is|are|was|were) (?:usually |often |typically )?(?:caused|triggered) by\b` +
+	`|\b(?:this|that|it|which) (?:might|may|could|should|can) (?:well |still )?be (?:ok(?:ay)?|fine|expected|harmless|intended|ignored|safely ignored)\b|\b(?:can|may) (?:be )?safely (?:be )?ignored?\b` +
 	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
 	`|\bI(?:'m|'ve| am| have) (?:getting|seeing|hitting|been getting|been seeing|been hitting)\b` +
 	`|\A\s*(?://|/\*|\*\s|#\s)` +
