@@ -348,9 +348,11 @@ func mentionQuote(t string, i, j int) bool {
 }
 
 // errorClassBeforeRe is an exception's class name right before a quote
-// ("ChatError “…”", "APIStatusError '…'"): the quote is that error's own
-// message, as after a colon, not words named by prose.
-var errorClassBeforeRe = lazyRegexp(`\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\z`)
+// ("ChatError “…”", "APIStatusError '…'"), or a log line's error level
+// ("ERROR \"…\"", "[app] FATAL '…'", a line that opens "Error \"…\""): the
+// quote is that error's own message, as after a colon, not words named by
+// prose.
+var errorClassBeforeRe = lazyRegexp(`\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\z|(?-i:\b(?:ERROR|ERR|FATAL|CRITICAL))\z|(?m:^\W*Error\z)`)
 
 // scriptQuotes pairs the quote marks of other scripts and languages with
 // their closing marks: German „…“ and ‚…‘, French and Swiss «…» and ‹…›,

@@ -87,6 +87,10 @@ var (
 			// "…request: 400 Invalid 'messages'" — after a colon or dash, followed
 			// by a capitalised word (a lower-case one is prose: "500 lines")
 			regexp.MustCompile(`[:\-]\s+([45]\d\d)\s+[A-Z]`),
+			// "Request failed: 401 - Authentication Fails" — a failure's colon,
+			// then the status, a dash and its message (a page's "Title: 404 -
+			// Study" is no failure)
+			regexp.MustCompile(`(?i:error|failed|failure|rejected|refused|returned|response)\s*:\s+([45]\d\d)\s+-\s+[A-Z]`),
 			// botocore's "An error occurred (404) when calling the … operation",
 			// and a log's "POST /v1/chat → 404" / "-> 404"
 			regexp.MustCompile(`(?i)\bAn error occurred \(([45]\d\d)\)`),
@@ -147,6 +151,9 @@ func (v *view) findStatus() derivedStatus {
 		if n := textStatus(v.text(f)); n != 0 {
 			return derivedStatus{n, StatusFromText}
 		}
+	}
+	if n := leadStatus(v.objectNodes()); n != 0 {
+		return derivedStatus{n, StatusFromText}
 	}
 	for _, f := range primary {
 		if n := nameStatus(v.text(f)); n != 0 {
@@ -270,6 +277,24 @@ func textStatus(s string) int {
 		}
 	}
 	return best
+}
+
+// leadStatus finds a status that opens an error object's message: a body
+// that carries the JavaScript SDKs' "<status> <message>" as its message
+// ({"error":{"message":"401 - Authentication Fails"}}) says the status as
+// surely as the same text alone does.
+func leadStatus(objs []map[string]any) int {
+	for _, o := range objs {
+		for _, k := range []string{"message", "msg", "detail", "error"} {
+			if s, ok := o[k].(string); ok {
+				if m := statusLeadRe().FindStringSubmatch(s); m != nil {
+					n, _ := strconv.Atoi(m[1])
+					return n
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // businessCode reports whether the words before a code in text call it a

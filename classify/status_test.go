@@ -24,6 +24,10 @@ func TestDerivedStatus(t *testing.T) {
 		{"API Error prefix", Evidence{Message: `API Error: 529 {"type":"error"}`}, 529, StatusFromText},
 		{"leading status", Evidence{Message: `402 {"error":{"message":"No"}}`}, 402, StatusFromText},
 		{"leading status and reason", Evidence{Message: "405 Method Not Allowed"}, 405, StatusFromText},
+		{"status and a dash after a colon", Evidence{Message: "Request failed: 401 - Authentication Fails"}, 401, StatusFromText},
+		{"a page title's number and dash is no status", Evidence{Message: "web_fetch: Title: 404 - Study - Trinity College"}, 0, ""},
+		{"status opening an error body's message", Evidence{Message: `upstream: {"error":{"message":"401 - Authentication Fails"}}`}, 401, StatusFromText},
+		{"a lower-case word after the number is prose, in a body too", Evidence{Message: `{"message":"500 lines were read"}`}, 0, ""},
 		{"HTTP/1.1 line", Evidence{Message: `HTTP Request: POST http://x/v1 "HTTP/1.1 502 Bad Gateway"`}, 502, StatusFromText},
 		{"(HTTP 403)", Evidence{Message: "request refused (HTTP 403)"}, 403, StatusFromText},
 		{"axios", Evidence{Message: "Request failed with status code 503"}, 503, StatusFromText},
@@ -59,14 +63,19 @@ func TestDerivedStatus(t *testing.T) {
 
 func TestUnwrap(t *testing.T) {
 	for in, want := range map[string]string{
-		"400 Provider\n   returned error":   "400 Provider returned error",
-		"Incorrect API\r\n    key provided": "Incorrect API key provided",
-		"isn\u2019t supported":              "isn't supported",
-		"no breaks":                         "no breaks",
-		"trailing \t\n\nnext":               "trailing next",
-		`details.\nPlease retry in 5s`:      "details. Please retry in 5s",
-		`a body \\n escaped twice`:          `a body \ escaped twice`,
-		`limit \r\n  \nnext`:                "limit next",
+		"400 Provider\n   returned error":      "400 Provider returned error",
+		"Incorrect API\r\n    key provided":    "Incorrect API key provided",
+		"isn\u2019t supported":                 "isn't supported",
+		"no breaks":                            "no breaks",
+		"trailing \t\n\nnext":                  "trailing next",
+		`details.\nPlease retry in 5s`:         "details. Please retry in 5s",
+		`a body \\n escaped twice`:             `a body \ escaped twice`,
+		`limit \r\n  \nnext`:                   "limit next",
+		`must be \u003c= 8192`:                 "must be <= 8192",
+		`\u8bf7\u6c42\u8fc7\u4e8e\u9891\u7e41`: "请求过于频繁",
+		`pair \ud83d\ude00 ok`:                 "pair 😀 ok",
+		`lone \ud83d and \uzzzz`:               `lone \ud83d and \uzzzz`,
+		`tab\u0009here`:                        "tab here",
 	} {
 		if got := unwrap(in); got != want {
 			t.Errorf("unwrap(%q) = %q, want %q", in, got, want)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/acp-guard/acp-guard/internal/jsonscan"
 )
@@ -90,7 +92,8 @@ func headBytes(s string, n int) string {
 // So is a line break printed as its escape (the two characters \n or \r:
 // a JSON body dumped inside a log line or a stack trace): it reads as the
 // break it stands for, so "…details.\nPlease retry in 5s" has a word
-// boundary before "Please".
+// boundary before "Please". A character escaped as \\uXXXX reads as
+// itself (escapedRune).
 func unwrap(s string) string {
 	if !strings.ContainsAny(s, "\n\r’│┃║\\") {
 		return s
@@ -124,12 +127,63 @@ func unwrap(s string) string {
 		case strings.HasPrefix(s[i:], "’"):
 			b = append(b, '\'')
 			i += len("’")
+		case s[i] == '\\' && escapedRune(s[i:]) > 0:
+			r, n := decodeEscapedRune(s[i:])
+			if r < ' ' {
+				r = ' '
+			}
+			b = utf8.AppendRune(b, r)
+			i += n
 		default:
 			b = append(b, s[i])
 			i++
 		}
 	}
 	return string(b)
+}
+
+// escapedRune returns the length of the JSON \\uXXXX escape s starts with
+// (12 for a surrogate pair), or 0. Encoders escape what they need not:
+// Python's json.dumps every non-ASCII letter (a Chinese message reads
+// \\u8bf7\\u6c42…), Go's < > & (\\u003c=). Decoded, the words read.
+func escapedRune(s string) int {
+	_, n := decodeEscapedRune(s)
+	return n
+}
+
+func decodeEscapedRune(s string) (rune, int) {
+	hex4 := func(s string) (rune, bool) {
+		if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+			return 0, false
+		}
+		var r rune
+		for _, c := range s[2:6] {
+			switch {
+			case c >= '0' && c <= '9':
+				r = r<<4 | (c - '0')
+			case c >= 'a' && c <= 'f':
+				r = r<<4 | (c - 'a' + 10)
+			case c >= 'A' && c <= 'F':
+				r = r<<4 | (c - 'A' + 10)
+			default:
+				return 0, false
+			}
+		}
+		return r, true
+	}
+	r, ok := hex4(s)
+	if !ok {
+		return 0, 0
+	}
+	if utf16.IsSurrogate(r) {
+		if lo, ok := hex4(s[6:]); ok {
+			if c := utf16.DecodeRune(r, lo); c != utf8.RuneError {
+				return c, 12
+			}
+		}
+		return 0, 0
+	}
+	return r, 6
 }
 
 // escapedBreak reports whether s starts with a line break's escape: a
