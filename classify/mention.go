@@ -41,7 +41,8 @@ import (
 // responds …", "this PR"), "I believe" (not Markdown bold: agents print
 // their errors in it), "it indicates
 // that …", release notes ("now shows …", "treated as"), and the same in
-// Chinese (错误…表示, code talk of 捕获 and except); an explanation that
+// Chinese (错误…表示, a status's definition 429属于…, code talk of 捕获
+// and except); an explanation that
 // opens the text ("This happens when …", "This is a rate limit error.
 // You …", 这是…错误 — a hint after the statement stays the provider's),
 // a diagnosis of the reader's setup ("You have a network error. Please
@@ -67,7 +68,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
 	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
 	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
-	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|被(?:通用)?\s*\x60?except\b|捕获` +
+	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
 	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
@@ -167,6 +168,8 @@ func (v *view) prose() bool {
 //   - a maintainer's courtesy: "sorry for the late reply", "does that
 //     help?", "hope this helps";
 //   - release notes: "are no longer treated as …", "misclassified";
+//   - a status report on the work: "is now fully functional after fixing
+//     8 bugs";
 //   - plural error talk: "these 429 errors", "rate limits happen when";
 //   - explanations: "the 401 means …", "a 503 from the gateway means",
 //     "typically … means", "the docs say";
@@ -198,7 +201,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\b(?:typically|usually|generally|normally)\b[^.\n]{0,60}?\bmeans\b|\b(?:the )?docs? (?:say|says|said|state|states|mention)\b` +
 	`|\b(?:the|a|an) [\x60'"][^\x60'"\n]{1,40}[\x60'"] (?:[\w-]+ ){0,3}(?:indicates|means|is returned|is raised|happens)\b` +
 	`|\b(?:catch|catches|catching|except)\s+\x60?[A-Z]\w*(?:Error|Exception)\b|\b(?:raises?|throws?|returns?)\s+\x60?(?:[A-Z]\w*(?:Error|Exception)|Err[A-Z]\w*)\b` +
-	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
+	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
 	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)

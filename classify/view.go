@@ -315,10 +315,17 @@ func (v *view) objectNodes() []map[string]any {
 	// Stderr line by line: stack traces and JS object dumps are full of
 	// braces that are not JSON, and must not use up the budget of the line
 	// that holds the provider's error body.
-	for _, line := range strings.Split(v.text(FieldStderr), "\n") {
+	stderr := v.text(FieldStderr)
+	before := len(c.objects)
+	for _, line := range strings.Split(stderr, "\n") {
 		if strings.IndexByte(line, '{') >= 0 {
 			c.scanText(line, 0)
 		}
+	}
+	if len(c.objects) == before && strings.IndexByte(stderr, '{') >= 0 && strings.IndexByte(stderr, '\n') >= 0 {
+		// No line held a whole body: perhaps a terminal wrapped one over
+		// lines. Read the lines as one text (scanText mends the breaks).
+		c.scanText(stderr, 0)
 	}
 	v.objects = c.objects
 	return v.objects
@@ -355,6 +362,7 @@ func (c *collector) addValue(val any, depth int) {
 func (c *collector) scanText(s string, depth int) {
 	const maxTries = 8
 	tries := 0
+	mended := false
 	for i := 0; i < len(s) && tries < maxTries && c.docs < maxDocs; {
 		j := strings.IndexByte(s[i:], '{')
 		if j < 0 {
@@ -387,8 +395,40 @@ func (c *collector) scanText(s string, depth int) {
 			i += n
 			continue
 		}
+		// Or a body a terminal wrapped over lines, a break inside a string
+		// ("'The engine is curre\nntly overloaded'"): read without its
+		// line breaks, once per text.
+		if !mended && strings.ContainsAny(s[i:], "\n\r") {
+			mended = true
+			if val, ok := decodeMended(s[i:]); ok {
+				c.docs++
+				c.addValue(val, depth)
+				i++
+				continue
+			}
+		}
 		i++
 	}
+}
+
+// decodeMended decodes the JSON or Python-repr object s opens with its line
+// breaks removed (a terminal's wrap can fall inside a string, where a raw
+// break is not allowed).
+func decodeMended(s string) (any, bool) {
+	if len(s) > MaxScanBytes {
+		s = s[:MaxScanBytes]
+	}
+	m := strings.NewReplacer("\r\n", "", "\n", "", "\r", "").Replace(s)
+	dec := json.NewDecoder(strings.NewReader(m))
+	dec.UseNumber()
+	var val any
+	if err := dec.Decode(&val); err == nil {
+		return val, true
+	}
+	if val, _, ok := decodePyRepr(m); ok {
+		return val, true
+	}
+	return nil, false
 }
 
 // escapedBody returns the content of the JSON string that s, a brace
