@@ -15,7 +15,8 @@ import (
 // prefix or a level word, inside a wrapper's own sentence. A rule that
 // reads the words must read them in every layout, or first contact
 // depends on which wrapper a user happens to run. TestWrappedShapes takes
-// every corpus failure the catalogue gets right as plain text and checks
+// the corpus failures the catalogue gets right as plain text (every other
+// entry of each corpus) and checks
 // it stays right in each wrapping; what a wrapping cannot keep (a status
 // only the text's first word gave, a whole-text phrase) is the small
 // remainder the floor allows.
@@ -48,9 +49,10 @@ func wrappings() []struct {
 		{"a body inside a body", func(s string) string {
 			return "API Error: " + body(map[string]any{"error": map[string]any{"message": escaped(s), "type": "upstream_error"}})
 		}},
-		{"a log prefix", func(s string) string { return "[ERROR] agent: request failed: " + s }},
+		{"a log prefix and a wrapper's sentence", func(s string) string {
+			return "[ERROR] agent: request failed: " + s + " (request id: req_REDACTED)"
+		}},
 		{"a level word", func(s string) string { return "ERROR " + s }},
-		{"a wrapper's sentence", func(s string) string { return "Request failed: " + s + " (request id: req_REDACTED)" }},
 	}
 }
 
@@ -68,8 +70,10 @@ func TestWrappedShapes(t *testing.T) {
 	lost := make([][]string, len(ws))
 	plain := 0
 	for _, f := range files {
-		for _, en := range readCorpus(t, f) {
-			if en.Code == "none" || chunk(en.Text).Code != en.Code {
+		for n, en := range readCorpus(t, f) {
+			// Every other entry of each corpus: the engine costs about 2 ms
+			// a text, and half the corpora measure a layout as well.
+			if n%2 == 1 || en.Code == "none" || chunk(en.Text).Code != en.Code {
 				continue
 			}
 			plain++
@@ -82,7 +86,7 @@ func TestWrappedShapes(t *testing.T) {
 			}
 		}
 	}
-	if plain < 1000 {
+	if plain < 500 {
 		t.Fatalf("only %d plain-text hits across the corpora: the corpora did not load", plain)
 	}
 	for i, w := range ws {
