@@ -498,6 +498,39 @@ func (v *view) computeErrorShaped() bool {
 			if _, ok := ParseErrorLine(line); ok || toolErrorHeadRe().MatchString(line) {
 				return true
 			}
+			if wrappedErrorHead(line) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wrapperLabelRe is a wrapper's label before its colon: one to three
+// words of letters, digits and a program's punctuation, not a sentence's
+// opening ("The error **APIStatusError**: …" is prose).
+var wrapperLabelRe = lazyRegexp(`\A[\p{L}\p{N}_\[\]()./-]+(?: [\p{L}\p{N}_\[\]()./-]+){0,2}\z`)
+
+var articleRe = lazyRegexp(`\A(?i:the|a|an|this|that|my|our|your|its)\b`)
+
+// wrappedErrorHead reports whether line is an error line behind a
+// wrapper's own short labels ("agent: turn 3: provider call:
+// OllamaEndpointNotFoundError: …", "请求失败：Error: …"): at most three
+// labels of a few words, no sentence among them, then an error head.
+func wrappedErrorHead(line string) bool {
+	rest := line
+	for range 3 {
+		i := strings.Index(rest, ": ")
+		w := 2
+		if j := strings.Index(rest, "："); j >= 0 && (i < 0 || j < i) {
+			i, w = j, len("：")
+		}
+		if i <= 0 || i > 40 || !wrapperLabelRe().MatchString(rest[:i]) || articleRe().MatchString(rest[:i]) {
+			return false
+		}
+		rest = strings.TrimLeft(rest[i+w:], " ")
+		if _, ok := ParseErrorLine(rest); ok {
+			return true
 		}
 	}
 	return false

@@ -87,10 +87,11 @@ var (
 			// "…request: 400 Invalid 'messages'" — after a colon or dash, followed
 			// by a capitalised word (a lower-case one is prose: "500 lines")
 			regexp.MustCompile(`[:\-]\s+([45]\d\d)\s+[A-Z]`),
-			// "Request failed: 401 - Authentication Fails" — a failure's colon,
-			// then the status, a dash and its message (a page's "Title: 404 -
-			// Study" is no failure)
-			regexp.MustCompile(`(?i:error|failed|failure|rejected|refused|returned|response)\s*:\s+([45]\d\d)\s+-\s+[A-Z]`),
+			// "Request failed: 401 - Authentication Fails", "<p>400 - Invalid
+			// …" — after a colon or a tag, the status, a dash and its message
+			// on one line (a page's "Title: 404 - Study" is no failure:
+			// pageTitle)
+			regexp.MustCompile(`[:：>][ \t]*([45]\d\d)[ \t]+-[ \t]+[A-Z]`),
 			// botocore's "An error occurred (404) when calling the … operation",
 			// and a log's "POST /v1/chat → 404" / "-> 404"
 			regexp.MustCompile(`(?i)\bAn error occurred \(([45]\d\d)\)`),
@@ -268,7 +269,7 @@ func textStatus(s string) int {
 			if loc[0] >= at {
 				break
 			}
-			if businessCode(s[:loc[0]]) {
+			if businessCode(s[:loc[0]]) || pageTitle(s[:loc[0]]) {
 				continue
 			}
 			n, _ := strconv.Atoi(s[loc[2]:loc[3]])
@@ -295,6 +296,20 @@ func leadStatus(objs []map[string]any) int {
 		}
 	}
 	return 0
+}
+
+// pageTitle reports whether the words before a code label it a field of
+// a page ("Title: 404 - Study - …", "Content: 404 - …", a fetch tool's
+// summary of a web page): the page's words, not a status the evidence
+// carries.
+func pageTitle(before string) bool {
+	before = strings.ToLower(strings.TrimRight(before, " \t\n:："))
+	for _, f := range []string{"title", "content", "heading", "subject", "description", "summary"} {
+		if strings.HasSuffix(before, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // businessCode reports whether the words before a code in text call it a
