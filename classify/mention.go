@@ -200,7 +200,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\b(?:a|an|the|this|that)\s+\d{3}\b[^.\n]{0,40}?\b(?:means|indicates|signals|is returned when)\b` +
 	`|\b(?:typically|usually|generally|normally)\b[^.\n]{0,60}?\bmeans\b|\b(?:the )?docs? (?:say|says|said|state|states|mention)\b` +
 	`|\b(?:the|a|an) [\x60'"][^\x60'"\n]{1,40}[\x60'"] (?:[\w-]+ ){0,3}(?:indicates|means|is returned|is raised|happens)\b` +
-	`|\b(?:catch|catches|catching|except)\s+\x60?[A-Z]\w*(?:Error|Exception)\b|\b(?:raises?|throws?|returns?)\s+\x60?(?:[A-Z]\w*(?:Error|Exception)|Err[A-Z]\w*)\b` +
+	`|\b(?:catch|catches|catching|except)\s+\x60?[A-Z]\w*(?:Error|Exception)\b|\b(?:raises?|throws?|returns?)\s+\x60?(?-i:[A-Z]\w*(?:Error|Exception)|Err[A-Z]\w*)\b` +
 	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +

@@ -92,6 +92,9 @@ var (
 			// on one line (a page's "Title: 404 - Study" is no failure:
 			// pageTitle)
 			regexp.MustCompile(`[:：>][ \t]*([45]\d\d)[ \t]+-[ \t]+[A-Z]`),
+			// .NET's WebException in any language: "The remote server returned
+			// an error: (401) Unauthorized.", "远程服务器返回错误：(400)错误的请求"
+			regexp.MustCompile(`(?i:returned an error|返回错误|返回了错误)\s*[:：]?\s*\(([45]\d\d)\)`),
 			// botocore's "An error occurred (404) when calling the … operation",
 			// and a log's "POST /v1/chat → 404" / "-> 404"
 			regexp.MustCompile(`(?i)\bAn error occurred \(([45]\d\d)\)`),

@@ -26,6 +26,7 @@ func TestDerivedStatus(t *testing.T) {
 		{"leading status and reason", Evidence{Message: "405 Method Not Allowed"}, 405, StatusFromText},
 		{"status and a dash after a colon", Evidence{Message: "Request failed: 401 - Authentication Fails"}, 401, StatusFromText},
 		{"status and a dash after a wrapper's colon", Evidence{Message: "provider call: 400 - Invalid service_tier argument"}, 400, StatusFromText},
+		{".NET WebException in Chinese", Evidence{Message: "System.Net.WebException: 远程服务器返回错误：(400)错误的请求。"}, 400, StatusFromText},
 		{"a page title's number and dash is no status", Evidence{Message: "web_fetch: Title: 404 - Study - Trinity College"}, 0, ""},
 		{"status opening an error body's message", Evidence{Message: `upstream: {"error":{"message":"401 - Authentication Fails"}}`}, 401, StatusFromText},
 		{"a lower-case word after the number is prose, in a body too", Evidence{Message: `{"message":"500 lines were read"}`}, 0, ""},
