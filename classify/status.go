@@ -90,7 +90,7 @@ var (
 			// "Request failed: 401 - Authentication Fails", "<p>400 - Invalid
 			// …" — after a colon or a tag, the status, a dash and its message
 			// on one line (a page's "Title: 404 - Study" is no failure:
-			// pageTitle)
+			// pageField)
 			regexp.MustCompile(`[:：>][ \t]*([45]\d\d)[ \t]+-[ \t]+[A-Z]`),
 			// .NET's WebException in any language: "The remote server returned
 			// an error: (401) Unauthorized.", "远程服务器返回错误：(400)错误的请求"
@@ -272,7 +272,7 @@ func textStatus(s string) int {
 			if loc[0] >= at {
 				break
 			}
-			if businessCode(s[:loc[0]]) || pageTitle(s[:loc[0]]) {
+			if businessCode(s[:loc[0]]) || pageField(s[:loc[0]]) {
 				continue
 			}
 			n, _ := strconv.Atoi(s[loc[2]:loc[3]])
@@ -301,11 +301,11 @@ func leadStatus(objs []map[string]any) int {
 	return 0
 }
 
-// pageTitle reports whether the words before a code label it a field of
+// pageField reports whether the words before a code label it a field of
 // a page ("Title: 404 - Study - …", "Content: 404 - …", a fetch tool's
 // summary of a web page): the page's words, not a status the evidence
 // carries.
-func pageTitle(before string) bool {
+func pageField(before string) bool {
 	before = strings.ToLower(strings.TrimRight(before, " \t\n:："))
 	for _, f := range []string{"title", "content", "heading", "subject", "description", "summary"} {
 		if strings.HasSuffix(before, f) {

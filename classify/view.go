@@ -93,7 +93,7 @@ func headBytes(s string, n int) string {
 // a JSON body dumped inside a log line or a stack trace): it reads as the
 // break it stands for, so "…details.\nPlease retry in 5s" has a word
 // boundary before "Please". A character escaped as \\uXXXX reads as
-// itself (escapedRune).
+// itself (decodeEscapedRune).
 func unwrap(s string) string {
 	if !strings.ContainsAny(s, "\n\r’│┃║\\") {
 		return s
@@ -127,14 +127,15 @@ func unwrap(s string) string {
 		case strings.HasPrefix(s[i:], "’"):
 			b = append(b, '\'')
 			i += len("’")
-		case s[i] == '\\' && escapedRune(s[i:]) > 0:
-			r, n := decodeEscapedRune(s[i:])
-			if r < ' ' {
-				r = ' '
-			}
-			b = utf8.AppendRune(b, r)
-			i += n
 		default:
+			if r, n := decodeEscapedRune(s[i:]); n > 0 {
+				if r < ' ' {
+					r = ' '
+				}
+				b = utf8.AppendRune(b, r)
+				i += n
+				continue
+			}
 			b = append(b, s[i])
 			i++
 		}
@@ -142,15 +143,11 @@ func unwrap(s string) string {
 	return string(b)
 }
 
-// escapedRune returns the length of the JSON \\uXXXX escape s starts with
-// (12 for a surrogate pair), or 0. Encoders escape what they need not:
-// Python's json.dumps every non-ASCII letter (a Chinese message reads
-// \\u8bf7\\u6c42…), Go's < > & (\\u003c=). Decoded, the words read.
-func escapedRune(s string) int {
-	_, n := decodeEscapedRune(s)
-	return n
-}
-
+// decodeEscapedRune decodes the JSON \\uXXXX escape s starts with and
+// returns the character and the escape's length (12 for a surrogate pair),
+// or 0. Encoders escape what they need not: Python's json.dumps every
+// non-ASCII letter (a Chinese message reads \\u8bf7\\u6c42…), Go's < > &
+// (\\u003c=). Decoded, the words read.
 func decodeEscapedRune(s string) (rune, int) {
 	hex4 := func(s string) (rune, bool) {
 		if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
