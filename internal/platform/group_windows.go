@@ -18,17 +18,19 @@ import (
 // and all it started — when acp-guard ends, also when it is terminated or
 // crashes.
 //
-// Limit: the agent is assigned to the job just after CreateProcess
-// returns; a process it started before that moment is not in the job.
+// The agent starts suspended (CREATE_SUSPENDED) and runs only once it is
+// in the job, so nothing it starts can escape it: on a busy machine the
+// agent could otherwise start a child between CreateProcess and the
+// assignment, and that child would outlive the group.
 type groupOS struct {
 	mu  sync.Mutex
 	job windows.Handle
 }
 
 func prepare(cmd *exec.Cmd) {
-	// Its own process group: CTRL_BREAK_EVENT reaches the agent's group
-	// only, not acp-guard's.
-	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
+	// Its own process group (CTRL_BREAK_EVENT reaches the agent's group
+	// only, not acp-guard's), suspended until attach has put it in the job.
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_SUSPENDED}
 }
 
 func attach(g *Group, cmd *exec.Cmd) error {
@@ -54,6 +56,41 @@ func attach(g *Group, cmd *exec.Cmd) error {
 		return fmt.Errorf("job object: assigning the agent: %w", err)
 	}
 	g.os.job = job
+	if err := resume(uint32(cmd.Process.Pid)); err != nil {
+		return fmt.Errorf("job object: resuming the agent: %w", err)
+	}
+	return nil
+}
+
+// resume starts the threads of a process created suspended (its one
+// thread, as CreateProcess leaves it; Go's StartProcess closes the handle
+// to it, so it is found again by its owner's pid).
+func resume(pid uint32) error {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return err
+	}
+	defer windows.CloseHandle(snap)
+	e := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	resumed := 0
+	for err = windows.Thread32First(snap, &e); err == nil; err = windows.Thread32Next(snap, &e) {
+		if e.OwnerProcessID != pid {
+			continue
+		}
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, e.ThreadID)
+		if err != nil {
+			return err
+		}
+		_, err = windows.ResumeThread(th)
+		windows.CloseHandle(th)
+		if err != nil {
+			return err
+		}
+		resumed++
+	}
+	if resumed == 0 {
+		return fmt.Errorf("no thread of process %d", pid)
+	}
 	return nil
 }
 
@@ -79,4 +116,7 @@ func (g *Group) close() {
 	}
 }
 
-func ownGroup(cmd *exec.Cmd) { prepare(cmd) }
+// ownGroup: a process group of its own, started running (no job).
+func ownGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{CreationFlags: windows.CREATE_NEW_PROCESS_GROUP}
+}
