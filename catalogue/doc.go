@@ -12,7 +12,9 @@
 // the kinds learned from holdout12, holdout13a and holdout13b
 // 19-learn12.json, 22-learn13a.json and 23-learn13b.json, the mechanisms
 // learned from holdout14a and holdout14b 24-learn14.json, the kinds
-// learned from holdout15a, holdout15b and holdout15b2 25-learn15.json, providers'
+// learned from holdout15a, holdout15b and holdout15b2 25-learn15.json, the
+// failure kinds in eight other languages 26-lang.json, the kinds learned
+// from holdout17a and holdout17b 27-learn17.json, providers'
 // documented error tables 21-docs.json; files in name order, which is the
 // order of rules within a tier) and fixtures/*.json (one JSON array of
 // fixtures per file).

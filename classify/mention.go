@@ -71,7 +71,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
-	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
+	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?|error)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
 	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|no|yep|nope),\s` +
 	`|\b(?:returns?|responds? with|sends?) (?:an? |the )?(?:http |status )*[1-5]\d\d\b[^\n.]{0,30}?\bwhen\b|\bshall (?:respond|reply|return) with\b` +
 	`|\bpreviously (?:retried|returned|treated|failed|surfaced|showed|reported|raised)\b|\bcurrently (?:treats|retries|returns|handles|surfaces|shows|reports|maps)\b` +
@@ -185,6 +185,11 @@ func (v *view) prose() bool {
 //     happened to me because …", "increasing the limit fixed it";
 //   - a question in Chinese, its particle before a comma or a question
 //     mark ("这不已经提示余额不足了吗，…").
+//   - a maintainer's verdict and reasoning: "Not a bug. It is because …",
+//     an opening definition ("Connection refused means that …"), a
+//     policy for hypothetical cases ("In high load scenarios … we prefer
+//     to error out"), a narrative of a past run ("During the live smoke,
+//     the model returned …").
 var discourseRe = lazyRegexp(`(?i)` +
 	`\bhas nothing to do with\b|\b(?:this|that|it) (?:also )?happened (?:to me|for me|to us)\b|\b(?:that|this|which|it) (?:fixed|solved|resolved) it\b|\b(?:increasing|raising|changing|setting|switching|upgrading) [^.\n]{1,40}? (?:fixed|solved|resolved) (?:it|the (?:issue|problem))\b|(?:吗|呢)\s*[？?，,]|` +
 	`,\s+caus(?:ing|ed)\b[^.\n]{0,20}?\b[1-5]\d\d\b|\breturns? (?:an? |the )?(?:http )?[1-5]\d\d\b[^.\n]{0,60}?\bfor (?:many|some|all|most|several|certain) (?:\w+ )?(?:accounts|users|customers|people|requests|models)\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
@@ -204,6 +209,9 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
+	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
+	`|\bin (?:high[- ]load|heavy[- ]load|peak|overload(?:ed)?|such|these|those|rare|some|certain) (?:scenarios|cases|situations|conditions)\b|\bwe prefer to\b` +
+	`|\A\W*during (?:the |a |our |my |this )?(?:[#\w-]+ ){0,4}?(?:smoke|tests?|run|session|rollout|deploy(?:ment)?|migration|benchmark|canary|eval(?:uation)?)\b[^\n]{0,10},` +
 	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)
 
 // proseDiscourse reports whether the evidence is prose, not error-shaped,

@@ -60,6 +60,18 @@ func TestMentionLayouts(t *testing.T) {
 		{"a schema check of the request is the request's", func() bool { return toolOwnRe().MatchString("1 validation error for CompletionRequest") }, false},
 		{"a provider's unsupported model is no app source", func() bool { return toolOwnRe().MatchString("This model is not supported yet") }, false},
 		{"a diagnosis of the reader's setup", func() bool { return mentionRe().MatchString("You have a DNS problem. Try another resolver.") }, true},
+		{"a maintainer's verdict", func() bool { return discourseRe().MatchString("Not a bug. The model is loading; wait and retry.") }, true},
+		{"an opening definition", func() bool { return discourseRe().MatchString("Timeout means that the proxy gave up first.") }, true},
+		{"a provider's error is no definition", func() bool { return discourseRe().MatchString("Error: connection refused (os error 111)") }, false},
+		{"a policy for hypothetical load", func() bool {
+			return discourseRe().MatchString("In heavy-load situations the API answers busy rather than queueing.")
+		}, true},
+		{"a past run's narrative", func() bool {
+			return discourseRe().MatchString("During the nightly eval, the endpoint returned 503 twice.")
+		}, true},
+		{"an error in a language other than English defined", func() bool {
+			return mentionRe().MatchString("Un error interno del servidor significa que el fallo es del proveedor.")
+		}, true},
 	} {
 		if got := tt.re(); got != tt.want {
 			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
