@@ -106,9 +106,10 @@ var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Throw
 // named as going to it ("request to discord API failed", "Request to
 // slack returned an error 429"), its developer documentation linked from
 // the message (Discord's ban notice), or Slack's Web API envelope
-// ("ok": false). Their limits are theirs; like an MCP server's transport
-// (quotedRe) they keep a words-only rule out even from error-shaped text.
-var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:`)
+// ("ok": false), and GitHub's API ("API rate limit exceeded for
+// installation ID …", a token "to talk to github"). Their limits are
+// theirs; like an MCP server's transport (quotedRe) they keep a words-only rule out even from error-shaped text.
+var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:|\bAPI rate limit exceeded for installation\b|\b(?:talk|talks|talking|calls?|requests?) to github\b`)
 
 // toolOwnRe marks a failure of another tool's own traffic, named by that
 // tool's own marks rather than by a provider: the MCP SDK's client
@@ -160,7 +161,9 @@ func (v *view) prose() bool {
 // discourseRe marks prose that talks about failures rather than reports
 // one (prose sources only, and only when the text is not error-shaped):
 //
-//   - chatter openings: "I'm seeing …", "after upgrading …", "anyone else";
+//   - chatter openings: "I'm seeing …", "we're hitting …", "after
+//     upgrading …", "anyone else" (not "we're experiencing", a provider's
+//     own words for its load);
 //   - commit and changelog headings: "fix:", "feat(client):", "Fixes #12",
 //     "Changelog", a "## Bug fixes" heading;
 //   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like",
@@ -185,6 +188,9 @@ func (v *view) prose() bool {
 //     happened to me because …", "increasing the limit fixed it";
 //   - a question in Chinese, its particle before a comma or a question
 //     mark ("这不已经提示余额不足了吗，…").
+//   - an explanation in other languages: 关键是 …, 很多时候 …, 不是 … 而是
+//     …, a misjudgement (误判), "ou seja", "es decir"; a Chinese change
+//     list ("- 新增 …", "- 修复 …");
 //   - a maintainer's verdict and reasoning: "Not a bug. It is because …",
 //     an opening definition ("Connection refused means that …"), a
 //     policy for hypothetical cases ("In high load scenarios … we prefer
@@ -193,11 +199,12 @@ func (v *view) prose() bool {
 var discourseRe = lazyRegexp(`(?i)` +
 	`\bhas nothing to do with\b|\b(?:this|that|it) (?:also )?happened (?:to me|for me|to us)\b|\b(?:that|this|which|it) (?:fixed|solved|resolved) it\b|\b(?:increasing|raising|changing|setting|switching|upgrading) [^.\n]{1,40}? (?:fixed|solved|resolved) (?:it|the (?:issue|problem))\b|(?:吗|呢)\s*[？?，,]|` +
 	`,\s+caus(?:ing|ed)\b[^.\n]{0,20}?\b[1-5]\d\d\b|\breturns? (?:an? |the )?(?:http )?[1-5]\d\d\b[^.\n]{0,60}?\bfor (?:many|some|all|most|several|certain) (?:\w+ )?(?:accounts|users|customers|people|requests|models)\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
-	`\A\W*(?:I'm|I am|we're|we are|we've been|I've been) (?:seeing|getting|hitting|experiencing|running into)\b` +
+	`\A\W*(?:I'm|I am|I've been) (?:seeing|getting|hitting|experiencing|running into)\b|\A\W*(?:we're|we are|we've been) (?:seeing|getting|hitting|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
 	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
-	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably)\b` +
+	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably|it seems (?:that|like))\b` +
+	`|关键是|很多时候|不是[^\n，。]{1,30}?而是|误判|误报|\bou seja\b|\bes decir\b|\bc'est-à-dire\b|\bdas heißt\b|(?m:^\s*[-*]\s*(?:新增|修复|优化|移除|调整))` +
 	`|\bsorry for the (?:delay(?:ed response)?|late (?:reply|response))\b|\b(?:does|did) (?:that|this) help\b|\bhope (?:this|that) helps\b` +
 	`|\b(?:are|is) no longer (?:\w+ )?(?:misclassified|classified|treated|reported|retried|shown|mapped|counted)\b|\bmisclassif(?:ied|ication|y)\b` +
 	`|\b(?:these|those|such|frequent|occasional|intermittent)\s+(?:[\w'"\x60-]+\s+){0,2}?(?:errors|exceptions|failures|timeouts|responses)\b` +
