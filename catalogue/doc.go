@@ -15,7 +15,8 @@
 // learned from holdout15a, holdout15b and holdout15b2 25-learn15.json, the
 // failure kinds in eight other languages 26-lang.json, the kinds learned
 // from holdout17a and holdout17b 27-learn17.json, the kinds learned from
-// holdout18a and holdout18b 28-learn18.json, providers'
+// holdout18a and holdout18b 28-learn18.json, and from holdout19a and
+// holdout19b 29-learn19.json, providers'
 // documented error tables 21-docs.json; files in name order, which is the
 // order of rules within a tier) and fixtures/*.json (one JSON array of
 // fixtures per file).

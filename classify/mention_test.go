@@ -71,7 +71,9 @@ func TestMentionLayouts(t *testing.T) {
 		}, true},
 		{"a provider's own load is no chatter", func() bool { return discourseRe().MatchString("We're experiencing high demand right now.") }, false},
 		{"a user's account is chatter", func() bool { return discourseRe().MatchString("We're hitting 429s since Monday.") }, true},
-		{"an explanation in Chinese", func() bool { return discourseRe().MatchString("401 很多时候不是模型不可用，而是 key 不匹配。") }, true},
+		{"an explanation in Chinese", func() bool {
+			return discourseRe().MatchString("401 很多时候不是模型不可用，而是 key 不匹配。")
+		}, true},
 		{"a change list in Chinese", func() bool { return discourseRe().MatchString("- 修复：过载时未重试的问题") }, true},
 		{"GitHub's limit for an installation is another service's", func() bool {
 			return otherServiceRe().MatchString("HttpError: API rate limit exceeded for installation ID 42")

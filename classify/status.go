@@ -56,6 +56,7 @@ var statusNames = map[string]int{
 	"RateLimitError": 429, "AuthenticationError": 401, "PermissionDeniedError": 403,
 	"NotFoundError": 404, "BadRequestError": 400, "UnprocessableEntityError": 422,
 	"ConflictError": 409, "InternalServerError": 500, "ServiceUnavailableError": 503,
+	"BadGatewayError": 502, "GatewayTimeoutError": 504,
 	"TooManyRequests": 429, "ServiceUnavailable": 503, "GatewayTimeout": 504, "BadGateway": 502,
 	// AWS exception names (Bedrock and other services).
 	// The same classes in the JVM SDKs' spelling (LangChain4j, Spring AI).
@@ -99,6 +100,10 @@ var (
 			// and a log's "POST /v1/chat → 404" / "-> 404"
 			regexp.MustCompile(`(?i)\bAn error occurred \(([45]\d\d)\)`),
 			regexp.MustCompile(`(?:→|->)\s*([45]\d\d)\b`),
+			// "returned an invalid status code of 429" (Dart's Dio), "HTTP error
+			// from Ollama: 400" (a log's event line)
+			regexp.MustCompile(`(?i)\bstatus(?: code)? of\s+([45]\d\d)\b`),
+			regexp.MustCompile(`(?i)\bHTTP error\b[^\n:]{0,40}:\s*([45]\d\d)\b`),
 			// "503 status code (no body)" (openai-node)
 			regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
 			// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"
@@ -116,7 +121,7 @@ var (
 	// handled above.
 	statusLeadRe = lazyRegexp(`\A\s*\[?([45]\d\d)\b(?:\s*[-:{(\[\]]| [A-Z"'])`)
 	// Names that stand for a status, as words of their own.
-	statusNameRe = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|RateLimitException|ModelNotFoundException|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
+	statusNameRe = lazyRegexp(`\b(RESOURCE_EXHAUSTED|UNAVAILABLE|DEADLINE_EXCEEDED|UNAUTHENTICATED|PERMISSION_DENIED|INVALID_ARGUMENT|FAILED_PRECONDITION|OUT_OF_RANGE|ALREADY_EXISTS|UNIMPLEMENTED|RateLimitError|AuthenticationError|PermissionDeniedError|NotFoundError|BadRequestError|UnprocessableEntityError|ConflictError|InternalServerError|ServiceUnavailableError|BadGatewayError|GatewayTimeoutError|RateLimitException|ModelNotFoundException|ThrottlingException|TooManyRequestsException|ValidationException|AccessDeniedException|ResourceNotFoundException|InternalServerException|ServiceUnavailableException)\b`)
 	// gRPC status as clients print it: "code = ResourceExhausted", "code: Unavailable".
 	grpcCodeRe = lazyRegexp(`\bcode\s*[=:]\s*(ResourceExhausted|Unavailable|Internal|DeadlineExceeded|Unauthenticated|PermissionDenied|InvalidArgument|NotFound|FailedPrecondition)\b`)
 )
