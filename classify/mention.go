@@ -67,7 +67,8 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you(?: (?:so|very) much)?\b(?:[^\n]{0,3}$|[,!.:;]| (?:for (?:reporting|raising|opening|filing|flagging|sharing|the|your|this|these|bringing|letting|pointing|trying|testing|contributing|looking|catching|checking|confirming|helping|providing|posting|submitting|digging|investigating)|all|everyone|guys)\b)|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
 	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
 	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
-	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats)\b|\btreated as\b` +
+	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats|mentions|says|explains|includes|tells)\b|\btreated as\b` +
+	`|\A\W*an? \x60?[A-Z]\w*(?:Error|Exception)\x60? (?:usually |typically |generally )?(?:indicates|means|is raised|occurs)\b` +
 	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
@@ -204,7 +205,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
 	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
-	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably|it seems (?:that|like))\b` +
+	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably|it seems that)\b` +
 	`|关键是|很多时候|不是[^\n，。]{1,30}?而是|误判|误报|\bou seja\b|\bes decir\b|\bc'est-à-dire\b|\bdas heißt\b|(?m:^\s*[-*]\s*(?:新增|修复|优化|移除|调整))` +
 	`|\bsorry for the (?:delay(?:ed response)?|late (?:reply|response))\b|\b(?:does|did) (?:that|this) help\b|\bhope (?:this|that) helps\b` +
 	`|\b(?:are|is) no longer (?:\w+ )?(?:misclassified|classified|treated|reported|retried|shown|mapped|counted)\b|\bmisclassif(?:ied|ication|y)\b` +
@@ -217,7 +218,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
-	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
+	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*(?:this|that|it)(?: is|'s) (?:the )?expected(?: behaviou?r)?\b|\bclosing (?:this|as)\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
 	`|\bin (?:high[- ]load|heavy[- ]load|peak|overload(?:ed)?|such|these|those|rare|some|certain) (?:scenarios|cases|situations|conditions)\b|\bwe prefer to\b` +
 	`|\A\W*during (?:the |a |our |my |this )?(?:[#\w-]+ ){0,4}?(?:smoke|tests?|run|session|rollout|deploy(?:ment)?|migration|benchmark|canary|eval(?:uation)?)\b[^\n]{0,10},` +
 	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)
