@@ -218,7 +218,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
-	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*(?:this|that|it)(?: is|'s) (?:the )?expected(?: behaviou?r)?\b|\bclosing (?:this|as)\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
+	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*(?:this|that|it)(?: is|'s) (?:the )?expected(?: behaviou?r)?\b|\bclosing (?:this|as)\b|\baccording to (?:this|the docs|the documentation|their docs)\b|\bfor (?:\w+ ){0,2}updates, (?:please )?visit\b|\bhandles this\b|\bcurrently does(?:n'?t| not)\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
 	`|\bin (?:high[- ]load|heavy[- ]load|peak|overload(?:ed)?|such|these|those|rare|some|certain) (?:scenarios|cases|situations|conditions)\b|\bwe prefer to\b` +
 	`|\A\W*during (?:the |a |our |my |this )?(?:[#\w-]+ ){0,4}?(?:smoke|tests?|run|session|rollout|deploy(?:ment)?|migration|benchmark|canary|eval(?:uation)?)\b[^\n]{0,10},` +
 	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)
