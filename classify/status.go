@@ -103,6 +103,8 @@ var (
 			// "returned an invalid status code of 429" (Dart's Dio), "HTTP error
 			// from Ollama: 400" (a log's event line)
 			regexp.MustCompile(`(?i)\bstatus(?: code)? of\s+([45]\d\d)\b`),
+			// a Gin access log: "[GIN] 2025/03/06 - 11:42:21 | 503 | 42ms | …"
+			regexp.MustCompile(`\[GIN\][^\n|]*\|\s*([45]\d\d)\s*\|`),
 			// "Response status code was unacceptable: 404." (Alamofire)
 			regexp.MustCompile(`(?i)\bstatus code was unacceptable:?\s+([45]\d\d)\b`),
 			// "status code not equals 200, code is 401" (a Go client's check)
