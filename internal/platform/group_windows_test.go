@@ -55,18 +55,26 @@ func suspendCount(t *testing.T, tid uint32) uint32 {
 	return n
 }
 
+// startSleeper starts this test binary as a sleeper, set up by prepare
+// (Prepare or OwnGroup), and kills it at the test's end.
+func startSleeper(t *testing.T, prepare func(*exec.Cmd)) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), roleEnv+"=sleeper")
+	prepare(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
 // The agent runs no instruction before it is in the job: it is created
 // suspended, and Attach assigns it, then resumes it. (Without this, a
 // child the agent started in the instant between CreateProcess and the
 // assignment would be outside the job and outlive the group.)
 func TestAgentRunsOnlyInTheJob(t *testing.T) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), roleEnv+"=sleeper")
-	Prepare(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd := startSleeper(t, Prepare)
 	pid := uint32(cmd.Process.Pid)
 	before := threadsOf(t, pid)
 	if len(before) != 1 {
@@ -96,13 +104,7 @@ func TestAgentRunsOnlyInTheJob(t *testing.T) {
 
 // OwnGroup starts a process running: it has no job to wait for.
 func TestOwnGroupStartsRunning(t *testing.T) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), roleEnv+"=sleeper")
-	OwnGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	cmd := startSleeper(t, OwnGroup)
 	for _, tid := range threadsOf(t, uint32(cmd.Process.Pid)) {
 		if n := suspendCount(t, tid); n != 0 {
 			t.Fatalf("thread %d suspended (%d)", tid, n)
