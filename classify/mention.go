@@ -108,9 +108,10 @@ var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Throw
 // slack returned an error 429"), its developer documentation linked from
 // the message (Discord's ban notice), or Slack's Web API envelope
 // ("ok": false with a snake_case error code; a sentence there is another
-// API's, such as OpenRouter's behind a tool), and GitHub's API ("API rate limit exceeded for
-// installation ID …", a token "to talk to github"). Their limits are
-// theirs; like an MCP server's transport (quotedRe) they keep a words-only rule out even from error-shaped text.
+// API's, such as OpenRouter's behind a tool), and GitHub's API ("API rate
+// limit exceeded for installation ID …", a token "to talk to github").
+// Their limits are theirs; like an MCP server's transport (quotedRe) they
+// keep a words-only rule out even from error-shaped text.
 var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:\s*"[a-z_]+"|\bAPI rate limit exceeded for installation\b|\b(?:talk|talks|talking|calls?|requests?) to github\b`)
 
 // toolOwnRe marks a failure of another tool's own traffic, named by that

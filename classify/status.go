@@ -103,13 +103,13 @@ var (
 			// "returned an invalid status code of 429" (Dart's Dio), "HTTP error
 			// from Ollama: 400" (a log's event line)
 			regexp.MustCompile(`(?i)\bstatus(?: code)? of\s+([45]\d\d)\b`),
+			regexp.MustCompile(`(?i)\bHTTP error\b[^\n:]{0,40}:\s*([45]\d\d)\b`),
 			// a Gin access log: "[GIN] 2025/03/06 - 11:42:21 | 503 | 42ms | …"
 			regexp.MustCompile(`\[GIN\][^\n|]*\|\s*([45]\d\d)\s*\|`),
 			// "Response status code was unacceptable: 404." (Alamofire)
 			regexp.MustCompile(`(?i)\bstatus code was unacceptable:?\s+([45]\d\d)\b`),
 			// "status code not equals 200, code is 401" (a Go client's check)
 			regexp.MustCompile(`(?i)\bcode is\s+([45]\d\d)\b`),
-			regexp.MustCompile(`(?i)\bHTTP error\b[^\n:]{0,40}:\s*([45]\d\d)\b`),
 			// "503 status code (no body)" (openai-node)
 			regexp.MustCompile(`(?i)\b([45]\d\d) status code\b`),
 			// "429 Too Many Requests", "503 Service Unavailable", "[429 Too Many Requests]"

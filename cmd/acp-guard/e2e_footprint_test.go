@@ -40,6 +40,11 @@ import (
 //	                      VmRSS 15.4–15.6 MiB     25.0–26.2 MiB
 //	at 0e8ef76, load 2–6  RssAnon 3.6–4.3 MiB     12.1–13.7 MiB
 //	                      VmRSS 15.8–16.7 MiB     27.2–28.7 MiB
+//	at a100cfd, idle      RssAnon 4.2 MiB         13.3 MiB
+//	                      VmRSS 16.4 MiB          28.3 MiB
+//	at 7fec543, idle      RssAnon 4.5 MiB         15.4 MiB
+//	                      VmRSS 16.8 MiB          30.2 MiB
+//	  the same, busy      RssAnon —               17.3 MiB, VmRSS 32.1 MiB
 //
 // The growth at c4b4bc9 is the round's larger catalogue (compiled at start:
 // the kinds, the conflict and mention checks) and a binary 1.5 MB larger
@@ -58,12 +63,19 @@ import (
 // 4.2 MiB off) and, alone, the fleet case (13.7 MiB anon, 28.7 MiB
 // whole): each moved up by 1–2 MiB again. The catalogue is the always-on
 // part that grows; shrinking what it keeps per rule is the footprint work
-// left (docs/PERFORMANCE.md).
+// left (docs/PERFORMANCE.md). From a100cfd to 7fec543 the catalogue grew
+// from 342 to 430 rules (six rounds of blind sets learned, and the failure
+// kinds in eight more languages); the fleet case classifies a failure, which
+// compiles every rule's expressions (7.3 MiB of heap for 441 expressions,
+// 1.2 MiB of it the new rules'), and measured 15.4 MiB anon idle and 17.3
+// MiB in a busy run, over its 15 MiB: the fleet budgets moved up by 3 MiB,
+// the targets did not. Compiling the expressions of a tier only when a
+// failure reaches it is the footprint work this leaves.
 const (
 	idleAnonBudget      = 5 << 20  // everything compiled in, nothing configured
-	idleAnonBudgetFleet = 15 << 20 // telemetry exporting and circuits on NATS
+	idleAnonBudgetFleet = 18 << 20 // telemetry exporting and circuits on NATS
 	idleRSSBudget       = 18 << 20 // the whole, nothing configured (target 14 MiB)
-	idleRSSBudgetFleet  = 30 << 20 // the whole, telemetry and NATS (target 20 MiB)
+	idleRSSBudgetFleet  = 33 << 20 // the whole, telemetry and NATS (target 20 MiB)
 )
 
 // The idle RSS of one guarded session stays within its budget: with
