@@ -18,7 +18,8 @@
 // holdout18a and holdout18b 28-learn18.json, and from holdout19a and
 // holdout19b 29-learn19.json, from holdout20a and holdout20b
 // 30-learn20.json, from holdout21a and holdout21b 31-learn21.json, from
-// holdout22a and holdout22b 32-learn22.json, providers'
+// holdout22a and holdout22b 32-learn22.json, from holdout23a and
+// holdout23b 33-learn23.json, providers'
 // documented error tables 21-docs.json; files in name order, which is the
 // order of rules within a tier) and fixtures/*.json (one JSON array of
 // fixtures per file).

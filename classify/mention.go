@@ -73,7 +73,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
 	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?|error)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
-	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|no|yep|nope),\s` +
+	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|yeah|no|yep|nope),\s` +
 	`|\b(?:returns?|responds? with|sends?) (?:an? |the )?(?:http |status )*[1-5]\d\d\b[^\n.]{0,30}?\bwhen\b|\bshall (?:respond|reply|return) with\b` +
 	`|\bpreviously (?:retried|returned|treated|failed|surfaced|showed|reported|raised)\b|\bcurrently (?:treats|retries|returns|handles|surfaces|shows|reports|maps)\b` +
 	`|\A\W*(?:parse|map|detect|classify|surface|propagate)s? the\b` +
@@ -219,7 +219,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +
-	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*(?:this|that|it)(?: is|'s) (?:the )?expected(?: behaviou?r)?\b|\bclosing (?:this|as)\b|\baccording to (?:this|the docs|the documentation|their docs)\b|\bthe error is (?:linked|related|due) to\b|\bwill be returned (?:if|when)\b|\bfor (?:\w+ ){0,2}updates, (?:please )?visit\b|\bhandles this\b|\bcurrently does(?:n'?t| not)\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
+	`|\A\W*(?:this is |it'?s |that'?s )?not a bug\b|\A\W*(?:this|that|it)(?: is|'s) (?:the )?expected(?: behaviou?r)?\b|\bclosing (?:this|as)\b|\baccording to (?:this|the docs|the documentation|their docs)\b|\bthe error is (?:linked|related|due) to\b|\bwill be returned (?:if|when)\b|\bfrom (?:\w+(?:'s|’s) )?docs\b|\bsupports? (?:the )?[1-5]\d\d for\b|\bfor (?:\w+ ){0,2}updates, (?:please )?visit\b|\bhandles this\b|\bcurrently does(?:n'?t| not)\b|\A\W*["'\x60]?[\w'\x60" -]{2,40}?["'\x60]? means (?:that|the|your|you|it)\b` +
 	`|\bin (?:high[- ]load|heavy[- ]load|peak|overload(?:ed)?|such|these|those|rare|some|certain) (?:scenarios|cases|situations|conditions)\b|\bwe prefer to\b` +
 	`|\A\W*during (?:the |a |our |my |this )?(?:[#\w-]+ ){0,4}?(?:smoke|tests?|run|session|rollout|deploy(?:ment)?|migration|benchmark|canary|eval(?:uation)?)\b[^\n]{0,10},` +
 	`|\A\W*(?:why|how|what) (?:does|do|did|is|are|can|should|would)\b[^\n]{0,200}\?|\b(?:should|shall|do) we\b[^?\n]{0,160}\?|\bdo you have\b[^?\n]{0,80}\?|\bare you (?:behind|using|on|running)\b[^?\n]{0,120}\?`)

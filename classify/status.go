@@ -104,6 +104,8 @@ var (
 			// from Ollama: 400" (a log's event line)
 			regexp.MustCompile(`(?i)\bstatus(?: code)? of\s+([45]\d\d)\b`),
 			regexp.MustCompile(`(?i)\bHTTP error\b[^\n:]{0,40}:\s*([45]\d\d)\b`),
+			// a common-log access line: "\"POST /v1/chat/completions HTTP/1.1\" 503 -"
+			regexp.MustCompile(`"[A-Z]+ [^"\n]+ HTTP/\d(?:\.\d)?"\s+([45]\d\d)\b`),
 			// a Gin access log: "[GIN] 2025/03/06 - 11:42:21 | 503 | 42ms | …"
 			regexp.MustCompile(`\[GIN\][^\n|]*\|\s*([45]\d\d)\s*\|`),
 			// "Response status code was unacceptable: 404." (Alamofire)

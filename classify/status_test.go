@@ -46,6 +46,7 @@ func TestDerivedStatus(t *testing.T) {
 		{"status code (no body)", Evidence{Message: "503 status code (no body)"}, 503, StatusFromText},
 		{"status code of", Evidence{Message: "DioException [bad response]: The request returned an invalid status code of 429."}, 429, StatusFromText},
 		{"Alamofire's unacceptable status", Evidence{Message: "requestFailed(message: \"Response status code was unacceptable: 404.\")"}, 404, StatusFromText},
+		{"a common-log access line", Evidence{Message: "127.0.0.1 - - [13/Sep/2023 20:20:27] \"POST /v1/chat/completions HTTP/1.1\" 503 -"}, 503, StatusFromText},
 		{"a Gin access log", Evidence{Message: "[GIN] 2025/03/06 - 11:42:21 | 503 |   42.04ms |  127.0.0.1 | POST \"/api/generate\""}, 503, StatusFromText},
 		{"code is", Evidence{Message: "gtp api status code not equals 200,code is 401"}, 401, StatusFromText},
 		{"HTTP error from a server", Evidence{Message: "event: Upstream HTTP error from Ollama: 400"}, 400, StatusFromText},
