@@ -55,10 +55,11 @@ func attach(g *Group, cmd *exec.Cmd) error {
 		windows.CloseHandle(job)
 		return fmt.Errorf("job object: assigning the agent: %w", err)
 	}
-	g.os.job = job
 	if err := resume(uint32(cmd.Process.Pid)); err != nil {
+		windows.CloseHandle(job)
 		return fmt.Errorf("job object: resuming the agent: %w", err)
 	}
+	g.os.job = job
 	return nil
 }
 
@@ -66,18 +67,15 @@ func attach(g *Group, cmd *exec.Cmd) error {
 // thread, as CreateProcess leaves it; Go's StartProcess closes the handle
 // to it, so it is found again by its owner's pid).
 func resume(pid uint32) error {
-	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	ids, err := threads(pid)
 	if err != nil {
 		return err
 	}
-	defer windows.CloseHandle(snap)
-	e := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
-	resumed := 0
-	for err = windows.Thread32First(snap, &e); err == nil; err = windows.Thread32Next(snap, &e) {
-		if e.OwnerProcessID != pid {
-			continue
-		}
-		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, e.ThreadID)
+	if len(ids) == 0 {
+		return fmt.Errorf("no thread of process %d", pid)
+	}
+	for _, id := range ids {
+		th, err := windows.OpenThread(windows.THREAD_SUSPEND_RESUME, false, id)
 		if err != nil {
 			return err
 		}
@@ -86,12 +84,25 @@ func resume(pid uint32) error {
 		if err != nil {
 			return err
 		}
-		resumed++
-	}
-	if resumed == 0 {
-		return fmt.Errorf("no thread of process %d", pid)
 	}
 	return nil
+}
+
+// threads returns the ids of pid's threads (a Toolhelp snapshot).
+func threads(pid uint32) ([]uint32, error) {
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer windows.CloseHandle(snap)
+	var ids []uint32
+	e := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
+	for err = windows.Thread32First(snap, &e); err == nil; err = windows.Thread32Next(snap, &e) {
+		if e.OwnerProcessID == pid {
+			ids = append(ids, e.ThreadID)
+		}
+	}
+	return ids, nil
 }
 
 func (g *Group) signal(sig Signal) error {

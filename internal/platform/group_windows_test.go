@@ -20,17 +20,9 @@ var (
 // threadsOf returns the ids of pid's threads.
 func threadsOf(t *testing.T, pid uint32) []uint32 {
 	t.Helper()
-	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPTHREAD, 0)
+	ids, err := threads(pid)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer windows.CloseHandle(snap)
-	var ids []uint32
-	e := windows.ThreadEntry32{Size: uint32(unsafe.Sizeof(windows.ThreadEntry32{}))}
-	for err = windows.Thread32First(snap, &e); err == nil; err = windows.Thread32Next(snap, &e) {
-		if e.OwnerProcessID == pid {
-			ids = append(ids, e.ThreadID)
-		}
 	}
 	return ids
 }
