@@ -37,7 +37,8 @@ import (
 // verb of reporting ("saw \"quota exceeded\"", "says 'overloaded'"), or talk about error handling
 // in code ("the rate-limit handler", "fixed the quota error handling");
 // advice and change notes that open the text ("Make sure your key …",
-// "Thanks for reporting", "Adds support for …", "Currently the server
+// "Thanks for reporting", "Adds support for …", a change note's
+// "Improved … by retrying 529 errors", "Currently the server
 // responds …", "this PR"), "I believe" (not Markdown bold: agents print
 // their errors in it), "it indicates
 // that …", release notes ("now shows …", "treated as"), and the same in
@@ -64,7 +65,7 @@ import (
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
-	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you(?: (?:so|very) much)?\b(?:[^\n]{0,3}$|[,!.:;]| (?:for (?:reporting|raising|opening|filing|flagging|sharing|the|your|this|these|bringing|letting|pointing|trying|testing|contributing|looking|catching|checking|confirming|helping|providing|posting|submitting|digging|investigating)|all|everyone|guys)\b)|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
+	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you(?: (?:so|very) much)?\b(?:[^\n]{0,3}$|[,!.:;]| (?:for (?:reporting|raising|opening|filing|flagging|sharing|the|your|this|these|bringing|letting|pointing|trying|testing|contributing|looking|catching|checking|confirming|helping|providing|posting|submitting|digging|investigating)|all|everyone|guys)\b)|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|improved\b|improves\b|enhanced\b|reworked\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
 	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
 	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
 	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats|mentions|says|explains|includes|tells)\b|\btreated as\b` +
@@ -97,10 +98,12 @@ var mentionRe = lazyRegexp(`(?i)` +
 // quotedRe marks text that quotes a failure as expected output: a test
 // assertion ("AssertionError: expected body.message to be 'Internal
 // server error'"), an SDK reference's docstring after a class name
-// ("APIConnectionError: Raised when …") or another party's transport (an
-// MCP server's). It
+// ("APIConnectionError: Raised when …"), another party's transport (an
+// MCP server's) or a client's own TypeError in building the error class
+// ("APIConnectionError.__init__() missing 3 required positional
+// arguments": the code that reports failures broke, whatever failed). It
 // keeps a words-only rule out even from error-shaped text.
-var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Thrown) (?:when|if)\b|\bAssertionError\b|\bexpected\b[^\n]{0,80}?\bto (?:equal|deep ?equal|strictly equal|have been called|match snapshot|throw)\b|\bexpected\b[^\n]{0,60}?\bto (?:be|contain|include) ["'\x60]|\bMCP (?:server|error|client)\b`)
+var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Thrown) (?:when|if)\b|\bAssertionError\b|\bexpected\b[^\n]{0,80}?\bto (?:equal|deep ?equal|strictly equal|have been called|match snapshot|throw)\b|\bexpected\b[^\n]{0,60}?\bto (?:be|contain|include) ["'\x60]|\bMCP (?:server|error|client)\b|\b\w+(?:Error|Exception)\.__init__\(\) (?:missing \w+ required|got an unexpected|takes \w+ positional)\b`)
 
 // otherServiceRe marks a failure the text attributes to a chat or notes
 // platform an agent's tools call, not to a model provider: the request
