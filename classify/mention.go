@@ -111,11 +111,16 @@ var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Throw
 // slack returned an error 429"), its developer documentation linked from
 // the message (Discord's ban notice), or Slack's Web API envelope
 // ("ok": false with a snake_case error code; a sentence there is another
-// API's, such as OpenRouter's behind a tool), and GitHub's API ("API rate
-// limit exceeded for installation ID …", a token "to talk to github").
+// API's, such as OpenRouter's behind a tool), GitHub's API ("API rate
+// limit exceeded for installation ID …" or for an address,
+// "Authenticated requests get a higher rate limit", "GitHub API 403", a
+// token "to talk to github"), and a database driver's errors (psycopg2,
+// SQLAlchemy's exceptions, "Is the server running on host"): a test
+// suite's database refusing connections is not the provider's network.
 // Their limits are theirs; like an MCP server's transport (quotedRe) they
 // keep a words-only rule out even from error-shaped text.
-var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:\s*"[a-z_]+"|\bAPI rate limit exceeded for installation\b|\b(?:talk|talks|talking|calls?|requests?) to github\b`)
+var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:\s*"[a-z_]+"|\bAPI rate limit exceeded for (?:installation\b|(?:\d{1,3}\.){3}\d{1,3}\b)|\bAuthenticated requests get a higher rate limit\b|\bGitHub API (?:[1-5]\d\d|error|rate limit)\b|\b(?:talk|talks|talking|calls?|requests?) to github\b` +
+	`|\b(?:psycopg2?|sqlalchemy\.exc|pymysql|mysql\.connector|redis\.exceptions|pymongo\.errors|asyncpg\.exceptions)\.|\bIs the server running on host\b`)
 
 // toolOwnRe marks a failure of another tool's own traffic, named by that
 // tool's own marks rather than by a provider: the MCP SDK's client
@@ -171,7 +176,9 @@ func (v *view) prose() bool {
 //     upgrading …", "anyone else" (not "we're experiencing", a provider's
 //     own words for its load);
 //   - commit and changelog headings: "fix:", "feat(client):", "Fixes #12",
-//     "Changelog", a "## Bug fixes" heading;
+//     "Changelog", a "## Bug fixes" heading, a version that opens a change
+//     note ("v0.1.1 replaced …");
+//   - a diary's first time ("Hit my first hard limit today");
 //   - hedges: "maybe", "perhaps", "might be", "not sure", "sounds like",
 //     "most likely", "probably";
 //   - a maintainer's courtesy: "sorry for the late reply", "does that
@@ -208,6 +215,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:I'm|I am|I've been) (?:seeing|getting|hitting|experiencing|running into)\b|\A\W*(?:we're|we are|we've been) (?:seeing|getting|hitting|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
 	`|\A\W*(?:fix|feat|chore|docs|refactor|perf|test|build|ci|style|revert)(?:\([^)\n]{0,40}\))?!?:\s` +
+	`|\A\W*v?\d+\.\d+(?:\.\d+)?(?:-[\w.]+)? (?:replaced|replaces|adds|added|fixes|fixed|removed|removes|changed|changes|introduced|introduces|now|switched|moved|dropped)\b|\bmy first\b[^.\n]{0,40}?\b(?:today|yesterday|this (?:morning|week))\b` +
 	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
 	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably|it seems that)\b` +
 	`|关键是|很多时候|不是[^\n，。]{1,30}?而是|误判|误报|\bou seja\b|\bes decir\b|\bc'est-à-dire\b|\bdas heißt\b|(?m:^\s*[-*]\s*(?:新增|修复|优化|移除|调整))` +
