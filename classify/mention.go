@@ -204,7 +204,9 @@ func (v *view) prose() bool {
 //   - a question in Chinese, its particle before a comma or a question
 //     mark ("这不已经提示余额不足了吗，…").
 //   - an explanation in other languages: 关键是 …, 很多时候 …, 不是 … 而是
-//     …, a misjudgement (误判), "has nothing to do with" (和…没关系), a
+//     …, a misjudgement (误判), a hedge ("seems to be", 好像是, 似乎是),
+//     "not a bug" at the end (不是 … bug), advice to the reader (你…试试),
+//     "this is X's reply" (这是…的回复), "has nothing to do with" (和…没关系), a
 //     change that no longer returns (不再返回), a field report (实测：…),
 //     "ou seja", "es decir"; a Chinese change
 //     list ("- 新增 …", "- 修复 …");
@@ -222,7 +224,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\A\W*v?\d+\.\d+(?:\.\d+)?(?:-[\w.]+)? (?:replaced|replaces|adds|added|fixes|fixed|removed|removes|changed|changes|introduced|introduces|now|switched|moved|dropped)\b|\bmy first\b[^.\n]{0,40}?\b(?:today|yesterday|this (?:morning|week))\b` +
 	`|\b(?:fix(?:es|ed)?|close[sd]?|resolve[sd]?)\s+#\d+|\A\W*(?:changelog|release notes?|what's changed)\b|\A\s*#{1,6}\s*(?:bug ?fixes|changes|changelog|release notes|fixed|improvements)\b` +
 	`|\b(?:maybe|perhaps|possibly|I wonder|not sure|sounds like|it might be|might be that|could be that|could also be|most likely|probably|it seems that)\b` +
-	`|关键是|很多时候|不是[^\n，。]{1,30}?而是|误判|误报|(?:和|与|跟)[^\n，。]{1,20}?(?:没(?:有)?关系|无关)|不再(?:返回|报错|重试|抛出)|\A\W*实测[（(：:]|\A\W*(?:salut|bonjour|hola|hallo|hey|hello|hi)\b\s*[,!]|\b(?:à|a) priori\b|\bou seja\b|\bes decir\b|\bc'est-à-dire\b|\bdas heißt\b|(?m:^\s*[-*]\s*(?:新增|修复|优化|移除|调整))` +
+	`|关键是|很多时候|不是[^\n，。]{1,30}?而是|误判|误报|(?:和|与|跟)[^\n，。]{1,20}?(?:没(?:有)?关系|无关)|(?:好像|似乎|貌似|看起来|估计|应该)是|(?:你|您)[^\n。]{0,30}?试试|这是[^\n。]{0,30}?的(?:回复|返回)|不是[^\n。]{0,30}?(?i:bug|问题)[。.]?\s*\z|不再(?:返回|报错|重试|抛出)|\A\W*实测[（(：:]|\A\W*(?:salut|bonjour|hola|hallo|hey|hello|hi)\b\s*[,!]|\b(?:à|a) priori\b|\bou seja\b|\bes decir\b|\bc'est-à-dire\b|\bdas heißt\b|(?m:^\s*[-*]\s*(?:新增|修复|优化|移除|调整))` +
 	`|\bsorry for the (?:delay(?:ed response)?|late (?:reply|response))\b|\b(?:does|did) (?:that|this) help\b|\bhope (?:this|that) helps\b` +
 	`|\b(?:are|is) no longer (?:\w+ )?(?:misclassified|classified|treated|reported|retried|shown|mapped|counted)\b|\bmisclassif(?:ied|ication|y)\b` +
 	`|\b(?:these|those|such|frequent|occasional|intermittent)\s+(?:[\w'"\x60-]+\s+){0,2}?(?:errors|exceptions|failures|timeouts|responses)\b` +
