@@ -78,11 +78,11 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\b(?:returns?|responds? with|sends?) (?:an? |the )?(?:http |status )*[1-5]\d\d\b[^\n.]{0,30}?\bwhen\b|\bshall (?:respond|reply|return) with\b` +
 	`|\bpreviously (?:retried|returned|treated|failed|surfaced|showed|reported|raised)\b|\bcurrently (?:treats|retries|returns|handles|surfaces|shows|reports|maps)\b` +
 	`|\A\W*(?:parse|map|detect|classify|surface|propagate)s? the\b` +
-	`|\A\W*当[^\n。]{1,40}?时|たところ[，、,]|ことが(?:判明|分かった|わかった)` +
+	`|\A\W*当[^\n。]{1,80}?时|たところ[，、,]|ことが(?:判明|分かった|わかった)` +
 	`|\b(?:usually|typically|generally|probably|likely|often) (?:means|indicates|caused by)\b` +
 	`|\b(?:is|are|was|were) (?:usually |often |typically )?(?:caused|triggered) by\b` +
 	`|\b(?:this|that|it|which) (?:might|may|could|should|can) (?:well |still )?be (?:ok(?:ay)?|fine|expected|harmless|intended|ignored|safely ignored)\b|\b(?:can|may) (?:be )?safely (?:be )?ignored?\b` +
-	`|\bI (?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
+	`|\bI (?:often |usually |sometimes |always |frequently |occasionally )?(?:got|get|see|saw|hit|am getting|keep getting|kept getting|keep hitting|kept hitting|received|encountered|ran into|run into|was getting)\b` +
 	`|\bI(?:'m|'ve| am| have) (?:getting|seeing|hitting|been getting|been seeing|been hitting)\b` +
 	`|\A\s*(?://|/\*|\*\s|#\s)` +
 	`|\b(?:saw|sees|says|said|printed|prints|logged|logs|mentions?|mentioned|quotes?|quoted|surfaces|surfaced|displays|displayed|shows|showed|emits|emitted)\s+["'\x60\x{201C}]` +
@@ -116,16 +116,22 @@ var quotedRe = lazyRegexp(`(?i)\A\W*[\w.]*(?:Error|Exception):\s*(?:Raised|Throw
 // "Authenticated requests get a higher rate limit", "GitHub API 403", a
 // token "to talk to github"), and a database driver's errors (psycopg2,
 // SQLAlchemy's exceptions, "Is the server running on host"): a test
-// suite's database refusing connections is not the provider's network.
+// suite's database refusing connections is not the provider's network; a
+// translation service named ("Google Translation API issue", "Google
+// Translate :: …", DeepL), a translator plugin's TranslateException or its
+// "Try another translator": its limits are a translator's (an app that
+// translates with a model names no such service, and stays read).
 // Their limits are theirs; like an MCP server's transport (quotedRe) they
 // keep a words-only rule out even from error-shaped text.
 var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) (?:to|from) (?:the )?(?:discord|slack|telegram|notion|mattermost|twitch)(?:'s)?(?: web)?(?: api)?\b|\b(?:discord|slack|telegram|notion)(?: web)? api (?:returned|failed|responded)\b|\bhttps?://(?:[\w-]+\.)*(?:discord\.com|discordapp\.com|slack\.com|api\.telegram\.org|api\.notion\.com)/(?:developers|api|docs|reference|bot)\b|"ok"\s*:\s*false\s*,\s*"error"\s*:\s*"[a-z_]+"|\bAPI rate limit exceeded for (?:installation\b|(?:\d{1,3}\.){3}\d{1,3}\b)|\bAuthenticated requests get a higher rate limit\b|\bGitHub API (?:[1-5]\d\d|error|rate limit)\b|\b(?:talk|talks|talking|calls?|requests?) to github\b` +
-	`|\b(?:psycopg2?|sqlalchemy\.exc|pymysql|mysql\.connector|redis\.exceptions|pymongo\.errors|asyncpg\.exceptions)\.|\bIs the server running on host\b`)
+	`|\b(?:psycopg2?|sqlalchemy\.exc|pymysql|mysql\.connector|redis\.exceptions|pymongo\.errors|asyncpg\.exceptions)\.|\bIs the server running on host\b` +
+	`|\b(?:google|deepl|bing|yandex|baidu|microsoft|papago) ?translat(?:e|ion|or)\b|\bTranslateException\b|\btry another translator\b`)
 
 // toolOwnRe marks a failure of another tool's own traffic, named by that
 // tool's own marks rather than by a provider: the MCP SDK's client
 // transports and package in a stack frame (StreamableHTTPClientTransport,
-// @modelcontextprotocol/sdk), a package manager's debug-log lines (npm's
+// HttpClientSseClientTransport, @modelcontextprotocol/sdk and the Java
+// SDK's io.modelcontextprotocol), a package manager's debug-log lines (npm's
 // "93 silly fetchPackageMetaData …", "npm ERR!"), a download of a package
 // or source archive (a .tar.gz, .whl, .crate … URL: no model API serves
 // archives), a browser-automation driver's session endpoint
@@ -141,7 +147,7 @@ var otherServiceRe = lazyRegexp(`(?i)\b(?:request|requests|call|calls|response) 
 // a pydantic header naming a …Data, …Config, …Settings, …State, …Node or
 // …Entity class). Like otherServiceRe they keep a
 // words-only rule out even from error-shaped text.
-var toolOwnRe = lazyRegexp(`(?i)\b(?:StreamableHTTP|SSE|Stdio|WebSocket)ClientTransport\b|@modelcontextprotocol/` +
+var toolOwnRe = lazyRegexp(`(?i)(?:StreamableHTTP|SSE|Stdio|WebSocket)ClientTransport\b|@modelcontextprotocol/|\bio\.modelcontextprotocol\.` +
 	`|(?m:^\s*\d+ (?:silly|verbose|timing) [\w.:-]+ )|(?m:^\s*npm (?:ERR!|error) )` +
 	`|\bdownload(?:ing|ed)?\b[^\n]{0,20}?https?://[^\s'"]+\.(?:tar\.gz|tgz|tar\.xz|tar\.bz2|zip|whl|gem|crate|jar|nupkg|deb|rpm)\b` +
 	`|\bwith url: /session/[0-9a-f-]{8,}\b|\bselenium\.common\.|\b(?:chrome|gecko|msedge)driver\b` +
@@ -191,7 +197,8 @@ func (v *view) prose() bool {
 //   - plural error talk: "these 429 errors", "rate limits happen when";
 //   - explanations: "the 401 means …", "a 503 from the gateway means",
 //     "typically … means", "the docs say";
-//   - code talk: "catch RateLimitError", "the SDK raises NotFoundError",
+//   - a reply that opens by addressing someone ("@matmicro That's a …");
+//   - code talk: "catch RateLimitError", "prefer RateLimitError", "the SDK raises NotFoundError",
 //     "returns ErrQuota", "is now retried", "if err == …", a handler that
 //     "maps" a code;
 //   - questions to people: "could you …?", "has anyone …", "why does …?",
@@ -232,7 +239,7 @@ var discourseRe = lazyRegexp(`(?i)` +
 	`|\b(?:a|an|the|this|that)\s+\d{3}\b[^.\n]{0,40}?\b(?:means|indicates|signals|is returned when)\b` +
 	`|\b(?:typically|usually|generally|normally)\b[^.\n]{0,60}?\bmeans\b|\b(?:the )?docs? (?:say|says|said|state|states|mention)\b` +
 	`|\b(?:the|a|an) [\x60'"][^\x60'"\n]{1,40}[\x60'"] (?:[\w-]+ ){0,3}(?:indicates|means|is returned|is raised|happens)\b` +
-	`|\b(?:catch|catches|catching|except)\s+\x60?[A-Z]\w*(?:Error|Exception)\b|\b(?:raises?|throws?|returns?)\s+\x60?(?-i:[A-Z]\w*(?:Error|Exception)|Err[A-Z]\w*)\b` +
+	`|\b(?:catch|catches|catching|except|prefer|prefers|fall back to|falls back to)\s+\x60?[A-Z]\w*(?:Error|Exception)\b|\A\W*@[\w-]{2,39}\b[ ,:]|\b(?:raises?|throws?|returns?)\s+\x60?(?-i:[A-Z]\w*(?:Error|Exception)|Err[A-Z]\w*)\b` +
 	`|\bis now (?:retried|handled|treated|surfaced|mapped|caught)\b|\bis now (?:fully |finally )?(?:functional|working|operational)\b|\bafter fixing (?:\d+|the|a|two|three|several|some) (?:bugs?|issues?)\b|\bif err(?:or)? ?(?:==|!=)|\berrors\.Is\(` +
 	`|\b(?:handler|middleware|router|function|method|wrapper|the SDK|the client)\b[^.\n]{0,20}?\b(?:maps?|converts?|treats?|catches?)\b` +
 	`|\b(?:could|can|would|will) (?:you|someone|anyone|somebody)\b[^?\n]{0,160}\?|\b(?:has|have|does|is) (?:anyone|someone|anybody)\b` +

@@ -106,6 +106,8 @@ var (
 			regexp.MustCompile(`(?i)\bHTTP error\b[^\n:]{0,40}:\s*([45]\d\d)\b`),
 			// a common-log access line: "\"POST /v1/chat/completions HTTP/1.1\" 503 -"
 			regexp.MustCompile(`"[A-Z]+ [^"\n]+ HTTP/\d(?:\.\d)?"\s+([45]\d\d)\b`),
+			// a browser console's failed fetch: "POST https://api.example.com/v1/chat/completions 401"
+			regexp.MustCompile(`\b(?:GET|POST|PUT|PATCH|DELETE) https?://[^\s"']+\s+\(?([45]\d\d)\)?(?:\s|$)`),
 			// a Gin access log: "[GIN] 2025/03/06 - 11:42:21 | 503 | 42ms | …"
 			regexp.MustCompile(`\[GIN\][^\n|]*\|\s*([45]\d\d)\s*\|`),
 			// "Response status code was unacceptable: 404." (Alamofire)
