@@ -38,11 +38,12 @@ import (
 // in code ("the rate-limit handler", "fixed the quota error handling");
 // advice and change notes that open the text ("Make sure your key …",
 // "Thanks for reporting", "Adds support for …", a change note's
-// "Improved … by retrying 529 errors", "Currently the server
+// "Improved … by retrying 529 errors", "Reword error messages when …",
+// "Currently the server
 // responds …", "this PR"), "I believe" (not Markdown bold: agents print
 // their errors in it), "it indicates
 // that …", release notes ("now shows …", "treated as"), and the same in
-// Chinese (错误…表示, a status's definition 429属于…, code talk of 捕获
+// Chinese (错误…表示, a status's definition 429属于… or 429 是…, code talk of 捕获
 // and except); an explanation that
 // opens the text ("This happens when …", "This is a rate limit error.
 // You …", 这是…错误 — a hint after the statement stays the provider's),
@@ -65,12 +66,12 @@ import (
 
 var mentionRe = lazyRegexp(`(?i)` +
 	`\A\W*(?:if|when|whenever|once) (?:[\w'-]+ ){1,3}?(?:get|gets|getting|got|see|sees|seeing|hit|hits|hitting|encounter\w*|receiv\w+|return\w*|fails?|show\w*|throw\w*|rais\w+|repl(?:y|ies)|respond\w*|sends?|run into|runs into|drops?|dies|ends|breaks|disconnects?|times? out|crash\w*|goes down|stalls?)\b` +
-	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you(?: (?:so|very) much)?\b(?:[^\n]{0,3}$|[,!.:;]| (?:for (?:reporting|raising|opening|filing|flagging|sharing|the|your|this|these|bringing|letting|pointing|trying|testing|contributing|looking|catching|checking|confirming|helping|providing|posting|submitting|digging|investigating)|all|everyone|guys)\b)|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|improved\b|improves\b|enhanced\b|reworked\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
+	`|\A\W*(?:make sure|ensure (?:that )?|double-check|you (?:can|could|should|may want to|might want to|need to) (?:try|check|set|use|increase|lower|switch)|try (?:setting|using|adding|increasing|lowering|switching)|to fix this|the (?:fix|solution|workaround) is|thanks\b|thank you(?: (?:so|very) much)?\b(?:[^\n]{0,3}$|[,!.:;]| (?:for (?:reporting|raising|opening|filing|flagging|sharing|the|your|this|these|bringing|letting|pointing|trying|testing|contributing|looking|catching|checking|confirming|helping|providing|posting|submitting|digging|investigating)|all|everyone|guys)\b)|currently\b|adds?\b|added\b|fix(?:es|ed)?\b|improved\b|improves\b|enhanced\b|reworked\b|reword\w*\b|rephrase\w*\b|clarif(?:y|ies|ied)\b|implements?\b|introduces?\b|refactor\w*|this (?:PR|pull request|change|commit|patch)\b)` +
 	`|\bthis (?:PR|pull request|commit|patch)\b|\bI (?:believe|think|suspect|guess)\b` +
 	`|\b(?:it|this|which) (?:usually |typically |simply |just |only )?(?:indicates|means|suggests) (?:that )?` +
 	`|\bnow (?:shows|returns|handles|reports|retries|surfaces|treats|mentions|says|explains|includes|tells)\b|\btreated as\b` +
 	`|\A\W*an? \x60?[A-Z]\w*(?:Error|Exception)\x60? (?:usually |typically |generally )?(?:indicates|means|is raised|occurs)\b` +
-	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表)|被(?:通用)?\s*\x60?except\b|捕获` +
+	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表|是)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
 	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?|error)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
@@ -204,7 +205,8 @@ func (v *view) prose() bool {
 //   - questions to people: "could you …?", "has anyone …", "why does …?",
 //     "should we …?" — not an agent's tip ("Did you set OPENAI_API_KEY?");
 //   - a diagnosis given to someone: "this has nothing to do with the
-//     code", "429 is because the usage exceeds …";
+//     code", "the error message here is quite clear", "429 is because the
+//     usage exceeds …";
 //   - a report of what happened, told: "…, causing 401 Unauthorized on
 //     all requests", "the endpoint returns 500 for many accounts", "this
 //     happened to me because …", "increasing the limit fixed it";
@@ -223,7 +225,7 @@ func (v *view) prose() bool {
 //     to error out"), a narrative of a past run ("During the live smoke,
 //     the model returned …").
 var discourseRe = lazyRegexp(`(?i)` +
-	`\bhas nothing to do with\b|\b(?:this|that|it) (?:also )?happened (?:to me|for me|to us)\b|\b(?:that|this|which|it) (?:fixed|solved|resolved) it\b|\b(?:increasing|raising|changing|setting|switching|upgrading) [^.\n]{1,40}? (?:fixed|solved|resolved) (?:it|the (?:issue|problem))\b|(?:吗|呢)\s*[？?，,]|` +
+	`\bhas nothing to do with\b|\bthe error(?: message)?(?: here)? is (?:quite |pretty |very |fairly )?(?:clear|self-explanatory|explicit)\b|\b(?:this|that|it) (?:also )?happened (?:to me|for me|to us)\b|\b(?:that|this|which|it) (?:fixed|solved|resolved) it\b|\b(?:increasing|raising|changing|setting|switching|upgrading) [^.\n]{1,40}? (?:fixed|solved|resolved) (?:it|the (?:issue|problem))\b|(?:吗|呢)\s*[？?，,]|` +
 	`,\s+caus(?:ing|ed)\b[^.\n]{0,20}?\b[1-5]\d\d\b|\breturns? (?:an? |the )?(?:http )?[1-5]\d\d\b[^.\n]{0,60}?\bfor (?:many|some|all|most|several|certain) (?:\w+ )?(?:accounts|users|customers|people|requests|models)\b|\A\W*(?:the |a |an |this |that )?[1-5]\d\d(?: errors?)? (?:is|was|happens|occurs) because\b|` +
 	`\A\W*(?:I'm|I am|I've been) (?:seeing|getting|hitting|experiencing|running into)\b|\A\W*(?:we're|we are|we've been) (?:seeing|getting|hitting|running into)\b` +
 	`|\A\W*(?:after|since) (?:upgrading|updating|switching|installing|moving|migrating)\b|\banyone else\b` +
