@@ -49,6 +49,8 @@ func TestDerivedStatus(t *testing.T) {
 		{"a common-log access line", Evidence{Message: "127.0.0.1 - - [13/Sep/2023 20:20:27] \"POST /v1/chat/completions HTTP/1.1\" 503 -"}, 503, StatusFromText},
 		{"a Gin access log", Evidence{Message: "[GIN] 2025/03/06 - 11:42:21 | 503 |   42.04ms |  127.0.0.1 | POST \"/api/generate\""}, 503, StatusFromText},
 		{"code is", Evidence{Message: "gtp api status code not equals 200,code is 401"}, 401, StatusFromText},
+		{"a browser console's failed fetch", Evidence{Message: "plugin:notes-ai:120          POST https://api.example.com/v1/chat/completions 401"}, 401, StatusFromText},
+		{"a fetch line with a body size is not a status", Evidence{Message: "GET https://cdn.example.com/app.js 404kB"}, 0, ""},
 		{"HTTP error from a server", Evidence{Message: "event: Upstream HTTP error from Ollama: 400"}, 400, StatusFromText},
 		{"a gateway error's name", Evidence{Message: "litellm.BadGatewayError: BadGatewayError: OpenAIException -"}, 502, StatusFromName},
 		{"a count of codes is no status", Evidence{Message: "a list of 404 status pages"}, 0, ""},
