@@ -61,6 +61,9 @@ import (
 // a general statement of what a provider returns ("returns HTTP 400 when
 // …", a specification's "shall respond with"), change prose ("previously
 // retried", "currently treats", a note opening "Parse the …"), and a
+// conditional frame that opens the text and exceeds a limit ("If
+// requests exceed the limit …", "Caso as requisições ultrapassem o
+// limite …": a rule stated, not met), a
 // Chinese conditional frame (当…时) or Japanese narrative (…たところ,
 // …ことが分かった).
 
@@ -73,6 +76,7 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*an? \x60?[A-Z]\w*(?:Error|Exception)\x60? (?:usually |typically |generally )?(?:indicates|means|is raised|occurs)\b` +
 	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表|是)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
+	`|\A\W*(?:if|when|whenever|caso|si|cuando|quand|wenn|falls) (?:[\p{L}\d'\x60.,/*-]+ ){1,10}?(?:exceeds?|ultrapass\p{L}*|exced\p{L}*|dépass\p{L}*|überschreit\p{L}*|supera\p{L}*) (?:the |your |o |a |os |as |el |la |los |las |le |les |das |die |den )?(?:limit|limite|límite|quota|cuota|cota|grenze|limits|limites)` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
 	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?|error)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
 	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|yeah|no|yep|nope),\s` +
@@ -293,7 +297,7 @@ var docLayoutRe = lazyRegexp(`(?i)` +
 	`|(?:\A|\n)[ \t]*(?:\d{1,2}[.)]|[-*+])[ \t]+\*\*[^*\n]{1,80}\*\*[ \t]*[:：]` +
 	`|(?:\A|\n)[ \t]*[1-5]\d\d[ \t]+-[ \t]+[a-z][a-z0-9_]{2,40}[ \t]+:[ \t]+[^\s{\[][\s\S]{0,400}?\b(?:can|may|might|could|können|kann|pueden|puede|podem|pode|peuvent|peut)\b` +
 	`|\b(?:causes?|causa|ursache|raison|motivo)[ \t]*[:：][^\n]{1,400}?\b(?:solutions?|solución|solucion|solução|solucao|lösung|abhilfe|remedy|resolution)[ \t]*[:：]` +
-	`|(?:原因|원인)[ \t]*[:：][^\n]{1,400}?(?:解决方法|解决方案|解决办法|対処法|対策|해결 ?방법|해결책)[ \t]*[:：]`)
+	`|(?:原因|원인)[ \t]*[:：][^\n]{1,400}?(?:解决方法|解决方案|解决办法|対処法|対策|解決策|解決方法|해결 ?방법|해결책)[ \t]*[:：]`)
 
 // docLayout reports whether the message or stderr text of prose
 // evidence (a message chunk, stderr) is laid out as reference text

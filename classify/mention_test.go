@@ -52,6 +52,9 @@ func TestMentionLayouts(t *testing.T) {
 		{"inline cause and remedy", func() bool {
 			return docLayoutRe().MatchString("404 | Ursache: falscher Name. Lösung: Modell wählen.")
 		}, true},
+		{"a cause and a solution (解決策) on one line, in Japanese", func() bool {
+			return docLayoutRe().MatchString("429 | 原因：短時間に送信が多すぎます | 解決策：間隔をあけて送信してください")
+		}, true},
 		{"one hint heading is not a layout", func() bool { return docLayoutRe().MatchString("Error: quota exceeded. Possible cause: a low tier.") }, false},
 		{"a chat platform's limit", func() bool { return otherServiceRe().MatchString("request to discord API failed: 429") }, true},
 		{"a provider's own limit", func() bool { return otherServiceRe().MatchString("request to api.openai.com failed: 429") }, false},
@@ -59,6 +62,10 @@ func TestMentionLayouts(t *testing.T) {
 		{"a schema check of an app's own data class", func() bool { return toolOwnRe().MatchString("3 validation errors for AgentNodeData") }, true},
 		{"a schema check of the request is the request's", func() bool { return toolOwnRe().MatchString("1 validation error for CompletionRequest") }, false},
 		{"a provider's unsupported model is no app source", func() bool { return toolOwnRe().MatchString("This model is not supported yet") }, false},
+		{"a rule stated as a condition, in Spanish", func() bool {
+			return mentionRe().MatchString("Si las solicitudes exceden el límite de 10 por minuto, el servidor responderá con 429.")
+		}, true},
+		{"a limit met is not a condition", func() bool { return mentionRe().MatchString("Rate limit exceeded: 10 requests per minute.") }, false},
 		{"a diagnosis of the reader's setup", func() bool { return mentionRe().MatchString("You have a DNS problem. Try another resolver.") }, true},
 		{"a maintainer's verdict", func() bool { return discourseRe().MatchString("Not a bug. The model is loading; wait and retry.") }, true},
 		{"an opening definition", func() bool { return discourseRe().MatchString("Timeout means that the proxy gave up first.") }, true},

@@ -117,7 +117,7 @@
 // no longer validates over the replay's catalogue is reported and the
 // catalogue before it stays):
 //
-//	{"t_ms":3030,"dir":"catalogue","catalogue":"2026.12.04-15+field-1","turn":2,"overlay":{"version":"field-1","rules":[…],"fixtures":[…]}}
+//	{"t_ms":3030,"dir":"catalogue","catalogue":"2026.12.05-1+field-1","turn":2,"overlay":{"version":"field-1","rules":[…],"fixtures":[…]}}
 //
 // What each side saw follows from the marks: the client received the a2c
 // frames that are not suppressed; the agent sent the a2c frames without via;
