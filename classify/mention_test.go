@@ -66,6 +66,8 @@ func TestMentionLayouts(t *testing.T) {
 			return mentionRe().MatchString("Si las solicitudes exceden el límite de 10 por minuto, el servidor responderá con 429.")
 		}, true},
 		{"a limit met is not a condition", func() bool { return mentionRe().MatchString("Rate limit exceeded: 10 requests per minute.") }, false},
+		{"a demand to set up billing is the provider's", func() bool { return mentionRe().MatchString("You need to set up billing to run this model") }, false},
+		{"advice to set a value", func() bool { return mentionRe().MatchString("You need to set the base URL to your proxy.") }, true},
 		{"a diagnosis of the reader's setup", func() bool { return mentionRe().MatchString("You have a DNS problem. Try another resolver.") }, true},
 		{"a maintainer's verdict", func() bool { return discourseRe().MatchString("Not a bug. The model is loading; wait and retry.") }, true},
 		{"an opening definition", func() bool { return discourseRe().MatchString("Timeout means that the proxy gave up first.") }, true},
