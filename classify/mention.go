@@ -37,6 +37,8 @@ import (
 // verb of reporting ("saw \"quota exceeded\"", "says 'overloaded'"), or talk about error handling
 // in code ("the rate-limit handler", "fixed the quota error handling");
 // advice and change notes that open the text ("Make sure your key …",
+// "You need to set the base URL …", but not "You need to set up billing",
+// a provider's demand,
 // "Thanks for reporting", "Adds support for …", a change note's
 // "Improved … by retrying 529 errors", "Reword error messages when …",
 // "Currently the server
@@ -63,7 +65,9 @@ import (
 // retried", "currently treats", a note opening "Parse the …"), and a
 // conditional frame that opens the text and exceeds a limit ("If
 // requests exceed the limit …", "Caso as requisições ultrapassem o
-// limite …": a rule stated, not met), a
+// limite …", German's verb last: "Wenn … das Limit überschreiten": a
+// rule stated, not met; not the reflexive "Se ha superado el límite",
+// which is the limit met), a
 // Chinese conditional frame (当…时) or Japanese narrative (…たところ,
 // …ことが分かった).
 
@@ -76,7 +80,8 @@ var mentionRe = lazyRegexp(`(?i)` +
 	`|\A\W*an? \x60?[A-Z]\w*(?:Error|Exception)\x60? (?:usually |typically |generally )?(?:indicates|means|is raised|occurs)\b` +
 	`|(?:错误|报错|状态码|\b\d{3}\b)[^\n。]{0,40}?(?:表示|意味着)|\b[1-5]\d\d\s*(?:属于|是指|指的是|代表|是)|被(?:通用)?\s*\x60?except\b|捕获` +
 	`|(?:\A\W*|[.!?]\s+)(?:if|when|whenever|once) (?:[\w'\x60.,/*-]+ ){1,10}?(?:is|are|gets?|was) (?:exceeded|hit|reached|raised|thrown|returned)\b` +
-	`|\A\W*(?:if|when|whenever|caso|si|cuando|quand|wenn|falls) (?:[\p{L}\d'\x60.,/*-]+ ){1,10}?(?:exceeds?|ultrapass\p{L}*|exced\p{L}*|dépass\p{L}*|überschreit\p{L}*|supera\p{L}*) (?:the |your |o |a |os |as |el |la |los |las |le |les |das |die |den )?(?:limit|limite|límite|quota|cuota|cota|grenze|limits|limites)` +
+	`|\A\W*(?:if|when|whenever|caso|si|cuando|quand) (?:[\p{L}\d'\x60.,/*-]+ ){1,10}?(?:exceeds?|ultrapass\p{L}*|exced\p{L}*|dépass\p{L}*|supera\p{L}*) (?:the |your |o |a |os |as |el |la |los |las |le |les )?(?:limit|límite|quota|cuota|cota)` +
+	`|\A\W*(?:wenn|falls) (?:[\p{L}\d'.,-]+ ){1,10}?(?:limit|kontingent|grenze|quota)\p{L}* überschreit` +
 	`|\b(?:this|that|the|such an?|these|those) (?:[\x60'"]?[\w.-]+[\x60'"]? )?(?:error|message|failure|exception|response|status)(?: codes?)?s? (?:\([^)\n]{0,60}\) )?(?:usually |typically |generally |often |probably |likely |just |only |simply )?(?:means?|indicates?|happens?|occurs?|is (?:caused|returned|raised|thrown|shown|expected|triggered)|comes? from|suggests?|tells? you|notif(?:y|ies)|signals?|denotes?)\b` +
 	`|(?:\b[1-5]\d\d\b|\b(?:fehler|erreurs?|errores?|erros?|error)\b)[^\n.]{0,30}?\b(?:bedeutet|bedeuten|significa|significam|significan|signifie|signifient)\b` +
 	`|\b[1-5]\d\d is (?:the|an?) (?:http )?(?:error |status |response )*code\b|\A\W*(?:yes|yeah|no|yep|nope),\s` +

@@ -65,6 +65,12 @@ func TestMentionLayouts(t *testing.T) {
 		{"a rule stated as a condition, in Spanish", func() bool {
 			return mentionRe().MatchString("Si las solicitudes exceden el límite de 10 por minuto, el servidor responderá con 429.")
 		}, true},
+		{"a rule stated as a condition, in German (the verb last)", func() bool {
+			return mentionRe().MatchString("Wenn die Anfragen das Limit überschreiten, antwortet der Server mit 429.")
+		}, true},
+		{"a limit met is not a condition, in Spanish", func() bool {
+			return mentionRe().MatchString("Se ha superado el límite de peticiones; vuelve a intentarlo en 30 segundos")
+		}, false},
 		{"a limit met is not a condition", func() bool { return mentionRe().MatchString("Rate limit exceeded: 10 requests per minute.") }, false},
 		{"a demand to set up billing is the provider's", func() bool { return mentionRe().MatchString("You need to set up billing to run this model") }, false},
 		{"advice to set a value", func() bool { return mentionRe().MatchString("You need to set the base URL to your proxy.") }, true},
